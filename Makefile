@@ -1,0 +1,76 @@
+# shotbench: the front door. `make help` lists every target.
+SHELL := bash
+.DEFAULT_GOAL := help
+export UV_PYTHON_DOWNLOADS := never
+
+SB      := .venv/bin/shotbench
+PY      := .venv/bin/python
+DATA    ?=
+PROFILE ?= quick
+NETWORK ?= none
+CONFIG  ?=
+RUN     ?=
+SHOTS   ?= 24
+BUILD_DEPS   := libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config
+BROWSER_DEPS := chromium
+
+bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG))
+
+.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness \
+        bench-transfer report reports lab test test-fast clean
+
+help: ## Show this map of the repository's commands
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full  NETWORK=none|s3-same-region|s3-cross-region  CONFIG=file.toml"
+
+venv: ## Create/refresh the Python environment (.venv) from uv.lock
+	@scripts/bootstrap.sh
+
+tools: venv ## Build the embedded S3 server (versitygw) and toxiproxy into ~/.cache/shotbench
+	@$(SB) server install
+
+envs: venv ## Build libhdf5 1.14/2.0/2.2 with ROS3 and h5py against each (cached; seconds when warm)
+	@scripts/apt-ensure.sh $(BUILD_DEPS)
+	@$(SB) envs build
+
+synth: venv ## Make SHOTS (default 24) synthetic shot files in data/shots (skips files already there)
+	@$(SB) synth --out data/shots --shots $(SHOTS)
+
+server-start: tools ## Start the embedded S3 server; prints endpoint and credentials file
+	@$(SB) server start
+
+server-stop: venv ## Stop the embedded S3 server
+	@$(SB) server stop
+
+server-status: venv ## Is the embedded S3 server running, and where
+	@$(SB) server status
+
+bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=), then the report
+	@$(SB) bench $(bench_args)
+	@$(SB) report --latest
+
+bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
+	@$(SB) bench-harness $(if $(DATA),--data $(DATA))
+
+bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PROFILE=)
+	@$(SB) transfer --profile $(PROFILE) $(if $(DATA),--data $(DATA))
+	@$(SB) report --latest-transfer
+
+report: venv ## Render the report of the latest run (or RUN=data/runs/<id>) into reports/
+	@$(SB) report $(if $(RUN),--run $(RUN),--latest)
+
+reports: venv ## Re-render every run and write reports/index.html
+	@$(SB) reports
+
+lab: venv ## Open the notebooks in JupyterLab
+	@uv sync --frozen --quiet --group lab && .venv/bin/jupyter lab notebooks/
+
+test: venv envs tools ## Run the whole test suite (what CI runs)
+	@scripts/apt-ensure.sh $(BROWSER_DEPS)
+	@$(PY) -m pytest
+
+test-fast: venv ## Unit tests only (no builds, no browser)
+	@$(PY) -m pytest -m "not slow and not browser"
+
+clean: ## Remove generated reports and local state (keeps data/runs and the build cache)
+	rm -rf reports/*.html reports/*/ .shotbench

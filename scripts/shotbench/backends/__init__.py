@@ -1,0 +1,1 @@
+"""One module per way of reading a shot file; see registry."""

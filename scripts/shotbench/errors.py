@@ -1,0 +1,18 @@
+"""The one exception type for mistakes a user can make.
+
+The CLI prints a `UserError` as one sentence and exits non-zero, without a traceback;
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A mistake the user can fix: the message is one sentence that names the fix."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code

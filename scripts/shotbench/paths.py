@@ -1,0 +1,59 @@
+"""Where things live: the checkout, the build/tool cache, run folders.
+
+The cache sits outside the checkout so a fresh clone reuses builds; `SHOTBENCH_CACHE`
+moves it (tests and CI use the default).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def repo_root() -> Path:
+    """The checkout this package was installed from (editable install: scripts/shotbench)."""
+    env = os.environ.get("SHOTBENCH_ROOT")
+    if env:
+        return Path(env).resolve()
+    return Path(__file__).resolve().parents[2]
+
+
+def cache_dir() -> Path:
+    """Expensive, reusable artefacts: compiled tools, libhdf5 builds, source tarballs."""
+    env = os.environ.get("SHOTBENCH_CACHE")
+    base = Path(env) if env else Path.home() / ".cache" / "shotbench"
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
+def bin_dir() -> Path:
+    """Compiled helper binaries (versitygw, toxiproxy, s5cmd), keyed by version in their names."""
+    path = cache_dir() / "bin"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def state_dir() -> Path:
+    """Runtime state of this checkout: the embedded server's pid file, data and credentials."""
+    env = os.environ.get("SHOTBENCH_STATE")
+    path = Path(env) if env else repo_root() / ".shotbench"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def envs_dir() -> Path:
+    """One Python environment per libhdf5 build (h5py is compiled against one libhdf5)."""
+    env = os.environ.get("SHOTBENCH_ENVS")
+    return Path(env) if env else repo_root() / ".envs"
+
+
+def data_dir() -> Path:
+    return repo_root() / "data"
+
+
+def runs_dir() -> Path:
+    return data_dir() / "runs"
+
+
+def reports_dir() -> Path:
+    return repo_root() / "reports"
