@@ -1,0 +1,209 @@
+"""`shotbench synth` writes files with the properties of the upstream C-Mod shot files.
+
+Every check reads the real files back with h5py: page strategy and size, exact file size,
+hierarchy and `shot` attributes, shared dimension scales, deflate level 4 above 8 kB,
+and byte-identical output for the same seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from shotbench import cli
+from shotbench.synth import CATALOG, COMPRESS_ABOVE, make_dataset
+
+SMALL = {"signals": 12, "file_size": 2_000_000, "page_size": 1_000_000}
+
+
+@pytest.fixture(scope="module")
+def paged(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return make_dataset(tmp_path_factory.mktemp("paged"), shots=4, seed=0, **SMALL)
+
+
+def _shot(f: h5py.File) -> tuple[str, h5py.Group, h5py.Group]:
+    (shot,) = f["shots"].keys()
+    return shot, f[f"shots/{shot}"], f[f"shots/{shot}/signals"]
+
+
+def _datasets(f: h5py.File) -> list[h5py.Dataset]:
+    found: list[h5py.Dataset] = []
+    f.visititems(lambda _, obj: found.append(obj) if isinstance(obj, h5py.Dataset) else None)
+    return found
+
+
+def test_paged_files_use_page_aggregation_and_are_exactly_the_file_size(paged: list[Path]) -> None:
+    assert len(paged) == 4
+    for path in paged:
+        assert path.stat().st_size == 2_000_000
+        with h5py.File(path, "r") as f:
+            fcpl = f.id.get_create_plist()
+            assert fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE
+            assert fcpl.get_file_space_page_size() == 1_000_000
+
+
+def test_default_sizes_match_upstream_16_mb_files_with_8_mb_pages(tmp_path: Path) -> None:
+    (path,) = make_dataset(tmp_path, shots=1)
+    assert path.stat().st_size == 16_000_000
+    with h5py.File(path, "r") as f:
+        assert f.id.get_create_plist().get_file_space_page_size() == 8_000_000
+        _, _, signals = _shot(f)
+        assert len(signals) == 61
+        assert set(signals) == {s.name for s in CATALOG}
+
+
+def test_one_shot_per_file_with_shot_attribute_on_every_signal(paged: list[Path]) -> None:
+    for path in paged:
+        with h5py.File(path, "r") as f:
+            shot, _, signals = _shot(f)
+            assert path.name == f"{shot}.h5"
+            assert len(shot) == 10 and shot.startswith("1")  # C-Mod style 1YYMMDDNNN
+            for name, dset in signals.items():
+                assert name in {s.name for s in CATALOG}
+                assert int(dset.attrs["shot"]) == int(shot)
+
+
+def test_some_files_carry_fewer_signals(paged: list[Path]) -> None:
+    counts = []
+    for path in paged:
+        with h5py.File(path, "r") as f:
+            counts.append(len(_shot(f)[2]))
+    assert max(counts) == 12
+    assert min(counts) < 12
+
+
+def test_dimension_scales_live_beside_signals_and_are_shared_not_duplicated(
+    paged: list[Path],
+) -> None:
+    for path in paged:
+        with h5py.File(path, "r") as f:
+            shot, group, signals = _shot(f)
+            users: Counter[str] = Counter()
+            for dset in signals.values():
+                for dim in dset.dims:
+                    for scale in dim.values():
+                        assert scale.parent.name == f"/shots/{shot}"
+                        assert h5py.h5ds.is_scale(scale.id)
+                        users[scale.name] += 1
+            assert users, "no dimension scales attached"
+            assert max(users.values()) >= 2, "no scale shared by several signals"
+            scales = [d for d in group.values() if isinstance(d, h5py.Dataset)]
+            digests = {
+                hashlib.sha1(d[()].tobytes() + d.dtype.str.encode()).hexdigest() for d in scales
+            }
+            assert len(digests) == len(scales), "identical scales stored twice"
+            assert set(users) == {d.name for d in scales}, "unattached scale stored"
+
+
+def test_datasets_above_8_kb_are_deflated_at_level_4_and_small_ones_are_not_chunked(
+    paged: list[Path],
+) -> None:
+    layouts = Counter()
+    for path in paged:
+        with h5py.File(path, "r") as f:
+            for dset in _datasets(f):
+                layout = dset.id.get_create_plist().get_layout()
+                layouts[layout] += 1
+                if dset.nbytes > COMPRESS_ABOVE:
+                    assert dset.compression == "gzip" and dset.compression_opts == 4, dset.name
+                    assert layout == h5py.h5d.CHUNKED
+                else:
+                    assert layout in (h5py.h5d.COMPACT, h5py.h5d.CONTIGUOUS), dset.name
+    assert layouts[h5py.h5d.CHUNKED] and layouts[h5py.h5d.COMPACT] and layouts[h5py.h5d.CONTIGUOUS]
+
+
+def test_signals_look_like_measurements(paged: list[Path]) -> None:
+    """Varied 1-D traces, some 2-D profiles, and data that compresses like real signals."""
+    with h5py.File(paged[0], "r") as f:
+        _, _, signals = _shot(f)
+        dsets = list(signals.values())
+        traces = [d for d in dsets if d.ndim == 1 and d.dtype.kind == "f" and d.size > 10]
+        assert len({d.shape[0] for d in traces}) >= 3
+        assert {d.dtype for d in traces} >= {np.dtype("f4"), np.dtype("f8")}
+        profiles = [d for d in dsets if d.ndim == 2]
+        assert profiles and all(len(d.dims[0]) and len(d.dims[1]) for d in profiles)
+        for dset in dsets:
+            if dset.compression:
+                ratio = dset.id.get_storage_size() / dset.nbytes
+                assert 0.01 < ratio < 0.95, dset.name
+        ip = signals["mag_ip"][()]
+        assert np.ptp(ip) > 0 and np.count_nonzero(ip) > ip.size // 2
+
+
+def test_same_seed_gives_byte_identical_files_and_another_seed_does_not(tmp_path: Path) -> None:
+    first = make_dataset(tmp_path / "a", shots=2, seed=7, **SMALL)
+    time.sleep(1.1)  # libhdf5 timestamps have one-second resolution
+    again = make_dataset(tmp_path / "b", shots=2, seed=7, **SMALL)
+    other = make_dataset(tmp_path / "c", shots=2, seed=8, **SMALL)
+    assert [p.name for p in first] == [p.name for p in again]
+    for a, b in zip(first, again):
+        assert a.read_bytes() == b.read_bytes()
+    assert {p.read_bytes() for p in first}.isdisjoint({p.read_bytes() for p in other})
+
+
+def test_default_layout_is_not_paged_but_same_size_and_same_data(
+    paged: list[Path], tmp_path: Path
+) -> None:
+    default = make_dataset(tmp_path, shots=4, seed=0, layout="default", **SMALL)
+    assert [p.name for p in default] == [p.name for p in paged]
+    for d, p in zip(default, paged):
+        assert d.stat().st_size == 2_000_000
+        with h5py.File(d, "r") as fd, h5py.File(p, "r") as fp:
+            strategy = fd.id.get_create_plist().get_file_space_strategy()[0]
+            assert strategy != h5py.h5f.FSPACE_STRATEGY_PAGE
+            _, _, sd = _shot(fd)
+            _, _, sp = _shot(fp)
+            assert list(sd) == list(sp)
+            for name in sd:
+                np.testing.assert_array_equal(sd[name][()], sp[name][()])
+
+
+def test_rerun_keeps_good_files_and_replaces_broken_ones(tmp_path: Path) -> None:
+    paths = make_dataset(tmp_path, shots=2, seed=3, **SMALL)
+    before = [p.stat().st_mtime_ns for p in paths]
+    paths[1].write_bytes(paths[1].read_bytes()[:1000])  # an interrupted copy
+    again = make_dataset(tmp_path, shots=2, seed=3, **SMALL)
+    assert again == paths
+    assert paths[0].stat().st_mtime_ns == before[0]
+    assert paths[1].stat().st_size == 2_000_000
+    with h5py.File(paths[1], "r") as f:
+        assert len(_shot(f)[2]) > 0
+    assert not list(tmp_path.glob(".*partial"))
+
+
+def test_cli_writes_files_and_prints_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "shots"
+    argv = ["synth", "--out", str(out), "--shots", "2", "--signals", "6",
+            "--file-size", "2000000", "--page-size", "1000000"]  # fmt: skip
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "2 shot files" in printed and "2 written" in printed
+    assert sorted(p.stat().st_size for p in out.glob("*.h5")) == [2_000_000, 2_000_000]
+    assert cli.main(argv) == 0
+    assert "2 kept" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--shots", "0"],
+        ["--shots", "1", "--signals", "62"],
+        ["--shots", "1", "--seed", "-1"],
+        ["--shots", "1", "--file-size", "1500000", "--page-size", "1000000"],
+        ["--shots", "1", "--file-size", "1000000", "--page-size", "1000000"],
+    ],
+)
+def test_cli_rejects_bad_parameters_with_one_sentence(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert cli.main(["synth", "--out", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("shotbench: ") and err.count("\n") == 0
+    assert not list(tmp_path.glob("*.h5"))
