@@ -1,0 +1,156 @@
+"""Request accounting from versitygw's access log: how many GETs a benchmark case really made.
+
+Each line is one request in an S3-server-access-log-like layout:
+`owner bucket [22/November/2026:01:38:14 +0000] ip requester request-id operation key uri
+status error-code bytes-sent object-size total-ms turnaround-ms referer user-agent...`.
+Timestamps have one-second resolution, so counting by byte offset (note the file size
+before a case, read what was appended after it) is exact where time windows are not.
+
+versitygw v1.8.0 logs 0 in both byte fields of a GetObject, so the bytes come from its
+StatsD metrics instead: `shotbench.store.statsd` appends `#bytes <unix-time> bytes_read
+<bucket> <n>` lines to the same file. Those arrive up to ~0.1 s after the request (the
+metrics are flushed in batches), hence the `settle` wait in `count_since`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+_LINE = re.compile(
+    r"^(?P<owner>\S+) (?P<bucket>\S+) \[(?P<time>[^\]]+)\] (?P<ip>\S+) (?P<requester>\S+) (?P<reqid>\S+) "
+    r"(?P<op>\S+) (?P<key>.*?) (?P<uri>/\S*) (?P<status>\d{3}) (?P<error>.*?) (?P<sent>-?\d+) (?P<size>-?\d+) "
+    r"(?P<total>-?\d+) (?P<turnaround>-?\d+) "
+)
+_TIME_FORMAT = "%d/%B/%Y:%H:%M:%S %z"
+
+
+@dataclass(frozen=True)
+class RequestStats:
+    gets: int = 0  # GetObject requests (successful or not)
+    get_bytes: int = 0  # bytes the server logged for those GETs (see module docstring)
+    requests: int = 0  # every S3 request
+
+    def __add__(self, other: "RequestStats") -> "RequestStats":
+        return RequestStats(self.gets + other.gets, self.get_bytes + other.get_bytes, self.requests + other.requests)
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    time: float
+    bucket: str | None
+    operation: str
+    key: str
+    status: int
+    bytes_sent: int
+    object_size: int
+
+
+@dataclass(frozen=True)
+class ByteRecord:
+    time: float
+    counter: str  # bytes_read (GetObject) | bytes_written (PutObject, UploadPart)
+    bucket: str | None
+    value: int
+
+
+def parse_line(line: str) -> LogRecord | ByteRecord | None:
+    """One access-log line, or None for the 'log starts' banner and anything unparseable."""
+    if line.startswith("#bytes "):
+        parts = line.split()
+        if len(parts) != 5:
+            return None
+        try:
+            return ByteRecord(float(parts[1]), parts[2], None if parts[3] == "-" else parts[3], int(parts[4]))
+        except ValueError:
+            return None
+    m = _LINE.match(line)
+    if not m:
+        return None
+    try:
+        ts = datetime.strptime(m["time"], _TIME_FORMAT).timestamp()
+    except ValueError:
+        return None
+    return LogRecord(
+        time=ts,
+        bucket=None if m["bucket"] == "-" else m["bucket"],
+        operation=m["op"],
+        key=m["key"],
+        status=int(m["status"]),
+        bytes_sent=max(int(m["sent"]), 0),
+        object_size=max(int(m["size"]), 0),
+    )
+
+
+def _stats(records: list[LogRecord | ByteRecord], bucket: str | None) -> RequestStats:
+    gets = requests = get_bytes = 0
+    for r in records:
+        if bucket is not None and r.bucket != bucket:
+            continue
+        if isinstance(r, ByteRecord):
+            get_bytes += r.value if r.counter == "bytes_read" else 0
+            continue
+        requests += 1
+        gets += r.operation.endswith("GetObject")
+    return RequestStats(gets=gets, get_bytes=get_bytes, requests=requests)
+
+
+def _read(log: Path, offset: int = 0) -> tuple[list[LogRecord | ByteRecord], int]:
+    """Records from `offset` up to the last complete line, and the offset after that line."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n") + 1  # a line being written right now is left for the next read
+    records = [r for line in data[:end].decode(errors="replace").splitlines() if (r := parse_line(line))]
+    return records, offset + end
+
+
+def offset_marker(log: Path) -> int:
+    """Where the log ends now; pass it to `count_since` after the work to count only that work."""
+    try:
+        return Path(log).stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def settle(log: Path, quiet: float = 0.3, timeout: float = 3.0) -> None:
+    """Wait until the log has not grown for `quiet` seconds: late log lines and byte counts land."""
+    deadline = time.monotonic() + timeout
+    size, since = offset_marker(log), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now_size = offset_marker(log)
+        if now_size != size:
+            size, since = now_size, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+
+
+def count_since(log: Path, offset: int, bucket: str | None = None, quiet: float = 0.3) -> RequestStats:
+    """Requests (and GET bytes) logged after byte `offset` (from `offset_marker`).
+
+    Waits until the log has been quiet for `quiet` seconds first (0 to skip the wait), because
+    the last requests' lines and byte counts are written just after their responses.
+    """
+    if quiet > 0:
+        settle(Path(log), quiet=quiet)
+    records, _ = _read(Path(log), offset)
+    return _stats(records, bucket)
+
+
+def count_requests(
+    log: Path, start: float, end: float, bucket: str | None = None, quiet: float = 0.3
+) -> RequestStats:
+    """Requests whose timestamp (whole seconds for requests) falls in [start, end] (unix seconds)."""
+    if quiet > 0 and time.time() - end < 5:
+        settle(Path(log), quiet=quiet)
+    records, _ = _read(Path(log))
+    lo, hi = int(start), end
+    late = 0.5  # byte counts arrive just after their request's response
+    return _stats([r for r in records if lo <= r.time <= hi + (late if isinstance(r, ByteRecord) else 0)], bucket)

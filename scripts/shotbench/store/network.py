@@ -1,0 +1,106 @@
+"""Named network profiles: toxiproxy between the client and the embedded server.
+
+A loopback server answers in well under a millisecond, which hides exactly what differs
+between ROS3 builds on real S3: how many round trips they make. Adding S3-like first-byte
+latency (and, cross-region, a per-connection bandwidth cap) brings that back. The kernel
+here has no `tc netem`, so the delay is added by a user-space TCP proxy instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from shotbench.errors import UserError
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Delay added to every server-to-client chunk, with uniform jitter, and an optional rate cap."""
+
+    latency_ms: int
+    jitter_ms: int
+    bandwidth_kbps: int | None = None  # KiB/s per connection (toxiproxy's unit)
+    description: str = ""
+
+
+PROFILES: dict[str, Profile | None] = {
+    "none": None,
+    "s3-same-region": Profile(20, 5, None, "~20 ms first byte, like S3 from EC2 in the bucket's region"),
+    "s3-cross-region": Profile(70, 15, 40_000, "~70 ms first byte and ~40 MB/s per connection, like another region"),
+}
+SEED = 1  # toxiproxy's jitter is pseudo-random; a fixed seed repeats the same delays
+
+
+@dataclass(frozen=True)
+class ProxyInfo:
+    pid: int
+    api_port: int
+    listen_port: int
+
+
+def _api(port: int, path: str, body: dict | None = None, method: str | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=data, method=method or ("POST" if data else "GET"),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=3) as resp:
+        raw = resp.read()
+    return json.loads(raw) if raw else {}
+
+
+def toxics(profile: Profile) -> list[dict]:
+    """The toxiproxy toxics that make up a profile (downstream: responses are delayed)."""
+    out = [{
+        "name": "latency", "type": "latency", "stream": "downstream", "toxicity": 1.0,
+        "attributes": {"latency": profile.latency_ms, "jitter": profile.jitter_ms},
+    }]
+    if profile.bandwidth_kbps:
+        out.append({
+            "name": "bandwidth", "type": "bandwidth", "stream": "downstream", "toxicity": 1.0,
+            "attributes": {"rate": profile.bandwidth_kbps},
+        })
+    return out
+
+
+def start_proxy(state: Path, upstream_port: int, profile: Profile, private: bool = False) -> ProxyInfo:
+    """Run toxiproxy with one proxy `s3` in front of 127.0.0.1:upstream_port and the profile's toxics."""
+    from shotbench import tools
+    from shotbench.store.server import _die_with_parent, _terminate, free_port
+
+    binary = tools.toxiproxy_server()
+    api_port, listen_port = free_port(), free_port()
+    config = state / "toxiproxy.json"
+    config.write_text(json.dumps([{
+        "name": "s3", "listen": f"127.0.0.1:{listen_port}", "upstream": f"127.0.0.1:{upstream_port}", "enabled": True,
+    }]))
+    log = open(state / "toxiproxy.log", "ab")
+    try:
+        proc = subprocess.Popen(
+            [str(binary), "-host", "127.0.0.1", "-port", str(api_port), "-config", str(config), "-seed", str(SEED)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=_die_with_parent if private else None, env={**os.environ, "LOG_LEVEL": "warn"},
+        )
+    finally:
+        log.close()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            if "s3" in _api(api_port, "/proxies"):
+                break
+        except (OSError, urllib.error.URLError, ValueError):
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _terminate(proc.pid, "toxiproxy")
+            raise UserError(f"toxiproxy did not start; see {state / 'toxiproxy.log'} and retry.")
+        time.sleep(0.05)
+    for toxic in toxics(profile):
+        _api(api_port, "/proxies/s3/toxics", toxic)
+    return ProxyInfo(pid=proc.pid, api_port=api_port, listen_port=listen_port)

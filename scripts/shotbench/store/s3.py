@@ -1,0 +1,353 @@
+"""Where the shot files are and how to reach them: S3 settings, data locations, preflight.
+
+Every failure a user can cause (endpoint down, bucket missing, wrong secret, empty prefix,
+a file that is not HDF5) is turned into one `UserError` sentence within a few seconds, so
+a benchmark never starts Dask workers only to watch them all fail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from shotbench.errors import UserError
+
+DEFAULT_REGION = "us-east-1"
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")
+CONNECT_TIMEOUT = 3.0
+SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
+
+
+def mask(key: str | None) -> str | None:
+    """The only form of an access key that may appear in output: first 4 characters."""
+    if not key:
+        return None
+    return key[:4] + "…"
+
+
+@dataclass(frozen=True)
+class S3Config:
+    """How to talk to one S3 service; `endpoint_url=None` means AWS itself."""
+
+    endpoint_url: str | None = None
+    region: str = DEFAULT_REGION
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+
+    def public(self) -> dict[str, str | None]:
+        """What may be printed or stored in results: never the secret, key masked."""
+        return {
+            "endpoint": self.endpoint_url or "aws",
+            "region": self.region,
+            "access_key": mask(self.access_key),
+        }
+
+    @classmethod
+    def from_env(cls) -> "S3Config":
+        """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles."""
+        import boto3
+
+        session = boto3.session.Session()
+        creds = session.get_credentials()
+        frozen = creds.get_frozen_credentials() if creds is not None else None
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if not endpoint:
+            try:
+                scoped = session._session.get_scoped_config()  # profile's endpoint_url
+                endpoint = (scoped.get("s3") or {}).get("endpoint_url") or scoped.get("endpoint_url")
+            except Exception:  # a broken profile is reported by the request that needs it
+                endpoint = None
+        return cls(
+            endpoint_url=endpoint or None,
+            region=session.region_name or DEFAULT_REGION,
+            access_key=frozen.access_key if frozen else None,
+            secret_key=frozen.secret_key if frozen else None,
+            session_token=frozen.token if frozen else None,
+        )
+
+    def is_local(self) -> bool:
+        """True for a server on this machine (the embedded one), where creating buckets is harmless."""
+        if not self.endpoint_url:
+            return False
+        host = urlsplit(self.endpoint_url).hostname or ""
+        return host in ("localhost", "::1") or host.startswith("127.")
+
+    def boto3_client(self, max_pool_connections: int = 10, read_timeout: float = 60.0, retries: int = 2) -> Any:
+        """A client with bounded waits: a dead endpoint fails in seconds, not minutes."""
+        import boto3
+        from botocore.config import Config
+
+        config = Config(
+            region_name=self.region,
+            signature_version="s3v4",
+            connect_timeout=CONNECT_TIMEOUT,
+            read_timeout=read_timeout,
+            retries={"max_attempts": retries, "mode": "standard"},
+            max_pool_connections=max_pool_connections,
+            s3={"addressing_style": "path"} if self.endpoint_url else {},
+        )
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            aws_session_token=self.session_token,
+            config=config,
+        )
+
+    def env_vars(self) -> dict[str, str]:
+        """AWS_* variables that give a subprocess (a Dask worker, libhdf5) these settings."""
+        env = {"AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region}
+        if self.access_key:
+            env["AWS_ACCESS_KEY_ID"] = self.access_key
+        if self.secret_key:
+            env["AWS_SECRET_ACCESS_KEY"] = self.secret_key
+        if self.session_token:
+            env["AWS_SESSION_TOKEN"] = self.session_token
+        if self.endpoint_url:
+            env["AWS_ENDPOINT_URL_S3"] = self.endpoint_url
+            env["AWS_ENDPOINT_URL"] = self.endpoint_url
+        return env
+
+
+@dataclass(frozen=True)
+class Location:
+    """A data location: `s3://bucket/prefix/` or a local folder.
+
+    The prefix is a folder (ends with '/', or is empty for the whole bucket), except when it
+    names one shot file (`s3://bucket/shots/1160703001.h5`).
+    """
+
+    kind: str  # "s3" | "local"
+    bucket: str = ""
+    prefix: str = ""
+    path: Path | None = None
+
+    def uri(self) -> str:
+        if self.kind == "s3":
+            return f"s3://{self.bucket}/{self.prefix}"
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return self.uri()
+
+
+def parse_location(text: str) -> Location:
+    """`s3://bucket/prefix` (the prefix is a folder) or a local folder path."""
+    text = text.strip()
+    if not text:
+        raise UserError("the data location is empty; give s3://bucket/prefix or a local folder.")
+    if text.startswith("s3://"):
+        rest = text[len("s3://"):]
+        bucket, _, prefix = rest.partition("/")
+        if not _BUCKET_RE.match(bucket) or ".." in bucket:
+            raise UserError(
+                f"'{text}' does not name a valid bucket; write s3://bucket/prefix with a bucket "
+                "name of 3-63 lowercase letters, digits, dots or hyphens."
+            )
+        prefix = prefix.lstrip("/")
+        if prefix and not prefix.endswith("/") and not is_shot_name(prefix):  # a folder, unless one file
+            prefix += "/"
+        return Location(kind="s3", bucket=bucket, prefix=prefix)
+    if "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise UserError(f"'{scheme}://' locations are not supported; give s3://bucket/prefix or a local folder.")
+    return Location(kind="local", path=Path(text).expanduser().resolve())
+
+
+@dataclass(frozen=True)
+class ShotObject:
+    """One shot file: an S3 key (or, for local data, an absolute path), its size and ETag."""
+
+    key: str
+    size: int
+    etag: str | None = None
+
+
+def is_shot_name(name: str) -> bool:
+    return name.lower().endswith(HDF5_SUFFIXES)
+
+
+def looks_like_hdf5(first_bytes: bytes) -> bool:
+    """The HDF5 superblock signature may sit at 0, 512, 1024, 2048, ... (user block)."""
+    try:
+        from shotbench.shotfile import looks_like_hdf5 as shared
+    except ImportError:
+        return any(first_bytes[o:o + 8] == HDF5_SIGNATURE for o in (0, 512, 1024, 2048))
+    return shared(first_bytes)
+
+
+def _local_files(loc: Location) -> list[ShotObject]:
+    assert loc.path is not None
+    if not loc.path.exists():
+        raise UserError(f"the folder {loc.path} does not exist; make shot files with `shotbench synth --out {loc.path}`.")
+    if not loc.path.is_dir():
+        raise UserError(f"{loc.path} is a file, not a folder; give the folder that holds the shot files.")
+    return [
+        ShotObject(key=str(p), size=p.stat().st_size, etag=None)
+        for p in sorted(loc.path.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    ]
+
+
+def _s3_objects(loc: Location, cfg: S3Config, client: Any = None) -> list[ShotObject]:
+    client = client or cfg.boto3_client()
+    out: list[ShotObject] = []
+    try:
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=loc.bucket, Prefix=loc.prefix):
+            for obj in page.get("Contents", []):
+                if obj["Key"].endswith("/"):
+                    continue
+                out.append(ShotObject(obj["Key"], int(obj["Size"]), (obj.get("ETag") or "").strip('"') or None))
+    except Exception as exc:
+        raise explain(exc, loc, cfg) from None
+    return sorted(out, key=lambda o: o.key)
+
+
+def list_shot_files(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
+    """The shot files (names ending .h5/.hdf5/.hdf/.he5) under a location, sorted by key."""
+    if loc.kind == "local":
+        objs = _local_files(loc)
+    else:
+        objs = _s3_objects(loc, cfg or S3Config.from_env())
+    return [o for o in objs if is_shot_name(o.key)]
+
+
+def _check_reachable(cfg: S3Config) -> None:
+    if not cfg.endpoint_url:
+        return
+    parts = urlsplit(cfg.endpoint_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(
+            f"the S3 endpoint '{cfg.endpoint_url}' is not an http(s) URL; set AWS_ENDPOINT_URL_S3 like http://host:port."
+        )
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT):
+            pass
+    except OSError as exc:
+        raise UserError(
+            f"cannot reach the S3 endpoint {cfg.endpoint_url} ({exc.strerror or exc}); start the embedded "
+            "server with `shotbench server start` or fix AWS_ENDPOINT_URL_S3."
+        ) from None
+
+
+def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
+    """Map a botocore failure to one sentence naming the fix (other exceptions pass through)."""
+    from botocore.exceptions import (
+        ClientError,
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        ReadTimeoutError,
+    )
+
+    where = cfg.endpoint_url or "AWS"
+    key = mask(cfg.access_key)
+    if isinstance(exc, UserError):
+        return exc
+    if isinstance(exc, NoCredentialsError):
+        return UserError(
+            "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
+            "or use the embedded server (`shotbench server start`)."
+        )
+    if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+        return UserError(
+            f"cannot reach the S3 endpoint {where}; start the embedded server with `shotbench server start` "
+            "or fix AWS_ENDPOINT_URL_S3."
+        )
+    if isinstance(exc, ReadTimeoutError):
+        return UserError(f"the S3 endpoint {where} stopped answering; check that the server is healthy and retry.")
+    if not isinstance(exc, ClientError):
+        return exc
+    err = exc.response.get("Error", {})
+    code = str(err.get("Code", ""))
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if code in ("NoSuchBucket",) or (code == "404" and not loc.prefix):
+        return UserError(
+            f"bucket '{loc.bucket}' does not exist at {where}; create it or upload shot files with "
+            f"`shotbench stage DIR s3://{loc.bucket}/{loc.prefix}`."
+        )
+    if code in ("NoSuchKey", "404"):
+        return UserError(f"an object under {loc.uri()} vanished while being read; re-run `shotbench stage` and retry.")
+    if code in ("InvalidAccessKeyId", "XAdminUserNotFound"):  # the latter: versitygw
+        return UserError(
+            f"the access key {key} is not known at {where}; check AWS_ACCESS_KEY_ID "
+            "(for the embedded server: `source .shotbench/env.sh`)."
+        )
+    if code == "SignatureDoesNotMatch":
+        return UserError(
+            f"{where} refused the secret key for access key {key}; check AWS_SECRET_ACCESS_KEY "
+            "(for the embedded server: `source .shotbench/env.sh`)."
+        )
+    if code in ("ExpiredToken", "TokenRefreshRequired", "InvalidToken"):
+        return UserError("the AWS session token has expired; refresh your credentials (e.g. `aws sso login`) and retry.")
+    if code in ("PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException"):
+        region = err.get("Region") or exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get(
+            "x-amz-bucket-region", "its own region"
+        )
+        return UserError(f"bucket '{loc.bucket}' lives in {region}, not {cfg.region}; set AWS_REGION={region} and retry.")
+    if code in ("AccessDenied", "403", "AllAccessDisabled") or status == 403:
+        return UserError(
+            f"access to {loc.uri()} is denied for access key {key}; grant it s3:ListBucket and s3:GetObject "
+            "or use credentials that have them."
+        )
+    return UserError(f"S3 request to {where} failed with {code or status}: {err.get('Message', '')}; check the location and credentials.")
+
+
+def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
+    """Check a location before a benchmark: reachable, bucket, credentials, non-empty, HDF5."""
+    if loc.kind == "local":
+        objs = _local_files(loc)
+        shots = [o for o in objs if is_shot_name(o.key)]
+        _check_not_empty(loc, objs, shots)
+        with open(shots[0].key, "rb") as fh:
+            head = fh.read(SIGNATURE_PROBE_BYTES)
+        _check_signature(shots[0].key, head)
+        return shots
+    cfg = cfg or S3Config.from_env()
+    _check_reachable(cfg)
+    if not cfg.access_key or not cfg.secret_key:
+        raise UserError(
+            "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
+            "or for the embedded server run `source .shotbench/env.sh`."
+        )
+    client = cfg.boto3_client()
+    objs = _s3_objects(loc, cfg, client)
+    shots = [o for o in objs if is_shot_name(o.key)]
+    _check_not_empty(loc, objs, shots)
+    try:
+        body = client.get_object(Bucket=loc.bucket, Key=shots[0].key, Range=f"bytes=0-{SIGNATURE_PROBE_BYTES - 1}")["Body"]
+        head = body.read()
+    except Exception as exc:
+        raise explain(exc, loc, cfg) from None
+    _check_signature(f"s3://{loc.bucket}/{shots[0].key}", head)
+    return shots
+
+
+def _check_not_empty(loc: Location, objs: list[ShotObject], shots: list[ShotObject]) -> None:
+    if shots:
+        return
+    if objs:
+        raise UserError(
+            f"{loc.uri()} holds {len(objs)} files but none named *.h5 or *.hdf5; point the data location at "
+            "the folder of shot files."
+        )
+    hint = f"`shotbench stage DIR {loc.uri()}`" if loc.kind == "s3" else f"`shotbench synth --out {loc.uri()}`"
+    raise UserError(f"{loc.uri()} holds no shot files; put some there with {hint}.")
+
+
+def _check_signature(name: str, head: bytes) -> None:
+    if not looks_like_hdf5(head):
+        raise UserError(
+            f"{name} is not an HDF5 file (no HDF5 signature in its first 2 KiB); point the data location "
+            "at a folder of HDF5 shot files."
+        )

@@ -1,0 +1,473 @@
+"""The embedded S3 server: a real versitygw process on 127.0.0.1, one per state directory.
+
+Users without a bucket get a real S3 endpoint (strict SigV4, real HTTP, real ETags) that the
+benchmark reads exactly as it would read AWS. The state directory holds everything about
+the instance: `server.json` (pid, ports; no secrets), `credentials.json` and `env.sh`
+(mode 0600), the bucket data under `data/`, the access log and the server's own log.
+Credentials are random per state directory, kept across restarts so that an `env.sh`
+someone sourced keeps working and buckets keep their owner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shlex
+import signal
+import socket
+import string
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from shotbench.errors import UserError
+from shotbench.paths import state_dir
+from shotbench.store import network
+from shotbench.store.s3 import DEFAULT_REGION, S3Config, mask
+
+HEALTH_PATH = "/health"
+IO_BUFFER_SIZE = 65536  # the 1 MiB default costs ~2.5x CPU per small ranged GET
+STATSD_MODULE = "shotbench.store.statsd"
+START_TIMEOUT = 15.0
+STOP_TIMEOUT = 5.0
+
+
+@dataclass
+class ServerInfo:
+    """A running embedded server: where it listens and how to sign requests for it."""
+
+    endpoint_url: str
+    region: str
+    access_key: str
+    secret_key: str = field(repr=False)
+    pid: int
+    root: Path
+    access_log: Path
+    port: int
+    network: str = "none"
+    upstream_port: int = 0  # versitygw's own port; differs from `port` behind toxiproxy
+    proxy_pid: int | None = None
+    proxy_api_port: int | None = None
+    state: Path | None = None
+
+    def s3config(self) -> S3Config:
+        return S3Config(
+            endpoint_url=self.endpoint_url,
+            region=self.region,
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+        )
+
+    def public(self) -> dict[str, str | int | None]:
+        """What may be printed or recorded: no secret, access key masked."""
+        return {
+            "endpoint": self.endpoint_url,
+            "region": self.region,
+            "access_key": mask(self.access_key),
+            "pid": self.pid,
+            "network": self.network,
+            "root": str(self.root),
+            "access_log": str(self.access_log),
+        }
+
+
+def _state(state: Path | None) -> Path:
+    path = Path(state) if state is not None else state_dir()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def credentials_file(state: Path | None = None) -> Path:
+    return _state(state) / "credentials.json"
+
+
+def env_file(state: Path | None = None) -> Path:
+    return _state(state) / "env.sh"
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Create the file 0600 from the start: a secret must never be world-readable, even briefly."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def _read_credentials(state: Path) -> tuple[str, str] | None:
+    try:
+        data = json.loads(credentials_file(state).read_text())
+        return data["access_key"], data["secret_key"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _credentials(state: Path) -> tuple[str, str]:
+    """This state directory's credentials, made on first use."""
+    existing = _read_credentials(state)
+    if existing:
+        return existing
+    path = credentials_file(state)
+    alphabet = string.ascii_uppercase + string.digits
+    access = "SB" + "".join(secrets.choice(alphabet) for _ in range(18))
+    secret = secrets.token_urlsafe(30)[:40]
+    _write_private(path, json.dumps({"access_key": access, "secret_key": secret}) + "\n")
+    return access, secret
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pid_alive(pid: int, name: str) -> bool:
+    """Alive and still the program we started (pids get reused)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+        return False
+    return name.encode() in cmdline
+
+
+_LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via an HTTP proxy
+
+
+def _healthy(port: int, timeout: float = 1.0) -> bool:
+    try:
+        with _LOCAL.open(f"http://127.0.0.1:{port}{HEALTH_PATH}", timeout=timeout) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def _die_with_parent() -> None:
+    """Private servers (tests, a benchmark run) must not outlive the Python that started them."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _read_state(state: Path) -> dict | None:
+    path = state / "server.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def status(state: Path | None = None) -> ServerInfo | None:
+    """The running server of this state directory, or None (stale records are ignored)."""
+    st = _state(state)
+    rec = _read_state(st)
+    if not rec or not _pid_alive(rec["pid"], "versitygw"):
+        return None
+    if not _healthy(rec["upstream_port"]):
+        return None
+    if rec.get("proxy_pid") and not _pid_alive(rec["proxy_pid"], "toxiproxy"):
+        return None
+    creds = _read_credentials(st)
+    if creds is None:
+        return None
+    access, secret = creds
+    return ServerInfo(
+        endpoint_url=rec["endpoint_url"],
+        region=rec["region"],
+        access_key=access,
+        secret_key=secret,
+        pid=rec["pid"],
+        root=Path(rec["root"]),
+        access_log=Path(rec["access_log"]),
+        port=rec["port"],
+        network=rec.get("network", "none"),
+        upstream_port=rec["upstream_port"],
+        proxy_pid=rec.get("proxy_pid"),
+        proxy_api_port=rec.get("proxy_api_port"),
+        state=st,
+    )
+
+
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launch_byte_counter(st: Path, private: bool) -> tuple[subprocess.Popen, int]:
+    """The StatsD receiver that writes GET byte counts into the access log (see store/statsd.py)."""
+    port = _free_udp_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", STATSD_MODULE, "--port", str(port), "--out", str(st / "access.log")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, preexec_fn=_die_with_parent if private else None,
+    )
+    return proc, port
+
+
+def _launch(
+    binary: Path, st: Path, port: int, access: str, secret: str, private: bool, statsd_port: int
+) -> subprocess.Popen:
+    root = st / "data"
+    root.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    for var in ("ROOT_ACCESS_KEY_ID", "ROOT_ACCESS_KEY", "ROOT_SECRET_ACCESS_KEY", "ROOT_SECRET_KEY"):
+        env.pop(var, None)
+    # Secrets go through the environment, never argv (argv is world-readable in /proc).
+    env["ROOT_ACCESS_KEY_ID"] = access
+    env["ROOT_SECRET_ACCESS_KEY"] = secret
+    access_log = st / "access.log"
+    if not access_log.exists():  # it names the access key of every request: keep it private
+        os.close(os.open(access_log, os.O_WRONLY | os.O_CREAT, 0o600))
+    cmd = [
+        str(binary),
+        "--port", f"127.0.0.1:{port}",
+        "--region", DEFAULT_REGION,
+        "--keep-alive",
+        "--quiet",
+        "--health", HEALTH_PATH,
+        "--access-log", str(access_log),
+        "--metrics-service-name", "shotbench",
+        "--metrics-statsd-servers", f"127.0.0.1:{statsd_port}",
+        "posix",
+        "--io-buffer-size", str(IO_BUFFER_SIZE),
+        str(root),
+    ]
+    log = open(st / "versitygw.log", "ab")
+    try:
+        return subprocess.Popen(
+            cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, preexec_fn=_die_with_parent if private else None,
+        )
+    finally:
+        log.close()
+
+
+def _wait_healthy(proc: subprocess.Popen, port: int, st: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = (st / "versitygw.log").read_text(errors="replace").strip().splitlines()[-3:]
+            raise UserError(
+                f"the embedded S3 server exited at start ({' '.join(tail)[-300:]}); see {st / 'versitygw.log'} "
+                "and retry `shotbench server start`."
+            )
+        if _healthy(port, timeout=0.5):
+            return
+        time.sleep(0.05)
+    _terminate(proc.pid, "versitygw")
+    raise UserError(f"the embedded S3 server did not answer within {START_TIMEOUT:.0f} s; see {st / 'versitygw.log'}.")
+
+
+@contextlib.contextmanager
+def _locked(st: Path) -> Iterator[None]:
+    """One start/stop at a time per state directory (two terminals, two test processes)."""
+    import fcntl
+
+    with open(st / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def start(
+    state: Path | None = None, port: int = 0, network: str = "none", private: bool = False
+) -> ServerInfo:
+    """Start the server (idempotent: a healthy running one is returned as it is).
+
+    `private=True` ties the processes to the calling thread's life (Linux parent-death
+    signal), for tests and benchmark runs that must not leave servers behind.
+    """
+    network_profile = _check_network(network)
+    st = _state(state)
+    with _locked(st):
+        return _start_locked(st, port, network, network_profile, private)
+
+
+def _start_locked(
+    st: Path, port: int, network: str, network_profile: "_network.Profile | None", private: bool
+) -> ServerInfo:
+    from shotbench import tools
+
+    running = status(st)
+    if running:
+        if running.network != network:
+            raise UserError(
+                f"the embedded server is already running with network '{running.network}'; "
+                f"stop it with `shotbench server stop` to start it with '{network}'."
+            )
+        return running
+    _cleanup_stale(st)
+    binary = tools.versitygw()
+    access, secret = _credentials(st)
+    counter, statsd_port = _launch_byte_counter(st, private)
+    proc = None
+    try:
+        for _attempt in range(3):  # a free port can be taken between probe and bind
+            upstream = port or free_port()
+            proc = _launch(binary, st, upstream, access, secret, private, statsd_port)
+            try:
+                _wait_healthy(proc, upstream, st)
+                break
+            except UserError:
+                if port or "address already in use" not in (st / "versitygw.log").read_text(errors="replace"):
+                    raise
+    except BaseException:
+        _terminate(counter.pid, STATSD_MODULE)
+        raise
+    assert proc is not None
+    rec: dict = {
+        "pid": proc.pid,
+        "upstream_port": upstream,
+        "port": upstream,
+        "endpoint_url": f"http://127.0.0.1:{upstream}",
+        "region": DEFAULT_REGION,
+        "root": str(st / "data"),
+        "access_log": str(st / "access.log"),
+        "network": network,
+        "binary": str(binary),
+        "counter_pid": counter.pid,
+    }
+    if network_profile is not None:
+        try:
+            proxy = _network.start_proxy(st, upstream, network_profile, private=private)
+        except BaseException:
+            _terminate(proc.pid, "versitygw")
+            _terminate(counter.pid, STATSD_MODULE)
+            raise
+        rec.update(
+            port=proxy.listen_port,
+            endpoint_url=f"http://127.0.0.1:{proxy.listen_port}",
+            proxy_pid=proxy.pid,
+            proxy_api_port=proxy.api_port,
+        )
+    (st / "server.json").write_text(json.dumps(rec, indent=1) + "\n")
+    (st / "versitygw.pid").write_text(f"{proc.pid}\n")
+    info = status(st)
+    if info is None:
+        raise UserError(f"the embedded S3 server stopped right after starting; see {st / 'versitygw.log'}.")
+    _write_env_file(info)
+    return info
+
+
+_network = network  # the module; `start()` has a parameter with the same name
+
+
+def _check_network(name: str) -> "network.Profile | None":
+    if name not in network.PROFILES:
+        raise UserError(f"unknown network profile '{name}'; choose one of: {', '.join(network.PROFILES)}.")
+    return network.PROFILES[name]
+
+
+def _write_env_file(info: ServerInfo) -> None:
+    lines = [
+        "# Settings for the embedded S3 server; load them with: source " + str(env_file(info.state)),
+        *(f"export {k}={shlex.quote(v)}" for k, v in sorted(info.s3config().env_vars().items())),
+    ]
+    _write_private(env_file(info.state), "\n".join(lines) + "\n")
+
+
+def _terminate(pid: int, name: str) -> None:
+    """SIGTERM, wait, then SIGKILL: versitygw finishes in-flight requests on SIGTERM."""
+    if not _pid_alive(pid, name):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not _pid_alive(pid, name):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _cleanup_stale(st: Path) -> None:
+    rec = _read_state(st)
+    if rec:
+        _terminate(rec["pid"], "versitygw")
+        if rec.get("proxy_pid"):
+            _terminate(rec["proxy_pid"], "toxiproxy")
+        if rec.get("counter_pid"):
+            _terminate(rec["counter_pid"], STATSD_MODULE)
+    for name in ("server.json", "versitygw.pid"):
+        with contextlib.suppress(FileNotFoundError):
+            (st / name).unlink()
+
+
+def stop(state: Path | None = None) -> bool:
+    """Stop the server of this state directory; True if one was running. Data is kept."""
+    st = _state(state)
+    with _locked(st):
+        rec = _read_state(st)
+        was_running = bool(rec) and _pid_alive(rec["pid"], "versitygw")
+        _cleanup_stale(st)
+        with contextlib.suppress(FileNotFoundError):
+            env_file(st).unlink()
+    return was_running
+
+
+@contextlib.contextmanager
+def embedded_server(state: Path, network: str = "none") -> Iterator[ServerInfo]:
+    """A private server for the duration of a block (tests, one benchmark run)."""
+    info = start(state, network=network, private=True)
+    try:
+        yield info
+    finally:
+        stop(state)
+
+
+def resolve_s3config(embedded: bool = False, state: Path | None = None, quiet: bool = False) -> S3Config:
+    """Which S3 to use when the user named no endpoint on the command line.
+
+    1. `embedded=True`: the embedded server (started if it is not running).
+    2. Otherwise, AWS settings from the environment (AWS_ENDPOINT_URL[_S3], AWS_ACCESS_KEY_ID,
+       AWS_PROFILE, instance roles) win: they are what the user configured.
+    3. Otherwise a running embedded server.
+    """
+    if embedded:
+        running = status(state)
+        if running is None:
+            running = start(state)
+            if not quiet:
+                print(f"shotbench: started the embedded S3 server at {running.endpoint_url}", file=sys.stderr)
+        return running.s3config()
+    cfg = S3Config.from_env()
+    if cfg.endpoint_url or cfg.access_key:
+        return cfg
+    running = status(state)
+    if running is not None:
+        return running.s3config()
+    raise UserError(
+        "no S3 endpoint or credentials are configured; start the embedded server with `shotbench server start` "
+        "(or pass --embedded), or set AWS_ENDPOINT_URL_S3 and AWS credentials for another S3 service."
+    )
+
+
+def record(info: ServerInfo) -> dict:
+    """`asdict` without the secret, for callers that store server details."""
+    data = asdict(info)
+    data.pop("secret_key", None)
+    data["access_key"] = mask(info.access_key)
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}

