@@ -1,0 +1,255 @@
+"""HoloViews/Bokeh figure builders for the report notebooks, and a display that survives export.
+
+The usual notebook display of hvplot/holoviews objects loads BokehJS and Panel from CDNs and
+relies on Jupyter comms, so an exported HTML opened from disk shows nothing. `setup()` instead
+puts BokehJS inline once, and `show()` embeds each figure as a self-contained Bokeh document
+(`bokeh.embed.components`): the same HTML works in JupyterLab, in nbconvert output and offline.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterable
+
+import holoviews as hv
+import pandas as pd
+from bokeh.embed import components
+from bokeh.models import Plot
+from bokeh.resources import Resources
+
+from shotbench.analysis import pb_label
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
+WIDTH, HEIGHT = 520, 380
+WORKERS = hv.Dimension("num-workers", label="Number of Dask workers")
+MODE_TITLES = {"shots": "All signals of one shot file", "signals": "All signals of all shot files"}
+PLOT_CLASS = "shotbench-plot"
+
+
+@lru_cache(maxsize=1)
+def _backend() -> None:
+    import holoviews.plotting.bokeh  # noqa: F401  registers the renderer without notebook output
+
+    hv.Store.set_current_backend("bokeh")
+
+
+@lru_cache(maxsize=1)
+def bokeh_js() -> str:
+    """BokehJS (core only: the figures use no widgets, tables or WebGL) as an inline script."""
+    res = Resources(mode="inline", components=["bokeh"])
+    return "\n".join(f"<script type=\"text/javascript\">{js}</script>" for js in res.js_raw)
+
+
+class _Html:
+    """An HTML output with nothing but text/html, so every frontend and exporter keeps it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return self.text
+
+
+def setup() -> _Html:
+    """Load the Bokeh plotting backend; display the result once, before the first `show()`."""
+    _backend()
+    return _Html(bokeh_js())
+
+
+def count_figures(obj: hv.core.Dimensioned) -> int:
+    """How many Bokeh plots a HoloViews object renders to (what the browser test expects)."""
+    _backend()
+    return len(list(hv.render(obj, backend="bokeh").select({"type": Plot})))
+
+
+def show(obj: hv.core.Dimensioned) -> _Html:
+    """Embed a figure as a standalone Bokeh document (needs `setup()` displayed earlier)."""
+    _backend()
+    model = hv.render(obj, backend="bokeh")
+    n = len(list(model.select({"type": Plot})))
+    script, div = components(model)
+    return _Html(f'<div class="{PLOT_CLASS}" data-figures="{n}">{div}{script}</div>')
+
+
+def colors(series: Iterable[str]) -> dict[str, str]:
+    """One fixed colour per series, shared by every figure of a report."""
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(dict.fromkeys(series))}
+
+
+def _line_name(df: pd.DataFrame) -> pd.Series:
+    """Series name, plus the page buffer when a mode mixes several page-buffer sizes."""
+    if df["pb-size"].nunique() > 1:
+        return df["series"].astype(str) + " · page buffer " + df["pb-size"].map(pb_label)
+    return df["series"].astype(str)
+
+
+DASHES = ("solid", "dashed", "dotted", "dashdot")
+MARKERS = ("circle", "square", "triangle", "diamond")
+
+
+def _pb_styles(df: pd.DataFrame) -> dict[int, tuple[str, str]]:
+    """Page-buffer sizes of one series are told apart by dash and marker; colour is the series."""
+    sizes = sorted(int(x) for x in df["pb-size"].unique())
+    return {pb: (DASHES[i % len(DASHES)], MARKERS[i % len(MARKERS)]) for i, pb in enumerate(sizes)}
+
+
+def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover: list[str]) -> hv.Overlay:
+    """Line + scatter per line name, coloured by series."""
+    df = df.assign(line=_line_name(df))
+    styles = _pb_styles(df)
+    ydim = hv.Dimension(y, label=ylabel)
+    layers = []
+    for (name, series, pb), part in df.groupby(["line", "series", "pb-size"], sort=False):
+        part = part.sort_values("num-workers")
+        color = palette.get(series, PALETTE[0])
+        dash, marker = styles[int(pb)]
+        vdims = [ydim] + [c for c in hover if c != y]
+        layers.append(hv.Curve(part, WORKERS, vdims, label=str(name)).opts(color=color, line_width=2, line_dash=dash))
+        layers.append(
+            hv.Scatter(part, WORKERS, vdims, label=str(name)).opts(color=color, size=7, marker=marker, tools=["hover"])
+        )
+    return hv.Overlay(layers)
+
+
+def _frame(overlay: hv.Overlay, title: str, ylabel: str, xmax: float, legend: str = "bottom") -> hv.Overlay:
+    return overlay.opts(
+        hv.opts.Overlay(
+            title=title,
+            xlabel="Number of Dask workers",
+            ylabel=ylabel,
+            xlim=(0, xmax * 1.05 + 1),
+            ylim=(0, None),
+            width=WIDTH,
+            height=HEIGHT + 30 * len(_labels(overlay)) // 2,
+            show_grid=True,
+            legend_position=legend,
+            legend_cols=2,
+            toolbar="right",
+        )
+    )
+
+
+def _labels(overlay: hv.Overlay) -> list[str]:
+    return list(dict.fromkeys(el.label for el in overlay if el.label))
+
+
+def ratio_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
+    """Performance ratio vs workers, with y = 1 and the linear-scaling line for reference."""
+    _backend()
+    df = table[table["obj-type"] == mode]
+    w0 = int(df["num-workers"].min())
+    wmax = int(df["num-workers"].max())
+    ideal = pd.DataFrame({"num-workers": [w0, wmax], "norm-tot-runtime": [1.0, wmax / w0]})
+    ref = hv.Curve(ideal, WORKERS, "norm-tot-runtime", label=f"linear scaling from {w0} worker(s)").opts(
+        color="grey", line_dash="dashed", line_width=1
+    )
+    one = hv.HLine(1).opts(color="grey", line_width=0.8)
+    lines = _lines(df, "norm-tot-runtime", "Performance ratio", palette, ["total-runtime", "trials"])
+    ymax = max(float(df["norm-tot-runtime"].max()) * 1.15, 1.2)
+    overlay = _frame(ref * one * lines, f"{MODE_TITLES.get(mode, mode)}: performance ratio", "Performance ratio (baseline ÷ runtime, >1 faster)", wmax)
+    return overlay.opts(hv.opts.Overlay(ylim=(0, ymax)))
+
+
+def runtime_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
+    """Total runtime (median over trials) vs workers."""
+    _backend()
+    df = table[table["obj-type"] == mode]
+    lines = _lines(df, "total-runtime", "Total runtime [s]", palette, ["norm-tot-runtime", "trials"])
+    first = df[(df["series"] == df["series"].iloc[0]) & (df["pb-size"] == df["pb-size"].iloc[0])].sort_values("num-workers")
+    w0, t0 = int(first["num-workers"].iloc[0]), float(first["total-runtime"].iloc[0])
+    ws = sorted(set(df["num-workers"]) | {w0})
+    ideal = pd.DataFrame({"num-workers": ws, "total-runtime": [t0 * w0 / w for w in ws]})
+    ref = hv.Curve(ideal, WORKERS, "total-runtime", label=f"linear scaling of {first['series'].iloc[0]}").opts(
+        color="grey", line_dash="dashed", line_width=1
+    )
+    return _frame(ref * lines, f"{MODE_TITLES.get(mode, mode)}: total runtime", "Total runtime [s]", int(df["num-workers"].max()))
+
+
+def scaling_plots(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Layout:
+    """The seed's pair of figures, for any number of series: ratio and runtime vs workers."""
+    return (ratio_plot(table, mode, palette) + runtime_plot(table, mode, palette)).opts(
+        hv.opts.Layout(shared_axes=False)
+    ).cols(2)
+
+
+def box_plot(workers: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.BoxWhisker:
+    """Per-worker mean object read time by page buffer and workers, one box per series."""
+    _backend()
+    df = workers.loc[workers["obj-type"] == mode, ["series", "pb-size", "num-workers", "mean-obj-time"]].dropna()
+    df["series"] = df["series"].astype(str)
+    df = df.assign(**{"page buffer": df["pb-size"].map(pb_label)}).sort_values(["pb-size", "num-workers"], kind="stable")
+    unit = "signal" if mode == "signals" else "shot file"
+    kdims = [hv.Dimension("page buffer"), hv.Dimension("num-workers", label="Dask workers"), hv.Dimension("series")]
+    vdim = hv.Dimension("mean-obj-time", label=f"Worker mean {unit} read time [s]")
+    names = list(dict.fromkeys(df["series"]))
+    cmap = {n: palette.get(n, PALETTE[0]) for n in names}
+    return hv.BoxWhisker(df, kdims, vdim).opts(
+        box_fill_color="series",
+        cmap=cmap,
+        title=f"{MODE_TITLES.get(mode, mode)}: worker mean read time",
+        xlabel="Page buffer, Dask workers, series",
+        ylabel=vdim.label,
+        width=max(WIDTH * 2, 24 * df.groupby(["pb-size", "num-workers", "series"]).ngroups),
+        height=HEIGHT + 60,
+        show_grid=True,
+        show_legend=False,
+        xrotation=90,
+        outlier_radius=0.004,
+        box_alpha=0.8,
+        toolbar="right",
+    )
+
+
+def metric_plot(metrics: pd.DataFrame, mode: str, column: str, ylabel: str, title: str, palette: dict[str, str], one_line: bool = False) -> hv.Overlay | None:
+    """Any per-case metric (raw-GET ratio, GETs, MB, efficiency) vs workers; None if absent."""
+    _backend()
+    df = metrics[(metrics["obj-type"] == mode) & metrics[column].notna()]
+    if df.empty:
+        return None
+    layers = _lines(df, column, ylabel, palette, ["total-runtime", "trials"])
+    if one_line:
+        layers = hv.HLine(1).opts(color="grey", line_width=0.8) * layers
+    return _frame(layers, f"{MODE_TITLES.get(mode, mode)}: {title}", ylabel, int(df["num-workers"].max()))
+
+
+def raw_get_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay | None:
+    """Share of the raw-GET ceiling each backend reaches (1 = as fast as plain GETs)."""
+    return metric_plot(metrics, mode, "raw-get-ratio", "Raw-GET runtime ÷ runtime (1 = ceiling)", "ratio to the raw-GET ceiling", palette, one_line=True)
+
+
+def requests_plots(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Layout | None:
+    """GET requests and megabytes fetched per case: how much each backend asks of S3."""
+    gets = metric_plot(metrics, mode, "gets", "GET requests per case", "GET requests per case", palette)
+    mb = metric_plot(metrics, mode, "MB", "MB fetched per case (10⁶ bytes)", "MB fetched per case", palette)
+    parts = [p for p in (gets, mb) if p is not None]
+    if not parts:
+        return None
+    return hv.Layout(parts).opts(hv.opts.Layout(shared_axes=False)).cols(2)
+
+
+def efficiency_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay | None:
+    """Harness efficiency: busy task time ÷ (workers × wall time); low means idle workers."""
+    return metric_plot(metrics, mode, "harness-efficiency", "Harness efficiency (task time ÷ workers × runtime)", "harness efficiency", palette, one_line=True)
+
+
+def ratio_ci_plot(ratios: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay | None:
+    """Speed relative to the reference series with bootstrap 95 % intervals across trials."""
+    _backend()
+    df = ratios[ratios["obj-type"] == mode]
+    if df.empty:
+        return None
+    ref = str(df["reference"].iloc[0])
+    df = df.assign(neg=(df["ratio"] - df["ci-low"]).fillna(0.0), pos=(df["ci-high"] - df["ratio"]).fillna(0.0))
+    layers = [hv.HLine(1).opts(color="grey", line_width=0.8)]
+    df = df.assign(line=_line_name(df))
+    styles = _pb_styles(df)
+    for (name, series, pb), part in df.groupby(["line", "series", "pb-size"], sort=False):
+        part = part.sort_values("num-workers")
+        color = palette.get(series, PALETTE[0])
+        dash, marker = styles[int(pb)]
+        vd = [hv.Dimension("ratio", label=f"Speed vs {ref}")]
+        layers.append(hv.Curve(part, WORKERS, vd, label=str(name)).opts(color=color, line_width=2, line_dash=dash))
+        layers.append(hv.Scatter(part, WORKERS, vd + ["ci-low", "ci-high", "trials"], label=str(name)).opts(color=color, size=7, marker=marker, tools=["hover"]))
+        layers.append(hv.ErrorBars(part, WORKERS, ["ratio", "neg", "pos"]).opts(color=color, line_width=1.5))
+    ylabel = f"Speed vs {ref} (its runtime ÷ runtime), 95 % CI"
+    return _frame(hv.Overlay(layers), f"{MODE_TITLES.get(mode, mode)}: speed relative to {ref}", ylabel, int(df["num-workers"].max()))

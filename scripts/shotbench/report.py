@@ -1,0 +1,391 @@
+"""`shotbench report` and `shotbench reports`: executed notebooks turned into offline HTML.
+
+A report is a notebook run by papermill with parameters, exported by nbconvert to one HTML file
+that needs neither Jupyter nor the network. The notebook and the kind of run folder it reads
+are parameters (`KINDS`), so the transfer benchmark reuses the same machinery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import logging
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from shotbench import analysis
+from shotbench.errors import UserError
+from shotbench.htmlcheck import external_resources, figure_count
+from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir
+
+KERNEL_NAME = "shotbench"
+INDEX_NAME = "index.html"
+
+# The lab template, minus the require.js, MathJax and Mermaid it would fetch from CDNs:
+# the reports use none of them, and an offline reader would only get console errors.
+_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+
+@dataclass(frozen=True)
+class ReportKind:
+    """One notebook and the run folders it renders (data/runs for ROS3, data/transfer for transfers)."""
+
+    name: str
+    notebook: str
+    folder: Callable[[], Path]
+    marker: str
+    out_prefix: str = ""
+
+    @property
+    def notebook_path(self) -> Path:
+        return repo_root() / "notebooks" / self.notebook
+
+    @property
+    def stem(self) -> str:
+        return Path(self.notebook).stem
+
+    def runs(self) -> list[Path]:
+        """Run folders of this kind, oldest first (run ids start with a UTC timestamp)."""
+        base = self.folder()
+        if not base.is_dir():
+            return []
+        return sorted(p for p in base.iterdir() if p.is_dir() and (p / self.marker).is_file())
+
+    def out_dir(self, run: Path) -> Path:
+        base = reports_dir() / self.out_prefix if self.out_prefix else reports_dir()
+        return base / run.name
+
+    def params(self, run: Path, out_dir: Path, hide_code: bool) -> dict:
+        return {"inputs": [f"{run.name}={run.resolve()}"], "output_dir": str(out_dir.resolve()), "hide_code": hide_code}
+
+
+KINDS: dict[str, ReportKind] = {
+    "ros3": ReportKind("ros3", "ros3-backends.ipynb", runs_dir, "workers.csv"),
+    "transfer": ReportKind("transfer", "transfer.ipynb", lambda: data_dir() / "transfer", "transfers.csv", "transfer"),
+}
+
+
+def ensure_kernel() -> str:
+    """A kernelspec for this interpreter, so papermill runs notebooks where shotbench is installed.
+
+    Written under sys.prefix (the venv), where Jupyter looks first; a stale one from another
+    checkout is replaced.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"Python {sys.version_info.major}.{sys.version_info.minor} (shotbench)",
+        "language": "python",
+        "metadata": {"debugger": True},
+    }
+    for base in (Path(sys.prefix) / "share" / "jupyter" / "kernels", _user_kernels()):
+        target = base / KERNEL_NAME / "kernel.json"
+        try:
+            if target.is_file() and json.loads(target.read_text()).get("argv") == spec["argv"]:
+                break
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(spec, indent=1) + "\n")
+            break
+        except OSError:
+            continue
+    found = KernelSpecManager().find_kernel_specs().get(KERNEL_NAME)
+    if not found:
+        raise UserError("Could not register a Jupyter kernel for this Python; make sure its prefix is writable and retry.")
+    return KERNEL_NAME
+
+
+def _user_kernels() -> Path:
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "kernels"
+
+
+def _quiet_kernel_manager(log: IO[bytes]) -> type:
+    """A kernel manager whose kernel writes its stderr chatter (transport and shutdown
+    notices) to `log` instead of the terminal; the log is shown only when a cell fails."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            kw["stderr"] = log
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return QuietKernelManager
+
+
+def execute(notebook: Path, params: dict, out_ipynb: Path) -> None:
+    """Run the notebook with papermill; a UserError inside it stays one sentence."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    logging.getLogger("papermill").setLevel(logging.WARNING)
+    with tempfile.TemporaryFile() as log:
+        try:
+            papermill.execute_notebook(
+                str(notebook),
+                str(out_ipynb),
+                parameters=params,
+                kernel_name=ensure_kernel(),
+                cwd=str(repo_root()),
+                progress_bar=False,
+                log_output=False,
+                execution_timeout=1800,
+                kernel_manager_class=_quiet_kernel_manager(log),
+            )
+        except PapermillExecutionError as exc:
+            if exc.ename == "UserError":
+                raise UserError(exc.evalue) from None
+            log.seek(0)
+            sys.stderr.write(log.read().decode(errors="replace")[-4000:])
+            raise
+
+
+def export_html(nb_path: Path, out_html: Path, hide_code: bool, title: str) -> Path:
+    """nbconvert to one self-contained HTML file (figures carry their own BokehJS)."""
+    import nbformat
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(
+        template_name="lab",
+        template_file="shotbench.html.j2",
+        extra_loaders=[DictLoader({"shotbench.html.j2": _TEMPLATE})],
+    )
+    exporter.exclude_input = hide_code
+    exporter.exclude_input_prompt = hide_code
+    exporter.exclude_output_prompt = hide_code
+    nb = nbformat.read(str(nb_path), as_version=4)
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    out_html.write_text(body, encoding="utf-8")
+    return out_html
+
+
+def render_notebook(notebook: Path, params: dict, out_dir: Path, name: str, hide_code: bool) -> Path:
+    """Execute `notebook` with `params` into out_dir/<name>.ipynb and export out_dir/<name>.html."""
+    if not notebook.is_file():
+        raise UserError(f"Notebook {notebook} does not exist; restore it from git or pass another notebook.")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    params = {**params, "output_dir": str(out_dir.resolve()), "hide_code": hide_code}
+    out_ipynb = out_dir / f"{name}.ipynb"
+    execute(notebook, params, out_ipynb)
+    title = f"{name}: " + ", ".join(str(i).split("=", 1)[0] for i in params.get("inputs", []))
+    out_html = export_html(out_ipynb, out_dir / f"{name}.html", hide_code, title)
+    remote = external_resources(out_html.read_text(encoding="utf-8"))
+    if remote:
+        print(f"shotbench: warning: {out_html} would fetch {len(remote)} resource(s) from the network: {remote[0]}", file=sys.stderr)
+    return out_html
+
+
+def check_inputs(specs: list[str]) -> list[analysis.Input]:
+    """Fail before starting a kernel: paths exist and every CSV header has the upstream columns."""
+    import pandas as pd
+
+    inputs = analysis.parse_inputs(specs)
+    for inp in inputs:
+        path = inp.path / "workers.csv" if inp.kind == "run" else inp.path
+        try:
+            header = pd.read_csv(path, nrows=0)
+        except pd.errors.EmptyDataError:
+            raise UserError(f"{path} is empty; pass a per-worker CSV with a header row and data.") from None
+        except (pd.errors.ParserError, UnicodeDecodeError, OSError):
+            raise UserError(f"{path} is not a readable CSV; pass a per-worker CSV or a run folder.") from None
+        missing = [c for c in analysis.UPSTREAM_COLUMNS if c not in header.columns]
+        if missing:
+            raise UserError(
+                f"{path} is not a per-worker CSV in the upstream 12-column schema: it lacks the columns "
+                f"{', '.join(missing)}; pass a workers CSV from shotbench or MDSplusBench, or a run folder."
+            )
+    return inputs
+
+
+@dataclass
+class IndexEntry:
+    """One line of reports/index.html, read from the run's run.json."""
+
+    kind: str
+    run_id: str
+    date: str
+    location: str
+    backends: str
+    hdf5: str
+    status: str
+    report: Path
+
+
+def index_entry(kind: ReportKind, run: Path, report: Path) -> IndexEntry:
+    """Describe a rendered run from its run.json (and cases.csv when versions are missing)."""
+    meta: dict = {}
+    try:
+        meta = json.loads((run / "run.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        pass
+    versions = (meta.get("versions") or {}).get("backends") or {}
+    backends = list(versions) or list((meta.get("config") or {}).get("backends") or [])
+    hdf5 = sorted({str(v.get("hdf5")) for v in versions.values() if isinstance(v, dict) and v.get("hdf5")})
+    if not backends or not hdf5:
+        import pandas as pd
+
+        try:
+            cases = pd.read_csv(run / "cases.csv", usecols=lambda c: c in ("backend", "tool", "hdf5-version"))
+            if not backends:
+                col = "backend" if "backend" in cases else "tool" if "tool" in cases else None
+                backends = list(dict.fromkeys(cases[col].dropna().astype(str))) if col else []
+            if not hdf5 and "hdf5-version" in cases:
+                hdf5 = sorted(set(cases["hdf5-version"].dropna().astype(str)))
+        except (OSError, ValueError, pd.errors.EmptyDataError):
+            pass
+    data = meta.get("data") or {}
+    return IndexEntry(
+        kind=kind.name,
+        run_id=meta.get("run_id") or run.name,
+        date=str(meta.get("started") or meta.get("finished") or ""),
+        location=str(data.get("location") or ""),
+        backends=", ".join(backends),
+        hdf5=", ".join(hdf5),
+        status=str(meta.get("status") or ""),
+        report=report,
+    )
+
+
+def rendered_entries() -> list[IndexEntry]:
+    """Every run of every kind whose report exists, newest first."""
+    entries = []
+    for kind in KINDS.values():
+        for run in kind.runs():
+            report = kind.out_dir(run) / f"{kind.stem}.html"
+            if report.is_file():
+                entries.append(index_entry(kind, run, report))
+    return sorted(entries, key=lambda e: (e.date, e.run_id), reverse=True)
+
+
+def write_index(entries: list[IndexEntry], path: Path | None = None) -> Path:
+    """reports/index.html: one row per report, no scripts, no network."""
+    path = path or reports_dir() / INDEX_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    e = html.escape
+    rows = "\n".join(
+        f"<tr><td>{e(x.date)}</td><td><a href=\"{e(x.report.relative_to(path.parent).as_posix())}\">{e(x.run_id)}</a></td>"
+        f"<td>{e(x.kind)}</td><td>{e(x.location)}</td><td>{e(x.backends)}</td><td>{e(x.hdf5)}</td><td>{e(x.status)}</td></tr>"
+        for x in entries
+    )
+    empty = "" if entries else "<p>No reports yet: run <code>make bench-ros3</code>, then <code>make reports</code>.</p>"
+    path.write_text(
+        f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>shotbench reports</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f4f4f4}}</style></head>
+<body><h1>shotbench reports</h1>{empty}
+<table><thead><tr><th>Date (UTC)</th><th>Report</th><th>Kind</th><th>Data location</th><th>Backends</th>
+<th>libhdf5 versions</th><th>Status</th></tr></thead>
+<tbody>
+{rows}
+</tbody></table></body></html>
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None = None) -> Path:
+    """Render one run folder into reports/[<prefix>/]<run-id>/ and refresh the index.
+
+    `extra` adds notebook parameters (e.g. a shared baseline) to the kind's own.
+    """
+    run = run.resolve()
+    if not (run / kind.marker).is_file():
+        raise UserError(f"{run} has no {kind.marker}; pass a run folder such as {kind.folder()}/<run-id>.")
+    out_dir = kind.out_dir(run)
+    t0 = time.monotonic()
+    print(f"Rendering {run.name} with {kind.notebook} into {out_dir} ...", flush=True)
+    params = {**kind.params(run, out_dir, hide_code), **(extra or {})}
+    html_path = render_notebook(kind.notebook_path, params, out_dir, kind.stem, hide_code)
+    print(f"  {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {time.monotonic() - t0:.0f} s)", flush=True)
+    write_index(rendered_entries())
+    return html_path
+
+
+def latest(kind: ReportKind) -> Path:
+    runs = kind.runs()
+    if not runs:
+        hint = "make bench-transfer" if kind.name == "transfer" else "make bench-ros3"
+        raise UserError(f"No runs in {kind.folder()} yet; run `{hint}` first, or pass --input LABEL=PATH.")
+    return runs[-1]
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    chosen = [bool(args.input), args.latest, bool(args.run), args.latest_transfer, bool(args.transfer)]
+    if sum(chosen) != 1:
+        raise UserError("Choose one of --input LABEL=PATH, --latest, --run DIR, --latest-transfer or --transfer DIR.")
+    hide = args.no_code
+    if args.input:
+        if not args.output:
+            raise UserError("With --input, also pass --output DIR for the notebook, HTML and summary.csv.")
+        check_inputs(args.input)
+        out = Path(args.output)
+        kind = KINDS["ros3"]
+        params = {"inputs": args.input, "baseline": args.baseline}
+        t0 = time.monotonic()
+        print(f"Rendering {kind.notebook} with {len(args.input)} input(s) into {out} ...", flush=True)
+        html_path = render_notebook(kind.notebook_path, params, out, args.name or kind.stem, hide)
+        print(f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
+              f"figures), {html_path.with_suffix('.ipynb')} and {out / 'summary.csv'} in {time.monotonic() - t0:.0f} s.")
+        return 0
+    if args.latest or args.run:
+        kind = KINDS["ros3"]
+        run = latest(kind) if args.latest else Path(args.run)
+    else:
+        kind = KINDS["transfer"]
+        run = latest(kind) if args.latest_transfer else Path(args.transfer)
+    if not run.is_dir():
+        raise UserError(f"Run folder {run} does not exist; list runs with `ls {kind.folder()}`.")
+    render_run(kind, run, hide, {"baseline": args.baseline} if args.baseline and kind.name == "ros3" else None)
+    return 0
+
+
+def cmd_reports(args: argparse.Namespace) -> int:
+    failures = 0
+    for kind in KINDS.values():
+        runs = kind.runs()
+        if runs and not kind.notebook_path.is_file():
+            print(f"Skipping {len(runs)} {kind.name} run(s): {kind.notebook_path} is missing.", file=sys.stderr)
+            continue
+        for run in runs:
+            try:
+                render_run(kind, run, args.no_code)
+            except UserError as exc:
+                failures += 1
+                print(f"shotbench: {run.name}: {exc}", file=sys.stderr)
+    index = write_index(rendered_entries())
+    print(f"Wrote {index}.")
+    return 1 if failures else 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="render a notebook report (HTML + executed notebook + summary.csv)",
+        description="Execute the analysis notebook with papermill and export standalone HTML.",
+    )
+    p.add_argument("--input", action="append", metavar="LABEL=PATH", help="a run folder or per-worker CSV (repeatable)")
+    p.add_argument("--output", metavar="DIR", help="where to write the report (with --input)")
+    p.add_argument("--latest", action="store_true", help="render the newest run in data/runs into reports/<run-id>/")
+    p.add_argument("--run", metavar="DIR", help="render this run folder into reports/<run-id>/")
+    p.add_argument("--latest-transfer", action="store_true", help="render the newest data/transfer run")
+    p.add_argument("--transfer", metavar="DIR", help="render this transfer run folder")
+    p.add_argument("--baseline", metavar="SERIES[@W]", help="shared baseline for performance ratios (default: each line's smallest worker count)")
+    p.add_argument("--name", metavar="NAME", help="file name of the .ipynb/.html (default: the notebook's)")
+    p.add_argument("--no-code", action="store_true", help="hide code cells in the HTML")
+    p.set_defaults(func=cmd_report)
+    q = subparsers.add_parser("reports", help="re-render every run and write reports/index.html")
+    q.add_argument("--no-code", action="store_true", help="hide code cells in the HTML")
+    q.set_defaults(func=cmd_reports)

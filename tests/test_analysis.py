@@ -1,0 +1,191 @@
+"""The numbers the reports publish: upstream figures reproduced, defects corrected, bad input refused."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shotbench import analysis
+from shotbench.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[1]
+REF = ROOT / "data" / "fixtures" / "mdsplusbench"
+OLD = REF / "single-shot-ec2-s3.csv.gz"
+NEW = REF / "single-shot-ec2-s3-libaws.csv.gz"
+RUN = ROOT / "tests" / "data" / "run-fixture"
+
+
+@pytest.fixture(scope="module")
+def reference() -> analysis.Dataset:
+    return analysis.load([f"old={OLD}", f"new={NEW}"])
+
+
+def row(table: pd.DataFrame, label: str, mode: str, workers: int, backend: str = "") -> pd.Series:
+    hit = table[(table["label"] == label) & (table["obj-type"] == mode) & (table["num-workers"] == workers) & (table["backend"] == backend)]
+    assert len(hit) == 1, hit
+    return hit.iloc[0]
+
+
+def test_summary_reproduces_the_published_figures(reference: analysis.Dataset) -> None:
+    s = analysis.summary(reference)
+    assert list(s.columns) == analysis.SUMMARY_COLUMNS
+    new8 = row(s, "new", "signals", 8)
+    assert new8["pb-size"] == 268435456
+    assert new8["count"] == 488
+    assert new8["mean"] == pytest.approx(0.251735, abs=5e-7)
+    assert new8["std"] == pytest.approx(0.031577, abs=5e-7)
+    assert new8["50%"] == pytest.approx(0.245573, abs=5e-7)
+    assert new8["max"] == pytest.approx(0.513524, abs=5e-7)
+    assert new8["total-runtime"] == pytest.approx(945.75, abs=0.005)
+    assert row(s, "old", "signals", 8)["total-runtime"] == pytest.approx(1117.43, abs=0.005)
+    # the seed's describe() table for the new backend, more rows
+    new64 = row(s, "new", "signals", 64)
+    assert (new64["count"], round(new64["mean"], 6), round(new64["75%"], 6)) == (3815, 0.841275, 0.960420)
+    assert row(s, "new", "signals", 24)["min"] == pytest.approx(0.241442, abs=5e-7)
+    # the seed's head(): shots, one worker, new backend
+    assert row(s, "new", "shots", 1)["total-runtime"] == pytest.approx(0.638936, abs=5e-7)
+    # ratios: each line against its smallest worker count, as upstream
+    assert row(s, "old", "signals", 24)["norm-tot-runtime"] == pytest.approx(1117.433721 / 597.378760, rel=1e-9)
+    assert row(s, "new", "signals", 8)["norm-tot-runtime"] == 1.0
+    assert set(s["trials"]) == {1}
+    assert set(s["backend"]) == {""}
+
+
+def test_legacy_defects_are_corrected_and_stated(reference: analysis.Dataset) -> None:
+    shots = reference.workers[reference.workers["obj-type"] == "shots"]
+    assert set(shots["tot-num-obj"]) == {1}
+    signals = reference.workers[reference.workers["obj-type"] == "signals"]
+    assert set(signals["tot-num-obj"]) == {61}
+    text = " ".join(reference.notes)
+    assert "tot-num-obj was 500 in 169 shots-mode rows" in text
+    assert "256 MiB" in text and "264MB" in text
+    assert analysis.pb_label(268435456) == "256 MiB"
+    assert analysis.pb_label(0) == "off"
+    assert analysis.pb_label(8_000_000) == "7.63 MiB"
+    assert analysis.summary(reference)["pb-size"].dtype.kind == "i"
+
+
+def test_shared_baseline(reference: analysis.Dataset) -> None:
+    s = analysis.summary(reference, baseline="old@8")
+    assert row(s, "new", "signals", 8)["norm-tot-runtime"] == pytest.approx(1117.433721 / 945.749953, rel=1e-9)
+    assert row(s, "old", "signals", 8)["norm-tot-runtime"] == 1.0
+    assert row(s, "new", "shots", 1)["norm-tot-runtime"] == pytest.approx(0.414694 / 0.638936, rel=1e-5)  # old, 8 workers
+    with pytest.raises(UserError, match="matches no input; choose one of: old, new"):
+        analysis.summary(reference, baseline="ros3-9")
+    with pytest.raises(UserError, match="no case with 3 workers"):
+        analysis.summary(reference, baseline="old@3")
+
+
+def test_backend_ratio_of_the_reference_csvs(reference: analysis.Dataset) -> None:
+    r = analysis.backend_ratios(reference)
+    sig = r[(r["obj-type"] == "signals") & (r["num-workers"] == 8)].iloc[0]
+    assert (sig["series"], sig["reference"]) == ("new", "old")
+    assert sig["ratio"] == pytest.approx(1117.433721 / 945.749953, rel=1e-9)
+    assert np.isnan(sig["ci-low"])  # one trial each: no interval to claim
+    lines = analysis.findings(analysis.scaling_table(reference), r)
+    assert "signals: new runs at 1.18–2.53× (median 1.48×) the speed of old across 8–64 workers." in lines
+    assert "signals: the fastest case is new with 24 workers (404 s, page buffer 256 MiB)." in lines
+
+
+def _upstream_rows(mode: str, pb: int, workers: list[int], runtime: float, trials: int = 1) -> pd.DataFrame:
+    rows = []
+    for trial in range(trials):
+        for w in workers:
+            for k in range(w):
+                rows.append([k + 1, f"obj{k}", 0.5, 1, 0.5 + 0.01 * k, 10, 0.05, pb, w, mode, 500 if mode == "shots" else 61, runtime / w + trial])
+    return pd.DataFrame(rows, columns=list(analysis.UPSTREAM_COLUMNS))
+
+
+def test_page_buffer_off_and_on_shots_only_signals_only(tmp_path: Path) -> None:
+    both = pd.concat([_upstream_rows("shots", 0, [1, 2, 4], 4.0), _upstream_rows("shots", 268435456, [1, 2, 4], 2.0)])
+    both.to_csv(tmp_path / "pb.csv", index=False)
+    _upstream_rows("signals", 0, [2, 4], 100.0).to_csv(tmp_path / "signals.csv", index=False)
+    ds = analysis.load([f"pb={tmp_path / 'pb.csv'}", f"sig={tmp_path / 'signals.csv'}"])
+    s = analysis.summary(ds)
+    assert sorted(set(zip(s["label"], s["pb-size"]))) == [("pb", 0), ("pb", 268435456), ("sig", 0)]
+    assert analysis.modes(ds) == ["shots", "signals"]
+    off = s[(s["label"] == "pb") & (s["pb-size"] == 0)]
+    assert list(off["norm-tot-runtime"]) == pytest.approx([1.0, 2.0, 4.0])
+    assert 'shown as "off"' in " ".join(ds.notes)
+    assert analysis.modes(analysis.load([f"sig={tmp_path / 'signals.csv'}"])) == ["signals"]
+
+
+def test_plain_csv_trials_are_distinct_runtimes(tmp_path: Path) -> None:
+    _upstream_rows("signals", 0, [2, 4], 100.0, trials=3).to_csv(tmp_path / "t.csv", index=False)
+    s = analysis.summary([f"t={tmp_path / 't.csv'}"])
+    assert list(s["trials"]) == [3, 3]
+    assert list(s["total-runtime"]) == pytest.approx([51.0, 26.0])  # median of runtime/w + 0, 1, 2
+
+
+def test_file_not_in_the_schema_is_one_clear_sentence(tmp_path: Path) -> None:
+    bad = tmp_path / "results.csv"
+    bad.write_text("shot,time\n1,0.5\n")
+    with pytest.raises(UserError) as exc:
+        analysis.load([f"x={bad}"])
+    msg = str(exc.value)
+    assert "not a per-worker CSV in the upstream 12-column schema" in msg
+    assert "worker#, obj-id" in msg and "total-runtime" in msg
+    assert "\n" not in msg and msg.endswith(".")
+    with pytest.raises(UserError, match="does not exist"):
+        analysis.load([f"x={tmp_path / 'missing.csv'}"])
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(UserError, match="is empty"):
+        analysis.load([f"x={tmp_path / 'empty.csv'}"])
+    with pytest.raises(UserError, match="used twice"):
+        analysis.parse_inputs([f"a={OLD}", f"a={NEW}"])
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(UserError, match="has no workers.csv"):
+        analysis.load([f"x={tmp_path / 'folder'}"])
+
+
+def test_run_folder_metrics_and_confidence_intervals() -> None:
+    ds = analysis.load({"fx": RUN})
+    assert ds.series == ["ros3-1.14", "ros3-2.0", "raw-get"]
+    s = analysis.summary(ds)
+    assert set(s["trials"]) == {2}
+    assert set(s["backend"]) == {"ros3-1.14", "ros3-2.0", "raw-get"}
+    m = analysis.case_metrics(ds)
+    raw = m[m["backend"] == "raw-get"]
+    assert list(raw["raw-get-ratio"]) == pytest.approx([1.0] * len(raw))
+    ros = m[m["backend"] == "ros3-1.14"]
+    assert ((ros["raw-get-ratio"] > 0.3) & (ros["raw-get-ratio"] < 1)).all()
+    assert list(ros["gets"]) == [720, 720, 96, 96]
+    assert ros["MB"].iloc[0] == pytest.approx(15.0)
+    assert m["harness-efficiency"].between(0.5, 1).all()
+    r = analysis.backend_ratios(ds)
+    assert set(r["reference"]) == {"ros3-1.14"}
+    assert set(r["series"]) == {"ros3-2.0", "raw-get"}  # raw-get (no page buffer) pairs with the only one
+    assert (r["ci-low"] <= r["ratio"]).all() and (r["ratio"] <= r["ci-high"]).all()
+    assert (r["ci-low"] > 1).all()  # the fixture's 2.0 build is faster in every trial
+    versions = analysis.run_versions(ds)
+    assert dict(zip(versions["backend"], versions["hdf5"]))["ros3-2.0"] == "2.0.0"
+
+
+@pytest.mark.slow
+def test_million_rows_summary_in_memory_is_fast(tmp_path: Path) -> None:
+    frame = analysis.synthetic_workers(1_000_000)
+    t0 = time.perf_counter()
+    ds = analysis.from_frames({"synthetic": frame})
+    s = analysis.summary(ds)
+    analysis.write_summary(s, tmp_path)
+    elapsed = time.perf_counter() - t0
+    assert s["count"].sum() == 1_000_000
+    assert elapsed < 30, f"summary of 1M rows took {elapsed:.1f} s"
+
+
+@pytest.mark.slow
+def test_million_rows_summary_from_csv_under_30s(tmp_path: Path) -> None:
+    block = analysis.synthetic_workers(10_000).to_csv(index=False)
+    header, body = block.split("\n", 1)
+    path = tmp_path / "million.csv"
+    path.write_text(header + "\n" + body * 100)
+    t0 = time.perf_counter()
+    s = analysis.summary([f"million={path}"])
+    analysis.write_summary(s, tmp_path)
+    elapsed = time.perf_counter() - t0
+    assert s["count"].sum() == 1_000_000
+    assert elapsed < 30, f"load + summary of a 1M-row CSV took {elapsed:.1f} s"

@@ -1,0 +1,137 @@
+"""`shotbench report` / `reports` end to end: a real papermill kernel, real nbconvert, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from shotbench.cli import main
+from shotbench.htmlcheck import external_resources, figure_count
+
+ROOT = Path(__file__).resolve().parents[1]
+REF = ROOT / "data" / "fixtures" / "mdsplusbench"
+OLD = REF / "single-shot-ec2-s3.csv.gz"
+NEW = REF / "single-shot-ec2-s3-libaws.csv.gz"
+RUN = ROOT / "tests" / "data" / "run-fixture"
+RUN_ID = "20261122T000000Z-fixture"
+
+
+def shotbench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", *args], capture_output=True, text=True, env=env, timeout=900
+    )
+
+
+@pytest.fixture(scope="module")
+def reference_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reference-report")
+    done = shotbench("report", "--input", f"old={OLD}", "--input", f"new={NEW}", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.mark.slow
+def test_reference_report_reproduces_the_seed(reference_report: Path) -> None:
+    for name in ("ros3-backends.ipynb", "ros3-backends.html", "summary.csv"):
+        assert (reference_report / name).is_file(), name
+    s = pd.read_csv(reference_report / "summary.csv")
+    assert list(s.columns) == [
+        "label", "backend", "obj-type", "pb-size", "num-workers", "trials", "total-runtime",
+        "norm-tot-runtime", "count", "mean", "std", "min", "25%", "50%", "75%", "max",
+    ]
+    sig = s[s["obj-type"] == "signals"].set_index(["label", "num-workers"])
+    assert sig.loc[("new", 8), "pb-size"] == 268435456
+    assert sig.loc[("new", 8), "count"] == 488
+    assert sig.loc[("new", 8), "mean"] == pytest.approx(0.251735, abs=5e-7)
+    assert sig.loc[("new", 8), "total-runtime"] == pytest.approx(945.75, abs=0.005)
+    assert sig.loc[("old", 8), "total-runtime"] == pytest.approx(1117.43, abs=0.005)
+    assert sig.loc[("new", 32), "count"] == 1947
+    assert sig.loc[("new", 32), "mean"] == pytest.approx(0.420436, abs=5e-7)
+    assert sig.loc[("new", 48), "25%"] == pytest.approx(0.546357, abs=5e-7)
+    assert sig.loc[("new", 16), "std"] == pytest.approx(0.011587, abs=5e-7)
+    assert s["backend"].isna().all()  # plain CSVs: backend left empty
+
+
+@pytest.mark.slow
+def test_reference_report_html_is_offline_and_complete(reference_report: Path) -> None:
+    html = (reference_report / "ros3-backends.html").read_text(encoding="utf-8")
+    assert external_resources(html) == []
+    assert figure_count(html) == 8  # per mode: ratio + runtime, speed vs old, box plot
+    assert "MIT-PSFC/MDSplusBench" in html
+    assert "256 MiB" in html
+    assert '"value":"old"' in html and '"value":"new"' in html  # legends name the inputs
+    assert '"value":"Local"' not in html  # the seed's mislabel of the old backend
+    assert "tot-num-obj was 500" in html
+    nb = nbformat.read(str(reference_report / "ros3-backends.ipynb"), as_version=4)
+    assert not [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert html.count("highlight hl-ipython3") >= 10  # code cells shown by default
+
+
+def test_not_a_schema_csv_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "other.csv"
+    bad.write_text("a,b,c\n1,2,3\n")
+    assert main(["report", "--input", f"x={bad}", "--output", str(tmp_path / "out")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("shotbench: ") and "lacks the columns worker#, obj-id" in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_usage_mistakes_are_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["report", "--input", f"x={OLD}"]) == 2
+    assert "--output DIR" in capsys.readouterr().err
+    assert main(["report", "--latest", "--run", str(RUN)]) == 2
+    assert "Choose one of" in capsys.readouterr().err
+    monkeypatch.setenv("SHOTBENCH_ROOT", str(tmp_path))
+    assert main(["report", "--latest"]) == 2
+    err = capsys.readouterr().err
+    assert "No runs in" in err and "make bench-ros3" in err
+    assert main(["report", "--run", str(tmp_path / "nope")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_reports_renders_runs_and_writes_the_index(tmp_path: Path) -> None:
+    root = tmp_path / "checkout"
+    (root / "data" / "runs").mkdir(parents=True)
+    shutil.copytree(RUN, root / "data" / "runs" / RUN_ID)
+    (root / "notebooks").symlink_to(ROOT / "notebooks")
+    env = {**os.environ, "SHOTBENCH_ROOT": str(root)}
+    done = shotbench("reports", "--no-code", env=env)
+    assert done.returncode == 0, done.stderr
+    out = root / "reports" / RUN_ID
+    html = (out / "ros3-backends.html").read_text(encoding="utf-8")
+    assert "highlight hl-ipython3" not in html  # --no-code hides code cells
+    assert external_resources(html) == []
+    # per mode: 2 scaling + speed vs ros3-1.14 + box + raw-GET + GETs/MB (2) + efficiency
+    assert figure_count(html) == 16
+    metrics = pd.read_csv(out / "metrics.csv")
+    assert {"raw-get-ratio", "gets", "MB", "harness-efficiency"} <= set(metrics.columns)
+    ratios = pd.read_csv(out / "ratios.csv")
+    assert ratios["ci-low"].notna().all() and (ratios["ci-low"] <= ratios["ratio"]).all()
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary["backend"]) == {"ros3-1.14", "ros3-2.0", "raw-get"}
+    index = (root / "reports" / "index.html").read_text(encoding="utf-8")
+    assert f'href="{RUN_ID}/ros3-backends.html"' in index
+    for text in ("2026-11-22T00:00:00Z", "s3://shotbench-fixture/shots", "ros3-1.14, ros3-2.0, raw-get", "1.14.6, 2.0.0"):
+        assert text in index
+    assert json.loads((RUN / "run.json").read_text())["run_id"] == RUN_ID
+
+
+@pytest.mark.slow
+def test_mistake_found_inside_the_notebook_is_one_sentence(tmp_path: Path) -> None:
+    done = shotbench("report", "--input", f"fx={RUN}", "--output", str(tmp_path), "--baseline", "ros3-9")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "shotbench: Baseline 'ros3-9' matches no input; choose one of: ros3-1.14, ros3-2.0, raw-get."
+    ]
