@@ -17,7 +17,7 @@ BROWSER_DEPS := chromium
 bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness \
-        bench-transfer report reports lab test test-fast clean
+        bench-transfer report reports report-reference lab test test-fast clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -61,6 +61,10 @@ report: venv ## Render the report of the latest run (or RUN=data/runs/<id>) into
 
 reports: venv ## Re-render every run and write reports/index.html
 	@$(SB) reports
+
+report-reference: venv ## Render the upstream MDSplusBench study (old vs new ROS3) into reports/mdsplusbench
+	@$(SB) report --input old-ros3-1.14=data/fixtures/mdsplusbench/single-shot-ec2-s3.csv.gz \
+	  --input new-ros3-2.0dev=data/fixtures/mdsplusbench/single-shot-ec2-s3-libaws.csv.gz --output reports/mdsplusbench
 
 lab: venv ## Open the notebooks in JupyterLab
 	@uv sync --frozen --quiet --group lab && .venv/bin/jupyter lab notebooks/

@@ -1,1 +1,1 @@
-"""One module per way of reading a shot file; see registry."""
+"""One module per way of reading a shot file; `registry` maps names to them."""

@@ -1,0 +1,131 @@
+"""What every way of reading a shot file has to provide.
+
+The runner never looks inside a backend: it asks which Python runs it, whether it reads
+HDF5, and (inside a Dask worker) to open or fetch an object. Heavy libraries are imported
+in `setup`, inside the worker, so the orchestrator never needs them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the shot files are, as seen from a worker (credentials come from the environment)."""
+
+    kind: str  # "s3" | "local"
+    bucket: str = ""
+    prefix: str = ""
+    local_dir: str = ""  # local copies of the same objects (the `local` backend's input)
+
+    def local_path(self, key: str) -> str:
+        """Path of the local copy of `key`: keys are relative to the prefix inside local_dir."""
+        if self.kind == "local" or os.path.isabs(key):
+            return key
+        rel = key[len(self.prefix):] if self.prefix and key.startswith(self.prefix) else key
+        return os.path.join(self.local_dir, rel.lstrip("/"))
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "bucket": self.bucket, "prefix": self.prefix, "local_dir": self.local_dir}
+
+
+@dataclass
+class ReadSettings:
+    """HDF5 file-access settings a case varies."""
+
+    page_buf_size: int = 0
+    chunk_cache: int = 1024 * 1024
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def h5_kwargs(self) -> dict[str, int]:
+        kw = {"rdcc_nbytes": int(self.chunk_cache)}
+        if self.page_buf_size:
+            kw["page_buf_size"] = int(self.page_buf_size)
+        return kw
+
+
+class Backend:
+    """A way to read shot files; subclasses set the class attributes and override open/fetch."""
+
+    name: ClassVar[str] = ""
+    env: ClassVar[str | None] = None  # builds env name (".envs/<env>"); None = the main environment
+    reads_hdf5: ClassVar[bool] = True
+    needs_s3: ClassVar[bool] = True  # False: reads local copies, works for any data location
+    description: ClassVar[str] = ""
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, source: Source, settings: ReadSettings) -> None:
+        self.source = source
+        self.settings = settings
+        self.options = {**self.defaults, **settings.options}
+
+    # --- orchestrator side -------------------------------------------------------------
+    @classmethod
+    def python(cls) -> Path:
+        """The interpreter whose libraries this backend measures."""
+        if cls.env is None:
+            return Path(sys.executable)
+        from shotbench.builds.envs import env_python
+
+        return Path(env_python(cls.env))
+
+    @classmethod
+    def env_key(cls) -> str:
+        return cls.env or "main"
+
+    @classmethod
+    def process_env(cls, s3: Any) -> dict[str, str]:
+        """Extra environment variables the worker processes need (never put on argv)."""
+        return {}
+
+    # --- worker side -------------------------------------------------------------------
+    def setup(self, s3: Any) -> None:
+        """Import libraries and create long-lived clients, before any clock starts."""
+        import h5py  # noqa: F401
+
+        self.s3 = s3
+
+    def open(self, key: str, size: int) -> Any:
+        """An open h5py.File for `key` (caller closes it)."""
+        raise NotImplementedError
+
+    def fetch(self, key: str, start: int, length: int) -> int:
+        """GET bytes [start, start+length) of `key` and drop them; returns bytes received."""
+        raise NotImplementedError
+
+    def end_task(self) -> None:
+        """Drop anything cached for the duration of one task (e.g. downloaded copies)."""
+
+    def h5file(self, target: Any) -> Any:
+        import h5py
+
+        return h5py.File(target, "r", **self.settings.h5_kwargs())
+
+
+def s3_from_environ() -> Any:
+    """The S3 settings a worker process was started with (AWS_* variables, never argv).
+
+    Uses `shotbench.store.s3.S3Config` when importable; the ROS3 environments may lack
+    boto3, so a plain namespace with the same fields stands in.
+    """
+    env = os.environ
+    fields = {
+        "endpoint_url": env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
+        "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+        "access_key": env.get("AWS_ACCESS_KEY_ID") or None,
+        "secret_key": env.get("AWS_SECRET_ACCESS_KEY") or None,
+        "session_token": env.get("AWS_SESSION_TOKEN") or None,
+    }
+    try:
+        from shotbench.store.s3 import S3Config
+
+        return S3Config(**fields)
+    except Exception:  # noqa: BLE001 - any import/constructor mismatch: fall back to the fields
+        from types import SimpleNamespace
+
+        return SimpleNamespace(**fields)

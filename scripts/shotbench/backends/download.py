@@ -1,0 +1,55 @@
+"""Sync then read: GET each whole object with obstore, then h5py reads the local copy.
+
+A worker keeps its downloaded copies until its task ends, so a file is fetched once per
+task even when the task reads many of its signals (what a user who syncs first gets).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from shotbench.backends.base import Backend
+from shotbench.backends.obstore import make_store
+
+
+class DownloadBackend(Backend):
+    name = "download"
+    description = "whole-object GET to local disk (or memory), then h5py reads it"
+    defaults = {"target": "disk"}
+
+    def setup(self, s3: Any) -> None:
+        super().setup(s3)
+        import obstore  # noqa: F401
+
+        self.store = make_store(s3, self.source.bucket)
+        self._copies: dict[str, Any] = {}
+        self._tmp = tempfile.mkdtemp(prefix="shotbench-dl-")
+
+    def _download(self, key: str) -> Any:
+        import obstore
+
+        data = obstore.get(self.store, key).bytes()
+        if self.options["target"] == "memory":
+            import io
+
+            return io.BytesIO(memoryview(data))
+        path = os.path.join(self._tmp, key.replace("/", "_"))
+        with open(path, "wb") as fh:
+            fh.write(memoryview(data))
+        return path
+
+    def open(self, key: str, size: int) -> Any:
+        target = self._copies.get(key)
+        if target is None:
+            target = self._copies[key] = self._download(key)
+        if hasattr(target, "seek"):
+            target.seek(0)
+        return self.h5file(target)
+
+    def end_task(self) -> None:
+        self._copies.clear()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        os.makedirs(self._tmp, exist_ok=True)

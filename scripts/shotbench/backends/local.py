@@ -1,0 +1,21 @@
+"""The floor: the same shot files read by h5py from local disk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shotbench.backends.base import Backend
+
+
+class LocalBackend(Backend):
+    name = "local"
+    needs_s3 = False
+    description = "h5py on local copies of the same files (no network)"
+
+    def open(self, key: str, size: int) -> Any:
+        return self.h5file(self.source.local_path(key))
+
+    def fetch(self, key: str, start: int, length: int) -> int:
+        with open(self.source.local_path(key), "rb") as fh:
+            fh.seek(start)
+            return len(fh.read(length if length >= 0 else -1))

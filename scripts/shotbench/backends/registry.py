@@ -1,0 +1,35 @@
+"""Backend name -> implementing class. Adding a backend: one module, one line in BACKENDS."""
+
+from __future__ import annotations
+
+import importlib
+
+from shotbench.backends.base import Backend
+from shotbench.errors import UserError
+
+BACKENDS: dict[str, str] = {
+    "ros3-1.14": "shotbench.backends.ros3:Ros3_114",
+    "ros3-2.0": "shotbench.backends.ros3:Ros3_20",
+    "ros3-2.2": "shotbench.backends.ros3:Ros3_22",
+    "fsspec": "shotbench.backends.fsspec:FsspecBackend",
+    "obstore": "shotbench.backends.obstore:ObstoreBackend",
+    "download": "shotbench.backends.download:DownloadBackend",
+    "local": "shotbench.backends.local:LocalBackend",
+    "raw-get": "shotbench.backends.rawget:RawGetBackend",
+}
+
+
+def names() -> list[str]:
+    return list(BACKENDS)
+
+
+def get(name: str) -> type[Backend]:
+    """The class registered under `name` (imports only its module, not its libraries)."""
+    try:
+        target = BACKENDS[name]
+    except KeyError:
+        raise UserError(
+            f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}."
+        ) from None
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)

@@ -1,0 +1,301 @@
+"""`shotbench bench`: measure every backend on one workload, in one run, resumably.
+
+Without --data it is self-contained: the embedded S3 server, synthetic shot files made
+and staged if missing. Everything that can fail for a user reason (server, data location,
+environments) is checked before the run folder exists, so a failed start leaves nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shotbench import __version__
+from shotbench import plan as planmod
+from shotbench import profiles
+from shotbench.backends import registry
+from shotbench.backends.base import Source
+from shotbench.errors import UserError
+from shotbench.paths import cache_dir, data_dir, repo_root, runs_dir, state_dir
+from shotbench.results import RunFolder, latest_run, new_run_id, utc_iso
+
+EMBEDDED_BUCKET = "shotbench"
+EMBEDDED_PREFIX = "shots/"
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+@dataclass
+class Prepared:
+    workload: Any  # runner.Workload
+    data: dict[str, Any]
+    backends: list[str]
+
+
+def machine_info() -> dict[str, Any]:
+    mem = 0
+    with contextlib.suppress(Exception):
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"cpus": os.cpu_count(), "memory_bytes": mem, "instance_type": ec2_instance_type(),
+            "platform": platform.platform()}
+
+
+def ec2_instance_type(timeout: float = 0.3) -> str:
+    """The EC2 instance type from IMDS (v2 token first), or '' when not on EC2."""
+    base = "http://169.254.169.254/latest"
+    headers = {}
+    with contextlib.suppress(Exception):
+        req = urllib.request.Request(f"{base}/api/token", method="PUT",
+                                     headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            headers["X-aws-ec2-metadata-token"] = r.read().decode()
+    with contextlib.suppress(Exception):
+        req = urllib.request.Request(f"{base}/meta-data/instance-type", headers=headers)
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.read().decode().strip()
+    return ""
+
+
+def git_commit() -> str:
+    try:
+        root = repo_root()
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return f"{sha}{'+dirty' if dirty and sha else ''}"
+    except Exception:  # noqa: BLE001 - not a git checkout (e.g. an installed wheel)
+        return ""
+
+
+@contextlib.contextmanager
+def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir: Path | None,
+            local_copies: Path | None) -> Iterator[Prepared]:
+    """Server (if embedded), files, staging, pre-flight, inventory; yields the workload."""
+    from shotbench.runner import Workload, inventory, mirror_locally
+    from shotbench.store.s3 import S3Config, parse_location, preflight
+
+    backends = list(cfg.backends)
+    with contextlib.ExitStack() as stack:
+        access_log: Path | None = None
+        if data is None:
+            from shotbench.store.server import embedded_server
+            from shotbench.store.stage import stage
+            from shotbench.synth import make_dataset
+
+            shots_dir = Path(shots_dir or data_dir() / "shots")
+            say(f"synthetic shot files: {cfg.shots} in {shots_dir} (made if missing)")
+            make_dataset(shots_dir, shots=cfg.shots, signals=cfg.signals, file_size=cfg.file_size,
+                         page_size=cfg.page_size, seed=0)
+            info = stack.enter_context(embedded_server(state_dir() / "bench-server", network=network))
+            say(f"embedded S3 server: {info.endpoint_url} (network: {network})")
+            s3 = info.s3config()
+            loc = parse_location(f"s3://{EMBEDDED_BUCKET}/{EMBEDDED_PREFIX}")
+            stage(shots_dir, loc, s3, jobs=8, progress=False, create_bucket=True)
+            access_log = Path(info.access_log)
+            local_dir = str(shots_dir)
+        else:
+            if network != "none":
+                raise UserError("--network emulates latency in front of the embedded server only; drop --network or --data.")
+            loc = parse_location(data)
+            s3 = S3Config.from_env() if loc.kind == "s3" else None
+            local_dir = str(local_copies) if local_copies else ""
+        objs = preflight(loc, s3)
+        if loc.kind == "local":
+            source = Source("local", local_dir=str(loc.path))
+            dropped = [b for b in backends if registry.get(b).needs_s3]
+            if dropped:
+                say(f"data is a local folder: skipping S3 backends {', '.join(dropped)}")
+            backends = [b for b in backends if b not in dropped]
+            if not backends:
+                raise UserError("a local folder only supports the local and raw-get backends; add them with --backends local raw-get.")
+        else:
+            if not local_dir and "local" in backends:
+                local_dir = str(cache_dir() / "mirror" / loc.bucket / loc.prefix)
+            source = Source("s3", bucket=loc.bucket, prefix=loc.prefix, local_dir=local_dir)
+            if "local" in backends and data is not None:
+                mirror_locally(source, objs, s3, Path(local_dir), say=say)
+        files = inventory(source, objs, s3, say=say)
+        signal_files = planmod.sample_signals(
+            planmod.sample_files(files, cfg.signals_files, cfg.seed), cfg.signals_names, cfg.seed)
+        workload = Workload(source, files, signal_files, s3, access_log, loc.bucket if loc.kind == "s3" else None)
+        record = {
+            "location": loc.uri(), "embedded": data is None, "network": network,
+            "files": len(files), "bytes": sum(f.size for f in files),
+            "signals": len(planmod.all_signals(files)), "local_copies": local_dir,
+            **({"endpoint": s3.public()["endpoint"], "region": s3.region} if s3 is not None else {}),
+        }
+        yield Prepared(workload, record, backends)
+
+
+def check_envs(backends: list[str]) -> None:
+    """Each backend's interpreter exists (ROS3 builds: `make envs`)."""
+    for name in backends:
+        python = registry.get(name).python()
+        if not Path(python).exists():
+            raise UserError(f"the Python of backend {name} ({python}) does not exist; run `make envs`.")
+
+
+def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
+    overrides = {
+        "backends": args.backends, "modes": args.modes, "workers": args.workers,
+        "page_buffers": args.page_buffers, "chunk_caches": args.chunk_cache, "trials": args.trials,
+        "seed": args.seed, "signals_files": args.signals_files, "signals_names": args.signals_names,
+        "shots": args.shots,
+    }
+    return profiles.load(args.profile, Path(args.config) if args.config else None, overrides)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from shotbench.runner import Drivers, Runner, summary_table
+
+    runs = Path(args.runs_dir) if args.runs_dir else runs_dir()
+    resume_dir: Path | None = None
+    if args.resume is not None:
+        resume_dir = latest_run(runs) if args.resume == "latest" else Path(args.resume)
+        if resume_dir is None or not (resume_dir / "run.json").exists():
+            raise UserError(f"no run to resume in {args.resume if args.resume != 'latest' else runs}; start one with `shotbench bench`.")
+        meta = RunFolder(resume_dir).read_meta()
+        cfg = profiles.BenchConfig(**meta["config"]["bench"])
+        data_arg = meta["config"]["data"]
+        network = meta["config"]["network"]
+        scheduler = meta["config"].get("scheduler") or args.scheduler
+        shots_dir = Path(meta["config"]["shots_dir"]) if meta["config"].get("shots_dir") else None
+        local_copies = Path(meta["config"]["local_copies"]) if meta["config"].get("local_copies") else None
+    else:
+        cfg = _config_from_args(args)
+        data_arg, network, scheduler = args.data, args.network, args.scheduler
+        shots_dir = Path(args.shots_dir) if args.shots_dir else None
+        local_copies = Path(args.local_copies) if args.local_copies else None
+
+    check_envs(cfg.backends)
+    with prepare(cfg, data_arg, network, shots_dir, local_copies) as prep:
+        wl = prep.workload
+        reads = {b: registry.get(b).reads_hdf5 for b in prep.backends}
+        matrix = cfg.matrix()
+        matrix.backends = prep.backends
+        cases = planmod.plan_cases(matrix, cfg.seed, reads)
+        selection = {
+            "signals_files": [f.key for f in wl.signal_files],
+            "signals": planmod.all_signals(wl.signal_files),
+            "shots": {f"t{t}-w{w}": planmod.pick_shot(wl.files, cfg.seed, t, w).key
+                      for t in range(1, cfg.trials + 1) for w in cfg.workers},
+            "files": [f.key for f in wl.files],
+        }
+        if resume_dir is not None:
+            folder = RunFolder(resume_dir)
+            meta = folder.read_meta()
+            if meta.get("selection", {}).get("files") != selection["files"]:
+                raise UserError(f"the data at {prep.data['location']} differs from when run {meta['run_id']} started; start a new run instead of --resume.")
+            done = folder.repair()
+            run_id = meta["run_id"]
+            pending = [c for c in cases if c.case_id not in done]
+            if not pending:
+                say(f"run {run_id} is already complete ({len(done)} cases); nothing to resume.")
+                return 0
+            meta.setdefault("resumed", []).append(utc_iso())
+            meta["status"] = "running"
+            say(f"resuming run {run_id}: {len(done)} of {len(cases)} cases done")
+        else:
+            run_id = new_run_id()
+            meta = {
+                "run_id": run_id, "started": utc_iso(), "finished": None, "status": "running",
+                "config": {"bench": cfg.to_dict(), "profile": cfg.profile, "data": data_arg,
+                           "network": network, "scheduler": scheduler,
+                           "shots_dir": str(shots_dir) if shots_dir else None,
+                           "local_copies": str(local_copies) if local_copies else None,
+                           "backends": prep.backends, "cases": len(cases)},
+                "seed": cfg.seed, "machine": machine_info(),
+                "versions": {"python": platform.python_version(), "shotbench": __version__, "packages": {}, "backends": {}},
+                "git_commit": git_commit(), "data": prep.data, "selection": selection,
+                "plan": [c.to_dict() for c in cases],
+            }
+            done = set()
+            pending = cases
+        log_dir = state_dir() / "logs" / run_id
+        status = "not started"
+        drivers = Drivers(wl.s3, log_dir, scheduler, cfg.max_live_workers, prep.backends)
+        try:
+            # Start every environment's driver before the folder exists: a broken env fails here.
+            for name in prep.backends:
+                drivers.for_backend(registry.get(name))
+            folder = RunFolder(resume_dir) if resume_dir else RunFolder.create(runs / run_id, meta)
+            from shotbench.worker import versions as main_versions
+
+            meta["versions"]["packages"] = main_versions()
+            runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say)
+            for name in prep.backends:
+                v = drivers.drivers[registry.get(name).env_key()].versions
+                meta["versions"]["backends"][name] = {"python": v.get("python", ""), "hdf5": v.get("hdf5", ""),
+                                                      "h5py": v.get("h5py", ""), "env": registry.get(name).env_key(),
+                                                      "packages": v}
+            folder.write_meta(meta)
+            say(f"run {run_id}: {len(pending)} cases -> {folder.path}")
+            status = "interrupted"
+            try:
+                runner.run(pending, done_before=len(done), total_cases=len(cases))
+                status = "complete"
+            finally:
+                meta["status"] = status
+                meta["finished"] = utc_iso()
+                folder.write_meta(meta)
+        finally:
+            drivers.stop(timeout=20.0 if status == "complete" else 2.0)
+    rows = folder.cases()
+    say("")
+    say(summary_table(rows))
+    failed = [r for r in rows if r.get("errors")]
+    if failed:
+        say(f"{len(failed)} cases had errors; see the errors column of {folder.cases_csv}")
+    say(f"results: {folder.path}")
+    return 0
+
+
+def add_matrix_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backends", nargs="+", metavar="NAME", help=f"subset of: {' '.join(registry.names())}")
+    p.add_argument("--modes", nargs="+", choices=list(planmod.MODES))
+    p.add_argument("--workers", nargs="+", type=int, metavar="N", help="Dask worker counts, e.g. 1 2 4")
+    p.add_argument("--page-buffers", nargs="+", type=int, metavar="BYTES", help="e.g. 0 268435456")
+    p.add_argument("--chunk-cache", nargs="+", type=int, metavar="BYTES", help="HDF5 chunk cache sizes (rdcc_nbytes)")
+    p.add_argument("--trials", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--signals-files", type=int, metavar="N", help="files read in signals mode (0 = all)")
+    p.add_argument("--signals-names", type=int, metavar="N", help="signal names read in signals mode (0 = all)")
+    p.add_argument("--shots", type=int, metavar="N", help="synthetic files to make when no --data is given")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "bench", help="run the backends benchmark (embedded S3 server unless --data)",
+        description="Read HDF5 shot files with Dask workers through every backend; writes "
+                    "data/runs/<run-id>/{workers.csv,cases.csv,run.json}.",
+    )
+    p.add_argument("--profile", default="quick", choices=list(profiles.PROFILES))
+    p.add_argument("--config", metavar="FILE.toml", help="TOML file overriding the profile")
+    p.add_argument("--data", metavar="s3://bucket/prefix", help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder")
+    p.add_argument("--network", default="none", help="latency emulation in front of the embedded server, e.g. s3-same-region")
+    p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
+    p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
+    p.add_argument("--runs-dir", help=argparse.SUPPRESS)
+    p.add_argument("--shots-dir", help="where synthetic shot files live (default data/shots)")
+    p.add_argument("--local-copies", metavar="DIR", help="local copies of the S3 objects for the local backend")
+    add_matrix_args(p)
+    p.set_defaults(func=cmd_bench)
+
+
+if __name__ == "__main__":
+    from shotbench.cli import main
+
+    sys.exit(main(["bench", *sys.argv[1:]]))
+
+

@@ -1,0 +1,429 @@
+"""Run the cases of a benchmark: one driver process per Python environment, results appended
+as each case finishes, resumable.
+
+The orchestrator (this module, main environment) never imports a backend's libraries: it
+plans the tasks, asks the environment's driver (`shotbench.worker`) to warm a cluster,
+marks the S3 access log, starts the case, and writes the rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from shotbench import plan as planmod
+from shotbench.backends import registry
+from shotbench.backends.base import Backend, Source
+from shotbench.errors import UserError
+from shotbench.paths import state_dir
+from shotbench.plan import Case, ShotFile
+from shotbench.results import (
+    RunFolder, efficiency, task_time_sum, utc_iso, worker_rows,
+)
+
+
+class DriverError(RuntimeError):
+    """The driver process of an environment failed (or exited)."""
+
+
+class DriverProc:
+    """`<env python> -m shotbench.worker --serve`, spoken to with JSON lines."""
+
+    def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None) -> None:
+        self.name, self.python, self.env, self.log, self.scheduler = name, python, env, log, scheduler
+        self.proc: subprocess.Popen[str] | None = None
+        self.versions: dict[str, str] = {}
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [str(self.python), "-m", "shotbench.worker", "--serve"]
+        if self.scheduler:
+            cmd += ["--scheduler", self.scheduler]
+        self._logfh = open(self.log, "a")
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._logfh,
+            text=True, env=self.env, start_new_session=True, bufsize=1,
+        )
+        self.versions = self.request({"op": "hello"})["versions"]
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def request(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if not self.alive() and msg.get("op") != "hello":
+            self.start()
+        assert self.proc and self.proc.stdin and self.proc.stdout
+        try:
+            self.proc.stdin.write(json.dumps(msg) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            raise DriverError(f"the {self.name} driver exited; see {self.log}")
+        reply = json.loads(line)
+        if not reply.get("ok"):
+            raise DriverError(reply.get("error", "unknown driver error"))
+        return reply
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Ask the driver to quit (it closes its clusters); if it is busy mid-case, end its
+        process group (the driver and the Dask processes it started)."""
+        if self.proc is None:
+            return
+        try:
+            if self.alive():
+                assert self.proc.stdin
+                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self.proc.stdin.flush()
+                self.proc.stdin.close()
+                self.proc.wait(timeout=timeout)
+        except Exception:  # noqa: BLE001 - fall through to ending the group
+            pass
+        if self.alive():
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, sig)
+                try:
+                    self.proc.wait(timeout=5)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        self.proc = None
+
+
+def _child_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(extra)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+class Drivers:
+    """One driver per environment, started on first use; keeps warm clusters within a budget."""
+
+    def __init__(self, s3: Any, log_dir: Path, scheduler: str | None, max_live_workers: int, backends: list[str]) -> None:
+        self.s3, self.log_dir, self.scheduler = s3, log_dir, scheduler
+        self.max_live = max_live_workers
+        self.drivers: dict[str, DriverProc] = {}
+        self.live: OrderedDict[tuple[str, int], int] = OrderedDict()
+        self.backends = backends
+
+    def for_backend(self, cls: type[Backend]) -> DriverProc:
+        key = cls.env_key()
+        drv = self.drivers.get(key)
+        if drv is None:
+            extra = dict(self.s3.env_vars()) if self.s3 is not None else {}
+            if self.s3 is not None:
+                for name in self.backends:
+                    other = registry.get(name)
+                    if other.env_key() == key:
+                        extra.update(other.process_env(self.s3))
+            drv = DriverProc(key, cls.python(), _child_env(extra), self.log_dir / f"driver-{key}.log", self.scheduler)
+            drv.start()
+            self.drivers[key] = drv
+        elif not drv.alive():
+            self.live = OrderedDict((k, v) for k, v in self.live.items() if k[0] != key)
+            drv.start()
+        return drv
+
+    def reserve(self, env_key: str, workers: int) -> None:
+        """Evict least recently used warm clusters so idle processes stay within budget."""
+        k = (env_key, workers)
+        if k in self.live:
+            self.live.move_to_end(k)
+            return
+        if self.scheduler is None:
+            while self.live and sum(self.live.values()) + workers > self.max_live:
+                (ek, w), _ = self.live.popitem(last=False)
+                drv = self.drivers.get(ek)
+                if drv and drv.alive():
+                    drv.request({"op": "close", "workers": w})
+        self.live[k] = workers
+
+    def stop(self, timeout: float = 20.0) -> None:
+        for drv in self.drivers.values():
+            drv.stop(timeout)
+
+
+@dataclass
+class Workload:
+    """The files a run reads and where: fixed for the whole run (and its resumes)."""
+
+    source: Source
+    files: list[ShotFile]  # every file (shots mode picks from these)
+    signal_files: list[ShotFile]  # the seeded sample read in signals mode
+    s3: Any  # S3Config or None (local data)
+    access_log: Path | None
+    bucket: str | None
+
+    def files_for(self, mode: str) -> list[ShotFile]:
+        return self.signal_files if mode == "signals" else self.files
+
+
+@dataclass
+class CaseResult:
+    case_row: dict[str, Any]
+    rows: list[dict[str, Any]]
+    dashboard: str = ""
+
+
+@dataclass
+class Runner:
+    """Runs cases against one workload, appending each to the run folder."""
+
+    folder: RunFolder
+    run_id: str
+    workload: Workload
+    seed: int
+    options: dict[str, dict[str, Any]]
+    drivers: Drivers
+    versions: dict[str, dict[str, str]] = field(default_factory=dict)
+    dashboards: set[str] = field(default_factory=set)
+    say: Callable[[str], None] = print
+
+    def spec(self, case: Case, backend: str | None = None) -> dict[str, Any]:
+        name = backend or case.backend
+        return {
+            "backend": name, "source": self.workload.source.to_dict(),
+            "pb": case.pb_size if backend is None else 0, "cc": case.chunk_cache if backend is None else 0,
+            "options": self.options.get(name, {}),
+        }
+
+    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
+        self.drivers.reserve(cls.env_key(), case.workers)
+        prep = drv.request({"op": "prepare", "workers": case.workers, "spec": spec})
+        link = prep.get("dashboard") or ""
+        if link and link not in self.dashboards:
+            self.dashboards.add(link)
+            self.say(f"  dask dashboard [{drv.name}, {case.workers} workers]: {link}")
+        log = self.workload.access_log
+        stats = None
+        if log is not None:
+            from shotbench.store import accesslog
+
+            accesslog.settle(log, quiet=0.25)  # earlier requests' late lines land before the mark
+            mark = accesslog.offset_marker(log)
+        out = drv.request({"op": "run", "tasks": tasks})
+        if log is not None:
+            stats = accesslog.count_since(log, mark, bucket=self.workload.bucket, quiet=0.25)
+        return out, stats
+
+    def raw_get_runtime(self, case: Case) -> float | None:
+        """The S3 ceiling for exactly this case's work, measured right after it."""
+        cls = registry.get("raw-get")
+        files = self.workload.files_for(case.mode)
+        tasks = planmod.case_tasks(case, files, self.seed, reads_hdf5=False)
+        drv = self.drivers.for_backend(cls)
+        self.drivers.reserve(cls.env_key(), case.workers)
+        drv.request({"op": "prepare", "workers": case.workers, "spec": self.spec(case, "raw-get")})
+        out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks]})
+        return float(out["total"])
+
+    def run_case(self, case: Case) -> CaseResult:
+        cls = registry.get(case.backend)
+        files = self.workload.files_for(case.mode)
+        started = time.time()
+        base = {
+            "run-id": self.run_id, "case-id": case.case_id, "trial": case.trial, "order": case.order,
+            "backend": case.backend, "obj-type": case.mode, "num-workers": case.workers,
+            "pb-size": case.pb_size, "chunk-cache": case.chunk_cache,
+        }
+        try:
+            drv = self.drivers.for_backend(cls)
+            v = drv.versions
+            self.versions.setdefault(case.backend, {
+                "python": v.get("python", ""), "hdf5": v.get("hdf5", ""), "h5py": v.get("h5py", ""),
+                "env": cls.env_key(), **{k: v[k] for k in v if k not in ("python", "hdf5", "h5py")},
+            })
+            tasks = planmod.case_tasks(case, files, self.seed, cls.reads_hdf5)
+            out, stats = self._timed(drv, cls, case, self.spec(case), [planmod.task_to_json(t) for t in tasks])
+        except (DriverError, UserError) as exc:
+            row = {**base, "n-tasks": 0, "errors": " ".join(str(exc).split())[:500],
+                   "started": utc_iso(started), "finished": utc_iso()}
+            return CaseResult(row, [])
+        total = float(out["total"])
+        raw = out["rows"]
+        hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
+        rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
+                           run_id=self.run_id, hdf5=hdf5, h5py_version=h5v)
+        errors = [r["error"] for r in rows if r["error"]]
+        rg: float | None = total if not cls.reads_hdf5 else None
+        if rg is None:
+            try:
+                rg = self.raw_get_runtime(case)
+            except (DriverError, UserError) as exc:
+                errors.append(f"raw-get: {exc}")
+        tsum = task_time_sum(raw)
+        row = {
+            **base, "n-tasks": len(tasks), "total-runtime": total, "task-time-sum": tsum,
+            "harness-efficiency": efficiency(tsum, case.workers, total),
+            "raw-get-runtime": "" if rg is None else rg,
+            "gets": "" if stats is None else stats.gets, "get-bytes": "" if stats is None else stats.get_bytes,
+            "hdf5-version": hdf5, "h5py-version": h5v,
+            "errors": (f"{len(errors)} errors; first: {errors[0]}"[:500] if errors else ""),
+            "started": utc_iso(out.get("started", started)), "finished": utc_iso(out.get("finished")),
+        }
+        return CaseResult(row, rows)
+
+    def run(self, cases: list[Case], done_before: int = 0, total_cases: int | None = None) -> list[dict[str, Any]]:
+        """Run `cases` in order, appending each; prints progress with an ETA."""
+        total_cases = total_cases or len(cases) + done_before
+        t0 = time.time()
+        out = []
+        for i, case in enumerate(cases, 1):
+            res = self.run_case(case)
+            self.folder.append_case(res.rows, res.case_row)
+            out.append(res.case_row)
+            elapsed = time.time() - t0
+            eta = elapsed / i * (len(cases) - i)
+            r = res.case_row
+            if r.get("total-runtime", "") != "":
+                what = f"{float(r['total-runtime']):.3f}s eff {float(r['harness-efficiency']):.2f}"
+                if r.get("gets", "") != "":
+                    what += f" GETs {r['gets']}"
+            else:
+                what = "FAILED"
+            if r.get("errors"):
+                what += f"  [{r['errors'][:120]}]"
+            self.say(
+                f"[{done_before + i}/{total_cases}] {case.backend:<9} {case.mode:<7} w={case.workers:<2} "
+                f"pb={_mib(case.pb_size):<7} t{case.trial}  {what}  "
+                f"elapsed {_dur(elapsed)} ETA {_dur(eta)}"
+            )
+        return out
+
+
+def _mib(n: int) -> str:
+    return f"{n // (1024 * 1024)}MiB" if n else "0"
+
+
+def _dur(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 60}m{s % 60:02d}s"
+
+
+# --------------------------------------------------------------------------------------
+# Inventory: which shot/signals each file holds (the upstream gather-info pass, untimed).
+
+
+def _inventory_key(source: Source, objs: list[Any]) -> str:
+    h = hashlib.sha256(json.dumps(
+        ["v2", source.to_dict()] + [[o.key, o.size, getattr(o, "etag", None)] for o in objs]).encode())
+    return h.hexdigest()[:16]
+
+
+def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], None] = print) -> list[ShotFile]:
+    """Open every file once to list its shot and signals; cached by (location, sizes, etags)."""
+    cache = state_dir() / "inventory" / f"{_inventory_key(source, objs)}.json"
+    if cache.exists():
+        data = json.loads(cache.read_text())
+        return [ShotFile(d["key"], d["size"], d["shot"], tuple(d["signals"]), tuple(d.get("weights", ()))) for d in data]
+    from shotbench.backends.base import ReadSettings
+    from shotbench.shotfile import shot_ids, signal_names
+
+    local_ok = source.local_dir or source.kind == "local"
+    if local_ok:
+        from shotbench.backends.local import LocalBackend
+
+        reader: Backend = LocalBackend(source, ReadSettings())
+    else:
+        from shotbench.backends.obstore import ObstoreBackend
+
+        reader = ObstoreBackend(source, ReadSettings(options={"block_size": 1024 * 1024}))
+    reader.setup(s3)
+    out: list[ShotFile] = []
+    t0 = time.time()
+    for i, o in enumerate(objs, 1):
+        with reader.open(o.key, o.size) as fh:
+            shots = shot_ids(fh)
+            if not shots:
+                raise UserError(f"{o.key} holds no /shots/<id> group; point --data at single-shot HDF5 files.")
+            shot = shots[0]
+            names = tuple(signal_names(fh, shot))
+            out.append(ShotFile(o.key, int(o.size), shot, names, tuple(payload_bytes(fh, shot, n) for n in names)))
+        if len(objs) > 20 and (i % 50 == 0 or i == len(objs)):
+            say(f"  listing signals: {i}/{len(objs)} files ({time.time() - t0:.0f}s)")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps([{"key": f.key, "size": f.size, "shot": f.shot, "signals": list(f.signals),
+                                  "weights": list(f.weights)} for f in out]))
+    return out
+
+
+def payload_bytes(fh: Any, shot: str, name: str) -> int:
+    """In-memory bytes of a signal plus its scales, from metadata only (no data read)."""
+    dset = fh[f"shots/{shot}/signals/{name}"]
+    total = int(dset.size or 0) * dset.dtype.itemsize
+    for dim in dset.dims:
+        for scale in dim.values():
+            total += int(scale.size or 0) * scale.dtype.itemsize
+    return total
+
+
+def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Callable[[str], None] = print) -> None:
+    """Local copies for the `local` backend when the data lives only in S3 (untimed)."""
+    from shotbench.backends.obstore import make_store
+    import obstore
+
+    store = make_store(s3, source.bucket)
+    for i, o in enumerate(objs, 1):
+        path = Path(source.local_path(o.key))
+        if path.exists() and path.stat().st_size == o.size:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".part")
+        tmp.write_bytes(memoryview(obstore.get(store, o.key).bytes()))
+        os.replace(tmp, path)
+        if i % 25 == 0 or i == len(objs):
+            say(f"  local copies: {i}/{len(objs)}")
+
+
+# --------------------------------------------------------------------------------------
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    """Per backend and mode: median total runtime, ratio to raw-get, GETs, MB."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        if str(r.get("total-runtime", "")) == "":
+            continue
+        groups.setdefault((r["backend"], r["obj-type"]), []).append(r)
+    lines = [f"{'backend':<10} {'mode':<8} {'cases':>5} {'median s':>9} {'x raw-get':>9} {'GETs':>7} {'MB':>8} {'eff':>5}"]
+
+    def med(vals: list[float]) -> float | None:
+        vals = [v for v in vals if v == v]
+        return statistics.median(vals) if vals else None
+
+    def num(v: Any) -> float:
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return float("nan")
+
+    for (backend, mode), rs in sorted(groups.items()):
+        tot = med([num(r["total-runtime"]) for r in rs])
+        ratio = med([num(r["total-runtime"]) / num(r["raw-get-runtime"]) for r in rs
+                     if num(r.get("raw-get-runtime")) > 0])
+        gets = med([num(r.get("gets")) for r in rs])
+        mb = med([num(r.get("get-bytes")) / 1e6 for r in rs])
+        eff = med([num(r.get("harness-efficiency")) for r in rs])
+
+        def f(v: float | None, fmt: str) -> str:
+            return "-" if v is None else format(v, fmt)
+
+        lines.append(
+            f"{backend:<10} {mode:<8} {len(rs):>5} {f(tot, '.3f'):>9} {f(ratio, '.2f'):>9} "
+            f"{f(gets, '.0f'):>7} {f(mb, '.1f'):>8} {f(eff, '.2f'):>5}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""Mistakes a user can make end in one sentence, a non-zero exit, and no run folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def run_bench(args: list[str], tmp_path: Path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["SHOTBENCH_STATE"] = str(tmp_path / "state")
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), *args],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def assert_one_sentence(proc: subprocess.CompletedProcess[str], tmp_path: Path, *words: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("shotbench: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    runs = tmp_path / "runs"
+    assert not runs.exists() or not any(runs.iterdir()), "a failed start left a run folder"
+
+
+def test_missing_bucket_fails_fast(s3_server, tmp_path: Path) -> None:
+    t0 = time.time()
+    proc = run_bench(["--data", "s3://no-such-bucket-sb/shots/", "--backends", "local", "obstore"],
+                     tmp_path, s3_server.s3config().env_vars())
+    assert_one_sentence(proc, tmp_path, "no-such-bucket-sb")
+    assert time.time() - t0 < 60
+    assert s3_server.secret_key not in proc.stdout + proc.stderr
+
+
+def test_unreachable_endpoint_fails_fast(tmp_path: Path) -> None:
+    t0 = time.time()
+    env = {"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+           "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value", "AWS_REGION": "us-east-1"}
+    proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)
+    assert_one_sentence(proc, tmp_path)
+    assert time.time() - t0 < 60
+    assert "not-a-real-secret-value" not in proc.stderr + proc.stdout
+
+
+def test_missing_local_folder(tmp_path: Path) -> None:
+    proc = run_bench(["--data", str(tmp_path / "nope"), "--backends", "local"], tmp_path)
+    assert_one_sentence(proc, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("args", "word"),
+    [
+        (["--backends", "nosuch"], "nosuch"),
+        (["--profile", "quick", "--config", "/nonexistent.toml"], "nonexistent"),
+        (["--workers", "0", "--backends", "local"], "worker"),
+        (["--page-buffers", "4096", "--backends", "local"], "page buffer"),
+        (["--resume"], "resume"),
+    ],
+)
+def test_bad_arguments(args: list[str], word: str, tmp_path: Path) -> None:
+    proc = run_bench(args, tmp_path)
+    assert_one_sentence(proc, tmp_path)
+    assert word in proc.stderr.lower()
+
+
+def test_bad_toml_names_the_setting(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('wrokers = [1, 2]\n')
+    proc = run_bench(["--config", str(cfg)], tmp_path)
+    assert_one_sentence(proc, tmp_path, "wrokers")
+
+
+def test_profiles_load_and_override(tmp_path: Path) -> None:
+    from shotbench import profiles
+
+    quick = profiles.load("quick")
+    assert set(quick.backends) >= {"ros3-1.14", "ros3-2.0", "ros3-2.2", "fsspec", "obstore", "download", "local", "raw-get"}
+    full = profiles.load("full")
+    assert full.workers == [1, 2, 4, 8, 16, 24, 32, 48, 64] and full.page_buffers == [0, 268435456]
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('profile = "full"\nworkers = [1, 4]\n[options.fsspec]\ncache_type = "readahead"\n')
+    c = profiles.load("quick", cfg, {"trials": 5})
+    assert c.profile == "full" and c.workers == [1, 4] and c.trials == 5
+    assert c.options == {"fsspec": {"cache_type": "readahead"}}
