@@ -1,6 +1,6 @@
 """The `shotbench` command: one entry point, one subcommand module per job.
 
-Each module listed in COMMANDS exposes `register(subparsers)`, which adds its parser and
+Each module named in COMMANDS exposes `register(subparsers)`, which adds its parsers and
 sets `func=callable(args) -> int`. Adding a subcommand is one module plus one line here.
 """
 
@@ -12,36 +12,39 @@ import sys
 
 from shotbench.errors import UserError
 
-COMMANDS: tuple[str, ...] = (
-    "shotbench.store.cli",  # server, stage, ls
-    "shotbench.synth",  # synth
-    "shotbench.builds.cli",  # envs, build
-    "shotbench.bench",  # bench, preflight
-    "shotbench.harness",  # bench-harness
-    "shotbench.report",  # report, reports
-    "shotbench.transfer.cli",  # transfer
-)
+COMMANDS: dict[str, str] = {
+    "server": "shotbench.store.cli",
+    "stage": "shotbench.store.cli",
+    "ls": "shotbench.store.cli",
+    "synth": "shotbench.synth",
+    "envs": "shotbench.builds.cli",
+    "bench": "shotbench.bench",
+    "bench-harness": "shotbench.harness",
+    "report": "shotbench.report",
+    "reports": "shotbench.report",
+    "transfer": "shotbench.transfer.cli",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Register the module that owns `command`, or every module (for help and bad input).
+
+    Importing only one module keeps `shotbench server status` from paying for pandas.
+    """
     parser = argparse.ArgumentParser(
         prog="shotbench",
         description="Benchmark reading HDF5 shot files from S3 with Dask workers.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # not written yet
-                continue
-            raise
-        module.register(sub)
+    wanted = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for name in wanted:
+        importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -1,0 +1,41 @@
+"""The command table and the modules that register subcommands must agree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from shotbench import cli
+
+
+def registered(command: str | None) -> set[str]:
+    parser = cli.build_parser(command)
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return set(sub.choices)
+
+
+def test_full_parser_registers_exactly_the_table() -> None:
+    assert registered(None) == set(cli.COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_each_command_is_registered_by_its_module(command: str) -> None:
+    assert command in registered(command)
+
+
+def test_light_commands_do_not_import_pandas() -> None:
+    code = (
+        "import sys; from shotbench import cli; cli.build_parser('server');"
+        "sys.exit(1 if 'pandas' in sys.modules else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_unknown_command_is_one_usage_error() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "no-such-command"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "invalid choice" in proc.stderr and "Traceback" not in proc.stderr
