@@ -52,7 +52,8 @@ bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETW
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))
 
-bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PROFILE=)
+bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PROFILE=quick|medium|full)
+	@$(SB) transfer --install-only
 	@$(SB) transfer --profile $(PROFILE) $(if $(DATA),--data $(DATA))
 	@$(SB) report --latest-transfer
 

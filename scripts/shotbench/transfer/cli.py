@@ -1,0 +1,193 @@
+"""`shotbench transfer`: upload/download benchmark of S3 transfer tools, tool against tool."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from shotbench.errors import UserError
+from shotbench.paths import cache_dir
+from shotbench.transfer.matrix import PROFILES, get_profile, parse_rows
+from shotbench.transfer.tools import DEFAULT_TOOLS, TOOL_CLASSES
+
+BUCKET = "shotbench-transfer"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "transfer",
+        help="Upload/download benchmark: aws s3 sync, s5cmd, boto3, s3fs, obstore, awscrt, shotbench stage",
+        description="Move a file count x file size matrix in and out of S3 with each tool, verify every "
+                    "file, and write data/transfer/<run-id>/{cases,transfers}.csv and run.json.",
+    )
+    p.add_argument("--profile", default="quick", choices=sorted(PROFILES),
+                   help="matrix size: quick (default, ~10 min on 2 cores), medium (1 GiB rows, sweep), full (seed matrix)")
+    p.add_argument("--data", metavar="s3://bucket/prefix",
+                   help="use this S3 location with your AWS credentials instead of the embedded server")
+    p.add_argument("--rows", help="override the profile's rows, e.g. 1000x1MiB,10x100MiB")
+    p.add_argument("--tools", help=f"comma-separated subset of: {', '.join(TOOL_CLASSES)}")
+    p.add_argument("--concurrency", help="comma-separated thread/worker counts to sweep, e.g. 4,16,64")
+    p.add_argument("--trials", type=int, help="repeats of every case (interleaved)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the file contents and the case order")
+    p.add_argument("--direction", choices=["both", "upload", "download"], default="both")
+    p.add_argument("--out", type=Path, help="parent folder of the run folder (default data/transfer)")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run (same plan)")
+    p.add_argument("--aws-bin", help="use this `aws` executable instead of the cached awscli install")
+    p.add_argument("--s5cmd-bin", help="use this `s5cmd` executable instead of the cached build")
+    p.add_argument("--install-only", action="store_true",
+                   help="install the command-line tools (awscli venv, s5cmd build) into the cache and exit")
+    p.set_defaults(func=main)
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise UserError(f"--{what} takes positive whole numbers separated by commas, like 4,16.")
+    return values
+
+
+def build_plan(args: argparse.Namespace):
+    from shotbench.transfer.runner import TransferPlan
+
+    prof = get_profile(args.profile)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else list(DEFAULT_TOOLS)
+    if args.trials is not None and args.trials < 1:
+        raise UserError("--trials must be at least 1.")
+    return TransferPlan(
+        profile=prof.name,
+        rows=list(parse_rows(args.rows) if args.rows else prof.rows),
+        tools=tools,
+        concurrency=_ints(args.concurrency, "concurrency") if args.concurrency else list(prof.concurrency),
+        trials=args.trials or prof.trials,
+        seed=args.seed,
+        note=prof.note if not (args.rows or args.concurrency) else "custom rows/concurrency",
+        directions=["upload", "download"] if args.direction == "both" else [args.direction],
+        # an explicit --concurrency or --rows replaces the profile's partial sweep
+        sweep=[] if (args.concurrency or args.rows) else list(prof.sweep),
+        sweep_rows=[] if (args.concurrency or args.rows) else list(prof.sweep_rows),
+    )
+
+
+def _check_bucket(cfg, loc) -> None:
+    """A missing bucket or refused credentials is one sentence before any file is generated."""
+    from botocore.exceptions import ClientError
+
+    from shotbench.store.s3 import explain
+
+    try:
+        cfg.boto3_client().head_bucket(Bucket=loc.bucket)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in ("404", "NoSuchBucket"):
+            raise UserError(f"The bucket {loc.bucket} does not exist at {cfg.public()['endpoint']}; "
+                            "create it or point --data at an existing bucket.") from None
+        if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+            raise UserError(f"The credentials (access key {cfg.public()['access_key']}) are not allowed to use "
+                            f"bucket {loc.bucket}; check AWS_PROFILE / AWS_ACCESS_KEY_ID or the bucket policy.") from None
+        raise explain(exc, loc, cfg) from None
+    except Exception as exc:
+        raise explain(exc, loc, cfg) from None
+
+
+@contextlib.contextmanager
+def s3_target(data: str | None) -> Iterator[tuple]:
+    """(S3Config, bucket, base prefix, data info): the user's S3, or a private embedded server
+    whose state (and uploaded bytes) are removed afterwards."""
+    from shotbench.store.s3 import S3Config, parse_location
+
+    if data:
+        loc = parse_location(data)
+        if loc.kind != "s3":
+            raise UserError(f"--data must be an s3://bucket/prefix location, not {data}.")
+        cfg = S3Config.from_env()
+        if not cfg.access_key:
+            raise UserError("no AWS credentials found for --data; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE.")
+        _check_bucket(cfg, loc)
+        base = loc.prefix + "shotbench-transfer/"
+        yield cfg, loc.bucket, base, {"location": f"s3://{loc.bucket}/{base}", "embedded": False, **cfg.public()}
+        return
+    from shotbench.store.server import embedded_server, record
+
+    parent = cache_dir() / "transfer" / "server"
+    parent.mkdir(parents=True, exist_ok=True)
+    state = Path(tempfile.mkdtemp(prefix="state-", dir=parent))
+    try:
+        with embedded_server(state) as info:
+            cfg = info.s3config()
+            cfg.boto3_client().create_bucket(Bucket=BUCKET)
+            rec = record(info)
+            server = {k: rec.get(k) for k in ("endpoint_url", "region", "access_key", "network")}
+            try:
+                from shotbench.tools import VERSITYGW_VERSION
+
+                server["versitygw"] = VERSITYGW_VERSION
+            except ImportError:
+                pass
+            yield cfg, BUCKET, "", {"location": f"s3://{BUCKET}/", "embedded": True, **cfg.public(), "server": server}
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def install_only(args: argparse.Namespace) -> int:
+    """Install/build every command-line tool now, so the first benchmark run times no installs."""
+    from shotbench.transfer.tools import CliTool, make_tools
+
+    failed = 0
+    for tool in make_tools(list(DEFAULT_TOOLS)):
+        reason = tool.check()
+        where = getattr(tool, "_resolved", None) if isinstance(tool, CliTool) else None
+        print(f"{tool.name:24} {reason or 'ok'}" + (f"  ({where})" if where else ""))
+        failed += bool(reason)
+    return 1 if failed else 0
+
+
+def main(args: argparse.Namespace) -> int:
+    import json
+
+    from shotbench.transfer.analysis import terminal_summary, transfer_root
+    from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, new_run_id, run_transfer
+    from shotbench.transfer.tools import make_tools
+
+    t0 = time.monotonic()
+    if args.install_only:
+        return install_only(args)
+    if args.resume:
+        run_dir = args.resume.resolve()
+        meta_path = run_dir / "run.json"
+        if not meta_path.exists():
+            raise UserError(f"{run_dir} has no run.json; pass a data/transfer/<run-id> folder to --resume.")
+        plan = TransferPlan.from_json(json.loads(meta_path.read_text())["plan"])
+    else:
+        plan = build_plan(args)
+        run_dir = (args.out or transfer_root()) / new_run_id()
+    binaries = {k: v for k, v in {"aws-s3-sync": args.aws_bin, "aws-s3-cp": args.aws_bin,
+                                  "s5cmd": args.s5cmd_bin}.items() if v}
+    tools = make_tools(plan.tools, binaries)
+    files_root = cache_dir() / "transfer" / "files"
+    check_disk(plan, files_root)
+    with s3_target(args.data) as (cfg, bucket, prefix, info):
+        print(f"shotbench transfer: profile {plan.profile}, {len(plan.rows)} rows, {len(tools)} tools, "
+              f"concurrency {plan.concurrency}, {plan.trials} trial(s), {info['location']} -> {run_dir}",
+              file=sys.stderr)
+        scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=cache_dir() / "transfer"))
+        try:
+            ctx = RunContext(run_dir, scratch, files_root, cfg, bucket, prefix, info)
+            run_transfer(ctx, plan, tools, progress=lambda m: print(m, file=sys.stderr, flush=True))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    print(terminal_summary(run_dir))
+    if args.data:
+        print(f"\nThe download sources stay under {info['location']}src/ for the next run; "
+              f"remove them with `aws s3 rm --recursive {info['location']}`.")
+    print(f"\nrun folder: {run_dir}  (wall time {time.monotonic() - t0:.0f} s; "
+          "render with `shotbench report --latest-transfer`)")
+    return 0

@@ -1,0 +1,180 @@
+"""The transfer matrix: file count x file size rows, profiles, and the deterministic test files.
+
+Rows of one family move the same total bytes, so a row's time shows what file count costs
+(per-request overhead, cross-file parallelism) rather than how much data there is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from shotbench.errors import UserError
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+
+_UNITS = {"": 1, "b": 1, "k": KiB, "kib": KiB, "m": MiB, "mib": MiB, "g": GiB, "gib": GiB}
+_CHUNK = 16 * MiB
+
+
+def parse_size(text: str) -> int:
+    """'1MiB', '100M', '1GiB', '4096' -> bytes (binary units; 'MB' is read as MiB too)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower().replace("ib", "").rstrip("b") if m else None
+    if m is None or unit not in {"", "k", "m", "g"}:
+        raise UserError(f"Cannot read the size {text!r}; write it like 1MiB, 100MiB or 1GiB.")
+    return int(float(m.group(1)) * _UNITS[unit])
+
+
+def size_label(n: int) -> str:
+    """Bytes as the seed tables write them: '1 MiB', '10 GiB', '512 KiB'."""
+    for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+@dataclass(frozen=True, order=True)
+class Row:
+    """One test of the matrix: `count` files of `size` bytes each."""
+
+    count: int
+    size: int
+
+    @property
+    def total(self) -> int:
+        return self.count * self.size
+
+    @property
+    def key(self) -> str:
+        return f"{self.count}x{size_label(self.size).replace(' ', '')}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.count} File/{size_label(self.size)} ea"
+
+
+def parse_rows(text: str) -> tuple[Row, ...]:
+    """'1000x1MiB,10x100MiB' -> rows; the --rows option."""
+    rows = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        m = re.fullmatch(r"\s*(\d+)\s*[x×]\s*(.+)", part)
+        if m is None or int(m.group(1)) < 1:
+            raise UserError(f"Cannot read the row {part!r}; write rows like 1000x1MiB,10x100MiB.")
+        rows.append(Row(int(m.group(1)), parse_size(m.group(2))))
+    if not rows:
+        raise UserError("--rows is empty; give at least one row like 100x1MiB.")
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What `--profile` selects: rows, concurrency sweep, trials."""
+
+    name: str
+    rows: tuple[Row, ...]
+    concurrency: tuple[int, ...]
+    trials: int
+    note: str = ""
+    sweep: tuple[int, ...] = ()  # extra concurrencies, run on sweep_rows only
+    sweep_rows: tuple[Row, ...] = ()
+
+
+PROFILES: dict[str, Profile] = {
+    # Scaled so every tool finishes inside 15 minutes on a 2-core machine against the
+    # embedded server: the 1000 x 1 MiB row the seeds compare on, plus a 256 MiB family,
+    # and a thread sweep on the row where concurrency matters most (many small files).
+    "quick": Profile(
+        name="quick",
+        rows=(Row(1000, 1 * MiB), Row(256, 1 * MiB), Row(16, 16 * MiB), Row(1, 256 * MiB)),
+        concurrency=(16,),
+        trials=1,
+        note="scaled down for a 2-core machine: 1000x1MiB plus a 256 MiB family; 4/64-thread sweep on 128x1MiB",
+        sweep=(4, 64),
+        sweep_rows=(Row(128, 1 * MiB),),
+    ),
+    # The seed's 1 GiB family with a thread sweep and three trials.
+    "medium": Profile(
+        name="medium",
+        rows=(Row(1000, 1 * MiB), Row(100, 10 * MiB), Row(10, 100 * MiB), Row(1, 1 * GiB)),
+        concurrency=(4, 16, 64),
+        trials=3,
+    ),
+    # The seed matrix up to 10 x 10 GiB (needs ~250 GiB of free disk).
+    "full": Profile(
+        name="full",
+        rows=(
+            Row(1000, 1 * MiB), Row(100, 10 * MiB), Row(10, 100 * MiB),
+            Row(100, 100 * MiB), Row(10, 1 * GiB), Row(1, 10 * GiB), Row(10, 10 * GiB),
+        ),
+        concurrency=(4, 16, 64),
+        trials=3,
+    ),
+}
+PROFILES["default"] = PROFILES["quick"]
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        names = ", ".join(sorted(PROFILES))
+        raise UserError(f"Unknown transfer profile {name!r}; use one of {names}.") from None
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One generated file and the digest every copy of it must match."""
+
+    name: str
+    size: int
+    sha256: str
+    path: Path = field(compare=False)
+
+
+def _file_bytes(seed: int, row: Row, index: int):
+    """Seeded random bytes in chunks: incompressible, identical on every machine."""
+    rng = np.random.default_rng([seed, row.count, row.size, index])
+    left = row.size
+    while left > 0:
+        n = min(left, _CHUNK)
+        yield rng.bytes(n)
+        left -= n
+
+
+def ensure_files(row: Row, root: Path, seed: int = 0) -> list[FileSpec]:
+    """The row's files under root/<row key>-s<seed>, made once; later calls reuse them."""
+    folder = root / f"{row.key}-s{seed}"
+    manifest = folder / "manifest.json"
+    if manifest.exists():
+        entries = json.loads(manifest.read_text())["files"]
+        specs = [FileSpec(e["name"], e["size"], e["sha256"], folder / "files" / e["name"]) for e in entries]
+        if len(specs) == row.count and all(s.path.is_file() and s.path.stat().st_size == s.size for s in specs):
+            return specs
+    files = folder / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    specs = []
+    width = max(5, len(str(row.count - 1)))
+    for i in range(row.count):
+        name = f"f{i:0{width}d}.bin"
+        h = hashlib.sha256()
+        with open(files / name, "wb") as out:
+            for chunk in _file_bytes(seed, row, i):
+                h.update(chunk)
+                out.write(chunk)
+        specs.append(FileSpec(name, row.size, h.hexdigest(), files / name))
+    entries = [{"name": s.name, "size": s.size, "sha256": s.sha256} for s in specs]
+    manifest.write_text(json.dumps({"seed": seed, "count": row.count, "size": row.size, "files": entries}))
+    return specs

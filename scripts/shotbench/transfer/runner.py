@@ -1,0 +1,374 @@
+"""Running the transfer matrix: cases in interleaved seeded order, every result verified and
+appended to CSV the moment it exists, so an interrupted run keeps (and can resume) its rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from shotbench.errors import UserError
+from shotbench.paths import repo_root
+from shotbench.store.s3 import S3Config
+from shotbench.transfer import verify
+from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
+from shotbench.transfer.tools import Outcome, Target, Tool, ToolFailed, _scrub
+
+CASE_COLUMNS = [
+    "run-id", "case-id", "trial", "order", "direction", "tool", "mode", "concurrency", "test",
+    "file-count", "file-size", "total-bytes", "seconds", "mb-per-s", "files-ok", "error", "started", "finished",
+]
+TRANSFER_COLUMNS = [
+    "run-id", "case-id", "trial", "direction", "tool", "concurrency", "file", "size", "seconds", "verified", "error",
+]
+PYTHON_PACKAGES = ("boto3", "botocore", "s3transfer", "s3fs", "aiobotocore", "fsspec", "obstore", "awscrt", "numpy")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One cell of the table before trials: a tool moving one row in one direction."""
+
+    direction: str
+    tool: str
+    concurrency: int
+    row: Row
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.direction}-{self.tool}-c{self.concurrency}-{self.row.key}"
+
+
+@dataclass
+class TransferPlan:
+    """Everything that decides which cases run; stored in run.json so a resume repeats it."""
+
+    profile: str
+    rows: list[Row]
+    tools: list[str]
+    concurrency: list[int]
+    trials: int
+    seed: int = 0
+    note: str = ""
+    directions: list[str] = field(default_factory=lambda: ["upload", "download"])
+    sweep: list[int] = field(default_factory=list)  # extra concurrencies, on sweep_rows only
+    sweep_rows: list[Row] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for k in ("rows", "sweep_rows"):
+            d[k] = [{"count": r.count, "size": r.size, "label": r.label} for r in getattr(self, k)]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "TransferPlan":
+        d = dict(d)
+        for k in ("rows", "sweep_rows"):
+            d[k] = [Row(r["count"], r["size"]) for r in d.get(k, [])]
+        return cls(**d)
+
+
+def plan_cases(plan: TransferPlan, tools: list[Tool]) -> list[Case]:
+    cases = []
+    for tool in tools:
+        for direction in plan.directions:
+            if direction not in tool.directions:
+                continue
+            for conc in plan.concurrency:
+                for row in plan.rows:
+                    cases.append(Case(direction, tool.name, conc, row))
+            for conc in plan.sweep:
+                if conc in plan.concurrency:
+                    continue
+                for row in plan.sweep_rows:
+                    cases.append(Case(direction, tool.name, conc, row))
+    return cases
+
+
+def interleave(cases: list[Case], trials: int, seed: int) -> list[tuple[int, Case]]:
+    """Each trial runs every case once, in its own seeded shuffle: drift (page cache, a noisy
+    neighbour) spreads over all tools instead of landing on whichever ran last."""
+    order = []
+    for trial in range(trials):
+        block = list(cases)
+        random.Random(seed * 1000 + trial).shuffle(block)
+        order += [(trial, c) for c in block]
+    return order
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class CsvAppender:
+    """Append rows to a CSV, header on first write, flushed per row."""
+
+    def __init__(self, path: Path, columns: list[str]) -> None:
+        self.path, self.columns = path, columns
+        new = not path.exists() or path.stat().st_size == 0
+        self._fh = open(path, "a", newline="")
+        self._w = csv.DictWriter(self._fh, fieldnames=columns, extrasaction="ignore")
+        if new:
+            self._w.writeheader()
+            self._fh.flush()
+
+    def write(self, rows: list[dict]) -> None:
+        self._w.writerows(rows)
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def done_cases(run_dir: Path) -> set[tuple[str, int]]:
+    """(case-id, trial) pairs already in cases.csv: what a resumed run skips."""
+    path = run_dir / "cases.csv"
+    if not path.exists():
+        return set()
+    with open(path, newline="") as f:
+        return {(r["case-id"], int(r["trial"])) for r in csv.DictReader(f)}
+
+
+def machine_info() -> dict:
+    mem = None
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        pass
+    return {"cpus": os.cpu_count(), "memory_bytes": mem, "platform": platform.platform(),
+            "python": platform.python_version()}
+
+
+def package_versions() -> dict[str, str | None]:
+    from shotbench.transfer.tools import _pkg_version
+
+    return {p: _pkg_version(p) for p in PYTHON_PACKAGES}
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def list_sizes(cfg: S3Config, bucket: str, prefix: str, client=None) -> dict[str, int]:
+    """name (relative to prefix) -> size for every object under prefix."""
+    client = client or cfg.boto3_client()
+    out = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            out[obj["Key"][len(prefix):]] = obj["Size"]
+    return out
+
+
+def delete_prefix(cfg: S3Config, bucket: str, prefix: str, client=None) -> None:
+    client = client or cfg.boto3_client()
+    keys = [prefix + k for k in list_sizes(cfg, bucket, prefix, client)]
+    for i in range(0, len(keys), 1000):
+        client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
+
+
+def seed_source(cfg: S3Config, target: Target, files: list[FileSpec]) -> None:
+    """The objects download cases read: uploaded once per row (untimed), reused when present."""
+    client = cfg.boto3_client(max_pool_connections=16)
+    listed = list_sizes(cfg, target.bucket, target.prefix, client)
+    missing = [f for f in files if listed.get(f.name) != f.size]
+    if not missing:
+        return
+    from boto3.s3.transfer import TransferConfig, create_transfer_manager
+
+    with create_transfer_manager(client, TransferConfig(max_concurrency=16)) as tm:
+        futures = [tm.upload(str(f.path), target.bucket, target.key(f.name)) for f in missing]
+        for fut in futures:
+            fut.result()
+
+
+def check_disk(plan: TransferPlan, folder: Path) -> None:
+    """Test files + the server's copies + one download must fit; say so before starting."""
+    largest = max(r.total for r in plan.rows)
+    need = sum(r.total for r in plan.rows) * 2 + largest * 2 + (1 << 30)
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise UserError(
+            f"The transfer matrix needs about {need / 2**30:.0f} GiB of free disk in {folder} but only "
+            f"{free / 2**30:.0f} GiB is free; pick smaller rows with --rows (or a smaller --profile) or free some space."
+        )
+
+
+@dataclass
+class RunContext:
+    """Where the run writes and what it talks to."""
+
+    run_dir: Path
+    scratch: Path
+    files_root: Path
+    cfg: S3Config
+    bucket: str
+    base_prefix: str  # ends with '/' or is ''
+    data_info: dict
+
+
+def _case_result(case: Case, seconds: float | None, error: str, checks: list[verify.FileCheck]) -> dict:
+    ok = sum(c.ok for c in checks)
+    mbps = (case.row.total / 1e6 / seconds) if seconds and not error else None
+    return {
+        "direction": case.direction, "tool": case.tool, "concurrency": case.concurrency, "test": case.row.label,
+        "file-count": case.row.count, "file-size": case.row.size, "total-bytes": case.row.total,
+        "seconds": f"{seconds:.4f}" if seconds is not None and not error else "",
+        "mb-per-s": f"{mbps:.2f}" if mbps else "", "files-ok": ok, "error": error,
+    }
+
+
+def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[FileSpec], src_target: Target,
+             unavailable: str | None) -> tuple[dict, list[dict]]:
+    """Run one (case, trial): time the tool, then verify; any failure becomes the error cell."""
+    cfg = ctx.cfg
+    if unavailable:
+        res = _case_result(case, None, unavailable, [])
+        return res, []
+    seconds: float | None = None
+    error = ""
+    outcome = Outcome()
+    if case.direction == "upload":
+        target = Target(ctx.bucket, f"{ctx.base_prefix}up/{ctx.run_dir.name}/{case.case_id}/t{trial}/")
+        src = files[0].path.parent
+        try:
+            t0 = time.perf_counter()
+            outcome = tool.upload(files, src, target, cfg, case.concurrency)
+            seconds = time.perf_counter() - t0
+        except Exception as exc:  # any tool failure is a result, not a crash of the run
+            error = _one_line(exc, cfg)
+        try:
+            checks = verify.verify_sizes(files, list_sizes(cfg, target.bucket, target.prefix))
+        except Exception as exc:  # the store could not even list what was uploaded
+            checks, error = [], error or f"verification failed: {_one_line(exc, cfg)}"
+        try:
+            delete_prefix(cfg, target.bucket, target.prefix)
+        except Exception:  # leftovers under a per-case prefix do not affect later cases
+            pass
+    else:
+        dest = ctx.scratch / f"{case.case_id}-t{trial}"
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        try:
+            t0 = time.perf_counter()
+            outcome = tool.download(files, src_target, dest, cfg, case.concurrency)
+            seconds = time.perf_counter() - t0
+        except Exception as exc:
+            error = _one_line(exc, cfg)
+        try:
+            outcome.finish_digests()
+            if outcome.digests is not None:
+                checks = verify.verify_digests(files, outcome.digests)
+            else:
+                checks = verify.verify_dir(files, dest)
+        finally:
+            shutil.rmtree(dest, ignore_errors=True)
+    if not error:
+        error = verify.summarize(checks)
+    per_file = [
+        {"direction": case.direction, "tool": case.tool, "concurrency": case.concurrency, "file": c.name,
+         "size": c.size if c.size is not None else "",
+         "seconds": f"{outcome.file_seconds[c.name]:.4f}" if c.name in outcome.file_seconds else "",
+         "verified": c.ok, "error": c.error}
+        for c in checks
+    ]
+    return _case_result(case, seconds, error, checks), per_file
+
+
+def _one_line(exc: BaseException, cfg: S3Config) -> str:
+    text = str(exc) if isinstance(exc, ToolFailed) else f"{type(exc).__name__}: {exc}"
+    return _scrub(" ".join(text.split()), cfg)[:400] or type(exc).__name__
+
+
+def write_run_json(ctx: RunContext, meta: dict) -> None:
+    path = ctx.run_dir / "run.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(meta, indent=2, default=str))
+    os.replace(tmp, path)
+
+
+def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
+                 progress: Callable[[str], None] = print) -> Path:
+    """Run (or resume) the plan into ctx.run_dir; returns the run folder."""
+    ctx.run_dir.mkdir(parents=True, exist_ok=True)
+    old = {}
+    if (ctx.run_dir / "run.json").exists():
+        old = json.loads((ctx.run_dir / "run.json").read_text())
+    reasons = {t.name: t.check() for t in tools}
+    meta = {
+        "run_id": ctx.run_dir.name, "started": old.get("started", _now()), "finished": None, "status": "running",
+        "kind": "transfer", "plan": plan.to_json(),
+        "tools": {t.name: {"family": t.family, "mode": t.mode, "version": None if reasons[t.name] else t.version(),
+                           "status": reasons[t.name] or "ok", "how": t.describe} for t in tools},
+        "versions": {"packages": package_versions()}, "machine": machine_info(), "git_commit": git_commit(),
+        "data": ctx.data_info,
+        "notes": [
+            "MB/s uses 1 MB = 10^6 bytes; seconds are the tool's wall time, client start-up included, "
+            "verification excluded",
+            "transfers.csv seconds: per-file duration for thread-pool/asyncio tools, completion time since the "
+            "case started for TransferManager and awscrt, empty for command-line tools",
+            "uploads are verified by listing object sizes, downloads by size and sha256",
+        ],
+    }
+    write_run_json(ctx, meta)
+    for t in tools:
+        if reasons[t.name]:
+            progress(f"{t.name}: {reasons[t.name]}")
+
+    order = interleave(plan_cases(plan, tools), plan.trials, plan.seed)
+    skip = done_cases(ctx.run_dir)
+    by_name = {t.name: t for t in tools}
+    files: dict[Row, list[FileSpec]] = {}
+    sources: dict[Row, Target] = {}
+    for row in dict.fromkeys([*plan.rows, *plan.sweep_rows]):
+        t = time.perf_counter()
+        files[row] = ensure_files(row, ctx.files_root, plan.seed)
+        sources[row] = Target(ctx.bucket, f"{ctx.base_prefix}src/{row.key}-s{plan.seed}/")
+        if "download" in plan.directions:
+            seed_source(ctx.cfg, sources[row], files[row])
+        progress(f"ready: {row.label} ({size_label(row.total)}) in {time.perf_counter() - t:.1f} s")
+
+    cases_csv = CsvAppender(ctx.run_dir / "cases.csv", CASE_COLUMNS)
+    transfers_csv = CsvAppender(ctx.run_dir / "transfers.csv", TRANSFER_COLUMNS)
+    try:
+        for i, (trial, case) in enumerate(order):
+            if (case.case_id, trial) in skip:
+                continue
+            started = _now()
+            res, per_file = run_case(ctx, by_name[case.tool], case, trial, files[case.row], sources[case.row],
+                                     reasons[case.tool])
+            common = {"run-id": ctx.run_dir.name, "case-id": case.case_id, "trial": trial}
+            cases_csv.write([{**common, "order": i, "mode": by_name[case.tool].mode, "started": started,
+                              "finished": _now(), **res}])
+            transfers_csv.write([{**common, **r} for r in per_file])
+            cell = f"{float(res['seconds']):8.2f} s {res['mb-per-s']:>8} MB/s" if res["seconds"] else f"error: {res['error'][:90]}"
+            progress(f"[{i + 1}/{len(order)}] {case.direction:8} {case.tool:22} c={case.concurrency:<3} "
+                     f"{case.row.label:20} {cell}")
+        meta["status"] = "finished"
+    except KeyboardInterrupt:
+        meta["status"] = "interrupted"
+        raise
+    finally:
+        cases_csv.close()
+        transfers_csv.close()
+        meta["finished"] = _now()
+        write_run_json(ctx, meta)
+    return ctx.run_dir

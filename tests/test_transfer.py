@@ -1,0 +1,190 @@
+"""The transfer benchmark against a real embedded S3 server, on files of a few hundred KiB."""
+
+from __future__ import annotations
+
+import csv
+import json
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from shotbench.cli import main as cli_main
+from shotbench.transfer import analysis, verify
+from shotbench.transfer.matrix import KiB, MiB, Row, ensure_files, parse_rows, size_label
+from shotbench.transfer.runner import Case, RunContext, TransferPlan, interleave, run_transfer, seed_source
+from shotbench.transfer.tools import Target, make_tools
+
+TINY = [Row(3, 64 * KiB), Row(1, 192 * KiB)]
+
+
+def _ctx(tmp_path: Path, s3_server, bucket: str) -> RunContext:
+    cfg = s3_server.s3config()
+    return RunContext(
+        run_dir=tmp_path / "runs" / "run-1", scratch=tmp_path / "scratch", files_root=tmp_path / "files",
+        cfg=cfg, bucket=bucket, base_prefix=f"t-{uuid.uuid4().hex[:8]}/", data_info={"embedded": True, **cfg.public()},
+    )
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_tiny_matrix_end_to_end_writes_verified_results(tmp_path, s3_server, s3_bucket):
+    ctx = _ctx(tmp_path, s3_server, s3_bucket)
+    plan = TransferPlan("test", TINY, ["shotbench", "obstore"], [2], trials=2, seed=1)
+    run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)
+
+    assert {p.name for p in ctx.run_dir.iterdir()} >= {"cases.csv", "transfers.csv", "run.json"}
+    cases = _rows(ctx.run_dir / "cases.csv")
+    # 2 tools x 2 directions x 2 rows x 2 trials, all verified with a time
+    assert len(cases) == 16
+    assert all(r["error"] == "" and float(r["seconds"]) > 0 and float(r["mb-per-s"]) > 0 for r in cases), cases
+    transfers = _rows(ctx.run_dir / "transfers.csv")
+    assert len(transfers) == 2 * 2 * 2 * (3 + 1)  # tools x directions x trials x files
+    assert all(r["verified"] == "True" for r in transfers)
+    meta = json.loads((ctx.run_dir / "run.json").read_text())
+    assert meta["status"] == "finished" and meta["tools"]["obstore"]["status"] == "ok"
+    for name in ("cases.csv", "transfers.csv", "run.json"):
+        text = (ctx.run_dir / name).read_text()
+        assert s3_server.secret_key not in text and s3_server.access_key not in text
+
+    table = analysis.seed_table(analysis.load_cases(ctx.run_dir), "upload")
+    assert list(table.index) == ["3 File/64 KiB ea", "1 File/192 KiB ea"]
+    assert list(table.columns) == ["Total Transfer Size", "obstore", "shotbench"]
+    assert all(cell.endswith("s") for cell in table[["obstore", "shotbench"]].values.ravel())
+
+
+def test_corrupted_object_gives_an_error_cell_not_a_time(tmp_path, s3_server, s3_bucket):
+    ctx = _ctx(tmp_path, s3_server, s3_bucket)
+    row = Row(3, 64 * KiB)
+    files = ensure_files(row, ctx.files_root, seed=0)
+    source = Target(s3_bucket, f"{ctx.base_prefix}src/{row.key}-s0/")
+    seed_source(ctx.cfg, source, files)
+    # same size, different bytes: only the checksum can tell
+    bad = bytearray(files[1].path.read_bytes())
+    bad[1000] ^= 0xFF
+    ctx.cfg.boto3_client().put_object(Bucket=s3_bucket, Key=source.key(files[1].name), Body=bytes(bad))
+
+    plan = TransferPlan("test", [row], ["shotbench", "raw-get"], [2], trials=1, directions=["download"])
+    run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)
+
+    cases = _rows(ctx.run_dir / "cases.csv")
+    assert {r["tool"] for r in cases} == {"shotbench", "raw-get"}
+    for r in cases:
+        assert r["seconds"] == "" and r["mb-per-s"] == ""
+        assert r["error"] == f"1/3 files bad: checksum mismatch ({files[1].name})"
+        assert r["files-ok"] == "2"
+    bad_rows = [r for r in _rows(ctx.run_dir / "transfers.csv") if r["verified"] == "False"]
+    assert [r["file"] for r in bad_rows] == [files[1].name] * 2
+    cell = analysis.seed_table(analysis.load_cases(ctx.run_dir), "download").loc[row.label, "shotbench"]
+    assert cell.startswith("error: 1/3 files bad: checksum mismatch")
+
+
+def test_corrupted_file_on_disk_is_caught(tmp_path):
+    files = ensure_files(Row(2, 32 * KiB), tmp_path, seed=3)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    for f in files:
+        dest.joinpath(f.name).write_bytes(f.path.read_bytes())
+    assert verify.summarize(verify.verify_dir(files, dest)) == ""
+    data = bytearray(dest.joinpath(files[0].name).read_bytes())
+    data[-1] ^= 1
+    dest.joinpath(files[0].name).write_bytes(bytes(data))
+    dest.joinpath(files[1].name).write_bytes(b"short")
+    checks = verify.verify_dir(files, dest)
+    assert [c.error for c in checks] == ["checksum mismatch", f"size 5 != {32 * KiB}"]
+
+
+def test_missing_tool_is_reported_not_dropped(tmp_path, s3_server, s3_bucket):
+    ctx = _ctx(tmp_path, s3_server, s3_bucket)
+    plan = TransferPlan("test", [Row(2, 64 * KiB)], ["s5cmd", "shotbench"], [2], trials=1, directions=["upload"])
+    tools = make_tools(plan.tools, {"s5cmd": str(tmp_path / "no-such-dir" / "s5cmd")})
+    run_transfer(ctx, plan, tools, progress=lambda m: None)
+
+    cases = {r["tool"]: r for r in _rows(ctx.run_dir / "cases.csv")}
+    assert cases["s5cmd"]["error"].startswith("not installed:") and "no-such-dir" in cases["s5cmd"]["error"]
+    assert cases["s5cmd"]["seconds"] == ""
+    assert cases["shotbench"]["error"] == "" and float(cases["shotbench"]["seconds"]) > 0
+    meta = json.loads((ctx.run_dir / "run.json").read_text())
+    assert meta["tools"]["s5cmd"]["status"].startswith("not installed:")
+    table = analysis.seed_table(analysis.load_cases(ctx.run_dir), "upload")
+    assert table.loc["2 File/64 KiB ea", "s5cmd"] == "not installed"
+
+
+def test_rows_sizes_and_interleaving():
+    assert parse_rows("1000x1MiB, 10x100MiB") == (Row(1000, MiB), Row(10, 100 * MiB))
+    assert Row(1000, MiB).label == "1000 File/1 MiB ea" and size_label(10 * 1024 * MiB) == "10 GiB"
+    cases = [Case("upload", t, 4, Row(1, MiB)) for t in "abcdef"]
+    order = interleave(cases, trials=3, seed=7)
+    assert order == interleave(cases, trials=3, seed=7)
+    assert [t for t, _ in order] == [0] * 6 + [1] * 6 + [2] * 6
+    assert [c for _, c in order[:6]] != [c for _, c in order[6:12]]  # each trial its own shuffle
+
+
+def test_ratios_from_cases():
+    base = {"trial": 0, "error": "", "test": "1000 File/1 MiB ea", "file-count": 1000, "file-size": MiB,
+            "total-bytes": 1000 * MiB}
+    rows = [
+        {**base, "direction": "upload", "tool": "shotbench", "concurrency": 8, "seconds": 10.0, "mb-per-s": 104.9},
+        {**base, "direction": "upload", "tool": "aws-s3-sync", "concurrency": 8, "seconds": 25.0, "mb-per-s": 41.9},
+        {**base, "direction": "download", "tool": "s5cmd", "concurrency": 8, "seconds": 5.0, "mb-per-s": 209.7},
+        {**base, "direction": "download", "tool": "raw-get", "concurrency": 8, "seconds": 4.0, "mb-per-s": 262.1},
+    ]
+    df = pd.DataFrame(rows)
+    assert analysis.stage_vs_sync(df).value == pytest.approx(2.5)
+    [r] = analysis.best_vs_raw(df)
+    assert r.value == pytest.approx(209.7 / 262.1) and "s5cmd" in r.numerator
+
+
+def test_bad_rows_option_is_one_sentence(capsys):
+    assert cli_main(["transfer", "--rows", "10xlots"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("shotbench: Cannot read the size 'lots'") and "Traceback" not in err
+
+
+def test_sweep_rows_are_added_only_where_asked():
+    from shotbench.transfer.runner import plan_cases
+
+    plan = TransferPlan("t", [Row(4, MiB), Row(1, 4 * MiB)], ["shotbench", "raw-get"], [16], trials=1,
+                        sweep=[4, 16, 64], sweep_rows=[Row(4, MiB)])
+    cases = plan_cases(plan, make_tools(plan.tools))
+    # shotbench: 2 directions x (2 rows + 2 extra concurrencies on one row); raw-get: download only
+    assert len(cases) == 2 * 4 + 4
+    assert {c.concurrency for c in cases if c.row == Row(1, 4 * MiB)} == {16}
+    assert TransferPlan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+
+
+@pytest.mark.slow
+def test_notebook_renders_tables_and_plots_offline(tmp_path, s3_server, s3_bucket):
+    from shotbench.htmlcheck import external_resources, figure_count
+    from shotbench.paths import repo_root
+    from shotbench.report import render_notebook
+
+    ctx = _ctx(tmp_path, s3_server, s3_bucket)
+    plan = TransferPlan("test", TINY, ["shotbench", "raw-get"], [2], trials=1, sweep=[4], sweep_rows=[TINY[0]])
+    run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)
+
+    html_path = render_notebook(repo_root() / "notebooks" / "transfer.ipynb", {"inputs": [f"tiny={ctx.run_dir}"]},
+                                tmp_path / "report", "transfer", hide_code=True)
+    html = html_path.read_text()
+    assert "3 File/64 KiB ea" in html and "Total Transfer Size" in html
+    assert "best tool MB/s / raw-get MB/s" in html
+    assert figure_count(html) >= 3  # upload + download bars per test, and the sweep
+    assert external_resources(html) == []
+    assert (tmp_path / "report" / "download-seconds.csv").is_file()
+
+
+def test_interrupted_run_resumes_without_repeating_cases(tmp_path, s3_server, s3_bucket):
+    ctx = _ctx(tmp_path, s3_server, s3_bucket)
+    plan = TransferPlan("test", TINY, ["obstore"], [2], trials=1, directions=["upload"])
+    run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)
+    path = ctx.run_dir / "cases.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:2]))  # as if stopped after the first case
+
+    run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)
+    again = path.read_text().splitlines(keepends=True)
+    assert again[:2] == lines[:2] and len(again) == 3
+    assert sorted(r["case-id"] for r in _rows(path)) == sorted(r["case-id"] for r in csv.DictReader(lines))
