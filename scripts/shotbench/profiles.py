@@ -63,7 +63,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     # Fits a 2-core machine in about ten minutes with every backend present.
     # `signals` mode reads a seeded sample of 4 files x 16 signals: with a page buffer every
     # open of a file reads whole 8 MB pages, which makes the full pattern minutes per case.
-    "quick": {"workers": [1, 2], "trials": 1, "signals_files": 4, "signals_names": 16, "shots": 24},
+    "quick": {"workers": [1, 2], "trials": 2, "signals_files": 4, "signals_names": 16, "shots": 24},
     # The upstream matrix: 1..64 workers, both page buffers, every file, three trials.
     "full": {
         "workers": [1, 2, 4, 8, 16, 24, 32, 48, 64], "trials": 3, "signals_files": 0, "signals_names": 0,
