@@ -11,7 +11,7 @@ NETWORK ?= none
 CONFIG  ?=
 RUN     ?=
 SHOTS   ?= 24
-BUILD_DEPS   := libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config
+BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config
 BROWSER_DEPS := chromium
 
 bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG))

@@ -1,0 +1,407 @@
+"""Compile libhdf5 (with ROS3) and an h5py wheel against it, once per set of inputs.
+
+Results live in `cache_dir()/builds/<name>-<key>/` (prefix/, wheel/, logs/, build.json),
+outside the checkout, so a fresh clone or a second `make envs` reuses them. The key hashes
+every input that changes the binaries: source sha256s, CMake options, compiler and Python.
+The prefix is not relocatable: h5py records it as RUNPATH, so no library path is exported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from shotbench.builds import specs
+from shotbench.builds.specs import (
+    AWS_CMAKE_OPTIONS,
+    AWS_CRT,
+    CMAKE_PYPI,
+    BuildSpec,
+    Source,
+)
+from shotbench.errors import UserError
+from shotbench.paths import cache_dir
+
+RECIPE = 1
+"""Bumped when the build steps below change in a way that changes the artefacts."""
+
+PYTHON = "python3.11"
+INSTALL_HINT = (
+    "install the compilers and dev packages with `scripts/apt-ensure.sh build-essential "
+    "libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config` and run `make envs` again"
+)
+_aws_lock = threading.Lock()
+_print_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A finished build in the cache."""
+
+    spec: BuildSpec
+    key: str
+    root: Path
+    prefix: Path
+    wheel: Path
+    manifest: dict
+
+
+def builds_dir() -> Path:
+    path = cache_dir() / "builds"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def say(name: str, message: str) -> None:
+    with _print_lock:
+        print(f"[{name}] {message}", flush=True)
+
+
+# ---------------------------------------------------------------- toolchain facts
+
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "missing"
+    return out.strip().splitlines()[0] if out.strip() else "unknown"
+
+
+_toolchain_cache: dict[str, str] = {}
+_toolchain_lock = threading.Lock()
+
+
+def toolchain() -> dict[str, str]:
+    """Compiler and Python versions: part of every cache key (an ABI change means a rebuild).
+
+    Filled once under a lock: builds run in threads, and a half-filled answer would give
+    one of them a different cache key.
+    """
+    with _toolchain_lock:
+        if not _toolchain_cache:
+            found = {
+                "cc": _first_line([os.environ.get("CC", "cc"), "--version"]),
+                "python": _first_line([PYTHON, "-c", "import sys; print(sys.version)"]),
+            }
+            _toolchain_cache.update(found)
+        return dict(_toolchain_cache)
+
+
+def build_key(spec: BuildSpec) -> str:
+    blob = json.dumps(
+        {"recipe": RECIPE, "spec": spec.fingerprint(), "toolchain": toolchain()}, sort_keys=True
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def aws_key() -> str:
+    blob = json.dumps(
+        {"recipe": RECIPE, "src": AWS_CRT.sha256, "opts": AWS_CMAKE_OPTIONS, "cmake": CMAKE_PYPI, "toolchain": toolchain()},
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def build_root(spec: BuildSpec) -> Path:
+    return builds_dir() / f"{spec.name}-{build_key(spec)}"
+
+
+def cached(spec: BuildSpec) -> BuildResult | None:
+    """The finished build for these exact inputs, or None (build.json is written last)."""
+    root = build_root(spec)
+    manifest_path = root / "build.json"
+    if not manifest_path.is_file():
+        return None
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except json.JSONDecodeError:
+        return None
+    wheel = root / "wheel" / manifest.get("wheel", "")
+    if not wheel.is_file() or not (root / "prefix" / "lib").is_dir():
+        return None
+    return BuildResult(spec, root.name.rsplit("-", 1)[1], root, root / "prefix", wheel, manifest)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Two `make envs` at once must not compile into the same folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# ---------------------------------------------------------------- sources
+
+
+def fetch(src: Source, name: str = "sources") -> Path:
+    """The archive in the cache, downloaded once and checked against its pinned sha256."""
+    if src.local is not None:
+        return src.local
+    sources = cache_dir() / "sources"
+    sources.mkdir(parents=True, exist_ok=True)
+    dest = sources / src.filename
+    if dest.is_file() and (src.sha256 is None or specs.file_sha256(dest) == src.sha256):
+        return dest
+    say(name, f"downloading {src.url}")
+    tmp = dest.with_suffix(dest.suffix + f".part{os.getpid()}")
+    last: Exception | None = None
+    for attempt in range(3):
+        try:
+            with urllib.request.urlopen(src.url, timeout=60) as resp, tmp.open("wb") as out:
+                shutil.copyfileobj(resp, out, 1 << 20)
+            break
+        except (urllib.error.URLError, OSError) as exc:
+            last = exc
+            time.sleep(attempt + 1)
+    else:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"could not download {src.url} ({last}); check the network or proxy and run `make envs` again.")
+    got = specs.file_sha256(tmp)
+    if src.sha256 is not None and got != src.sha256:
+        tmp.unlink(missing_ok=True)
+        raise UserError(
+            f"{src.filename} downloaded with sha256 {got[:12]}… instead of the pinned {src.sha256[:12]}…; "
+            "the registry served different bytes, so the build stops: check the mirror or the pin."
+        )
+    tmp.replace(dest)
+    return dest
+
+
+def unpack(archive: Path, dest: Path) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+    except (tarfile.TarError, OSError) as exc:
+        raise UserError(f"cannot unpack {archive} ({exc}); give a .tar.gz/.tar.bz2 release tarball or a source folder.") from exc
+
+
+def find_hdf5_tree(top: Path) -> Path:
+    """The folder holding CMakeLists.txt and src/H5public.h (release tarballs nest one level)."""
+    for candidate in [top, *sorted(p for p in top.iterdir() if p.is_dir())] if top.is_dir() else []:
+        if (candidate / "CMakeLists.txt").is_file() and (candidate / "src" / "H5public.h").is_file():
+            return candidate
+    raise UserError(f"no HDF5 source tree (CMakeLists.txt + src/H5public.h) in {top}; point --source at an HDF5 release.")
+
+
+# ---------------------------------------------------------------- steps
+
+
+def run_step(name: str, step: str, cmd: list[str], log: Path, cwd: Path | None = None, env: dict | None = None) -> None:
+    """Run one build step at low priority into its own log; fail with where to look."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    say(name, f"{step} … (log: {log})")
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("LD_LIBRARY_PATH", None)
+    with log.open("w") as out:
+        out.write("$ " + " ".join(cmd) + "\n\n")
+        out.flush()
+        try:
+            proc = subprocess.run(["nice", "-n", "10", *cmd], cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT, check=False)
+        except OSError as exc:
+            raise UserError(f"{name}: step '{step}' could not start ({exc}); {INSTALL_HINT}.") from exc
+    if proc.returncode != 0:
+        tail = _error_hint(log)
+        raise UserError(
+            f"{name}: step '{step}' failed (exit {proc.returncode}{tail}); see {log}, then {INSTALL_HINT}."
+        )
+    say(name, f"{step} done in {time.monotonic() - started:.0f} s")
+
+
+def _error_hint(log: Path) -> str:
+    """The first telling line of a failed log, so the sentence alone often names the problem."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        low = line.lower()
+        if "could not find" in low or "not found" in low or "fatal error" in low or "error:" in low:
+            return ": " + line.strip()[:160]
+    return ""
+
+
+def ensure_cmake() -> Path:
+    """CMake >= 3.26 from PyPI in a small cached venv (Debian 12's 3.25 is too old for HDF5 2.x)."""
+    version = CMAKE_PYPI.split("==")[1]
+    venv = cache_dir() / "tools" / f"cmake-{version}"
+    cmake = venv / "bin" / "cmake"
+    with file_lock(cache_dir() / "tools" / f"cmake-{version}.lock"):
+        if cmake.is_file():
+            return cmake
+        logs = cache_dir() / "tools" / "logs"
+        if venv.exists():
+            shutil.rmtree(venv)
+        run_step("tools", f"install {CMAKE_PYPI}", ["uv", "venv", "--quiet", "--python", PYTHON, str(venv)], logs / "cmake-venv.log")
+        run_step(
+            "tools",
+            f"pip install {CMAKE_PYPI}",
+            ["uv", "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), CMAKE_PYPI],
+            logs / "cmake-install.log",
+        )
+    return cmake
+
+
+def jobs() -> str:
+    return str(max(1, int(os.environ.get("SHOTBENCH_BUILD_JOBS", "1"))))
+
+
+def cmake_project(name: str, cmake: Path, src: Path, work: Path, prefix: Path, options: tuple[str, ...], logs: Path, what: str, extra: tuple[str, ...] = ()) -> None:
+    build = work / f"build-{what}"
+    if build.exists():
+        shutil.rmtree(build)
+    run_step(
+        name,
+        f"configure {what}",
+        [str(cmake), "-S", str(src), "-B", str(build), f"-DCMAKE_INSTALL_PREFIX={prefix}", *options, *extra],
+        logs / f"{what}-configure.log",
+    )
+    run_step(name, f"compile {what}", [str(cmake), "--build", str(build), "--parallel", jobs()], logs / f"{what}-build.log")
+    run_step(name, f"install {what}", [str(cmake), "--install", str(build)], logs / f"{what}-install.log")
+
+
+def ensure_aws(name: str) -> Path:
+    """The aws-c-s3 stack (static, PIC, system OpenSSL), shared by every 2.x build."""
+    root = builds_dir() / f"aws-crt-{aws_key()}"
+    prefix = root / "prefix"
+    stamp = root / "build.json"
+    with _aws_lock, file_lock(builds_dir() / f"{root.name}.lock"):
+        if stamp.is_file():
+            return prefix
+        cmake = ensure_cmake()
+        archive = fetch(AWS_CRT, name)
+        work = root / "work"
+        unpack(archive, work / "src")
+        if prefix.exists():
+            shutil.rmtree(prefix)
+        cmake_project(name, cmake, work / "src" / AWS_CRT.subdir, work, prefix, AWS_CMAKE_OPTIONS, root / "logs", "aws-c-s3")
+        shutil.rmtree(work, ignore_errors=True)
+        stamp.write_text(json.dumps({"source": AWS_CRT.filename, "sha256": AWS_CRT.sha256, "key": aws_key()}, indent=2))
+    return prefix
+
+
+def _hdf5_source(spec: BuildSpec, work: Path) -> Path:
+    archive = fetch(spec.hdf5, spec.name)
+    if archive.is_dir():
+        return find_hdf5_tree(archive)
+    unpack(archive, work / "src")
+    if spec.hdf5.subdir:
+        return work / "src" / spec.hdf5.subdir
+    return find_hdf5_tree(work / "src")
+
+
+def _check_prefix(spec: BuildSpec, prefix: Path) -> None:
+    """Fail early if ROS3 did not make it in (CMake drops optional features quietly)."""
+    conf = prefix / "include" / "H5pubconf.h"
+    text = conf.read_text(errors="replace") if conf.is_file() else ""
+    if "#define H5_HAVE_ROS3_VFD 1" not in text:
+        raise UserError(
+            f"{spec.name}: libhdf5 was built without the ROS3 driver (see {conf}); "
+            f"{INSTALL_HINT}."
+        )
+
+
+def build(spec: BuildSpec, force: bool = False) -> BuildResult:
+    """Build (or reuse) libhdf5 + the h5py wheel for one spec."""
+    if not force:
+        hit = cached(spec)
+        if hit is not None:
+            return hit
+    root = build_root(spec)
+    with file_lock(builds_dir() / f"{root.name}.lock"):
+        if not force and (hit := cached(spec)) is not None:
+            return hit
+        started = time.monotonic()
+        for sub in ("prefix", "wheel", "work"):
+            shutil.rmtree(root / sub, ignore_errors=True)
+        (root / "build.json").unlink(missing_ok=True)
+        logs = root / "logs"
+        work = root / "work"
+        cmake = ensure_cmake()
+        src = _hdf5_source(spec, work)
+        version = specs.read_source_version(src)
+        if spec.custom:
+            spec = specs.specialise(spec, version)
+        elif version != spec.hdf5_version:
+            raise UserError(f"{spec.name}: the source says HDF5 {version}, not {spec.hdf5_version}; the pinned source is wrong.")
+        extra: tuple[str, ...] = ()
+        if spec.ros3_backend == "aws":
+            extra = (f"-DCMAKE_PREFIX_PATH={ensure_aws(spec.name)}",)
+        prefix = root / "prefix"
+        cmake_project(spec.name, cmake, src, work, prefix, spec.cmake_options, logs, "libhdf5", extra)
+        _check_prefix(spec, prefix)
+        wheel = build_h5py(spec, prefix, root / "wheel", logs)
+        shutil.rmtree(work, ignore_errors=True)
+        manifest = {
+            "name": spec.name,
+            "key": root.name.rsplit("-", 1)[1],
+            "hdf5_version": spec.hdf5_version,
+            "h5py_version": spec.h5py_version,
+            "ros3_backend": spec.ros3_backend,
+            "description": spec.description,
+            "hdf5_source": {"url": spec.hdf5.url, "sha256": spec.hdf5.sha256},
+            "h5py_source": {"url": spec.h5py.url, "sha256": spec.h5py.sha256},
+            "cmake_options": list(spec.cmake_options),
+            "toolchain": toolchain(),
+            "wheel": wheel.name,
+            "wheel_sha256": specs.file_sha256(wheel),
+            "build_seconds": round(time.monotonic() - started, 1),
+            "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        (root / "build.json").write_text(json.dumps(manifest, indent=2))
+        say(spec.name, f"built in {manifest['build_seconds']:.0f} s → {root}")
+        return BuildResult(spec, manifest["key"], root, prefix, wheel, manifest)
+
+
+def build_h5py(spec: BuildSpec, prefix: Path, out: Path, logs: Path) -> Path:
+    """An h5py wheel compiled against `prefix` (HDF5_DIR), never one from an index or cache."""
+    sdist = fetch(spec.h5py, spec.name)
+    out.mkdir(parents=True, exist_ok=True)
+    # setuptools compiles h5py's extensions one by one unless build_ext is told to use jobs.
+    extra_cfg = logs / "h5py-build.cfg"
+    extra_cfg.parent.mkdir(parents=True, exist_ok=True)
+    extra_cfg.write_text(f"[build_ext]\nparallel = {jobs()}\n")
+    env = {
+        "HDF5_DIR": str(prefix),
+        "HDF5_VERSION": spec.hdf5_version or "",
+        "UV_PYTHON_DOWNLOADS": "never",
+        "DIST_EXTRA_CONFIG": str(extra_cfg),
+    }
+    if not env["HDF5_VERSION"]:
+        env.pop("HDF5_VERSION")
+    run_step(
+        spec.name,
+        f"build h5py {spec.h5py_version} wheel",
+        ["uv", "build", "--wheel", "--no-config", "--python", PYTHON, "--out-dir", str(out), str(sdist)],
+        logs / "h5py-wheel.log",
+        env=env,
+    )
+    wheels = sorted(out.glob("h5py-*.whl"))
+    if not wheels:
+        raise UserError(f"{spec.name}: the h5py build produced no wheel; see {logs / 'h5py-wheel.log'}.")
+    return wheels[-1]
+
+
+def prefix_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())

@@ -1,0 +1,323 @@
+"""One Python environment per libhdf5 build, proven to load the libhdf5 it was built for.
+
+h5py is compiled against one libhdf5, so each build gets `.envs/<name>` with shotbench
+(editable), the project's locked dependencies and the h5py wheel from the build cache,
+installed by file path: an index would hand back PyPI's ROS3-less wheel, and uv may reuse
+a cached h5py built against another libhdf5. Debian's own libhdf5 also has ROS3, so the
+proof is the exact version and the path of the libhdf5 the interpreter really loads.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from shotbench.builds import build as builder
+from shotbench.builds import specs
+from shotbench.builds.specs import BuildSpec
+from shotbench.errors import UserError
+from shotbench.paths import cache_dir, envs_dir, repo_root
+
+STAMP = "shotbench-env.json"
+
+_PROBE = r"""
+import json, sys
+out = {"python": sys.version.split()[0], "executable": sys.executable}
+try:
+    import h5py
+    out.update(hdf5_version=h5py.version.hdf5_version, h5py_version=h5py.version.version,
+               ros3=bool(h5py.get_config().ros3))
+    libs = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if "libhdf5." in path.rsplit("/", 1)[-1] and "_hl" not in path:
+                libs.add(path)
+    out["libhdf5"] = sorted(libs)
+    import shotbench
+    out["shotbench"] = shotbench.__file__
+except Exception as exc:
+    out["error"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+
+
+@dataclass
+class EnvInfo:
+    """What `shotbench envs` shows for one build; versions are read from the interpreter."""
+
+    name: str
+    hdf5_version: str | None
+    h5py_version: str | None
+    ros3: bool | None
+    path: Path
+    cached: bool
+    state: str  # ready | missing | stale | broken
+    expected_hdf5: str | None = None
+    description: str = ""
+    build_dir: Path | None = None
+    libhdf5: str | None = None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["path"] = str(self.path)
+        data["build_dir"] = str(self.build_dir) if self.build_dir else None
+        return data
+
+
+def env_dir(name: str) -> Path:
+    return envs_dir() / name
+
+
+def env_python(name: str) -> Path:
+    """The interpreter of `.envs/<name>`, for running workers against that libhdf5."""
+    python = env_dir(name) / "bin" / "python"
+    if not python.exists():
+        known = ", ".join(all_specs())
+        if name not in all_specs():
+            raise UserError(f"unknown build {name!r} (known: {known}); run `shotbench envs` to list them.")
+        raise UserError(f"the environment for {name} is not built; run `make envs` (or `shotbench envs build {name}`).")
+    return python
+
+
+def probe(python: Path) -> dict:
+    """Ask the interpreter itself which h5py and libhdf5 it loads (never assumed)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME")}
+    try:
+        proc = subprocess.run(
+            [str(python), "-I", "-c", _PROBE], capture_output=True, text=True, timeout=120, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"cannot run {python}: {exc}"}
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
+
+
+# ---------------------------------------------------------------- custom builds
+
+
+def _custom_dir() -> Path:
+    path = cache_dir() / "builds" / "custom"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def remember_custom(spec: BuildSpec) -> None:
+    data = {"name": spec.name, "source": spec.hdf5.url, "sha256": spec.hdf5.sha256}
+    (_custom_dir() / f"{spec.name}.json").write_text(json.dumps(data, indent=2))
+
+
+def custom_specs() -> dict[str, BuildSpec]:
+    found: dict[str, BuildSpec] = {}
+    for path in sorted(_custom_dir().glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+            found[data["name"]] = specs.custom_spec(data["name"], data["source"], data.get("sha256"))
+        except (json.JSONDecodeError, KeyError, UserError):
+            continue
+    return found
+
+
+def all_specs() -> dict[str, BuildSpec]:
+    return {**specs.BUILDS, **custom_specs()}
+
+
+# ---------------------------------------------------------------- install
+
+
+def requirements() -> str:
+    """The project's locked runtime dependencies, without h5py (the env gets the built wheel).
+
+    Using the lock keeps Dask and friends at the versions of `.venv`, so a client and its
+    workers in different environments agree.
+    """
+    root = repo_root()
+    try:
+        proc = subprocess.run(
+            ["uv", "export", "--frozen", "--no-default-groups", "--no-emit-project", "--no-hashes",
+             "--no-header", "--no-annotate", "--format", "requirements-txt"],
+            cwd=root, capture_output=True, text=True, timeout=60, check=False,
+        )
+        text = proc.stdout if proc.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        text = ""
+    if not text.strip():
+        import tomllib
+
+        deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+        text = "\n".join(deps) + "\n"
+    keep = [line for line in text.splitlines() if line.strip() and not _is_h5py(line)]
+    return "\n".join(keep) + "\n"
+
+
+def _is_h5py(line: str) -> bool:
+    name = line.strip().split(";")[0]
+    for sep in ("==", ">=", "<=", "~=", "!=", ">", "<", "[", " "):
+        name = name.split(sep)[0]
+    return name.strip().lower() == "h5py"
+
+
+def _stamp_for(result: builder.BuildResult, reqs: str) -> dict:
+    return {
+        "build": result.root.name,
+        "wheel_sha256": result.manifest.get("wheel_sha256"),
+        "requirements_sha256": hashlib.sha256(reqs.encode()).hexdigest(),
+        "repo": str(repo_root()),
+    }
+
+
+def _verify(result: builder.BuildResult, found: dict) -> str | None:
+    """Why this interpreter is not the build it should be, or None if it is."""
+    m = result.manifest
+    if "error" in found:
+        return f"importing h5py failed: {found['error']}"
+    if found.get("hdf5_version") != m["hdf5_version"]:
+        return f"h5py loads libhdf5 {found.get('hdf5_version')}, expected {m['hdf5_version']}"
+    if found.get("h5py_version") != m["h5py_version"]:
+        return f"h5py is {found.get('h5py_version')}, expected {m['h5py_version']}"
+    if not found.get("ros3"):
+        return "h5py reports no ROS3 driver"
+    libs = found.get("libhdf5") or []
+    if not libs or not all(str(p).startswith(str(result.prefix)) for p in libs):
+        return f"h5py loads {libs or 'no libhdf5'} instead of the one in {result.prefix}"
+    return None
+
+
+def _uv(name: str, step: str, args: list[str], log: Path) -> None:
+    builder.run_step(name, step, ["uv", *args], log, cwd=repo_root(), env={"UV_PYTHON_DOWNLOADS": "never"})
+
+
+def ensure_env(result: builder.BuildResult, reqs: str | None = None, force: bool = False) -> EnvInfo:
+    """Make `.envs/<name>` hold exactly this build; a quick probe when it already does."""
+    name = result.manifest["name"]
+    path = env_dir(name)
+    python = path / "bin" / "python"
+    reqs = requirements() if reqs is None else reqs
+    stamp = _stamp_for(result, reqs)
+    stamp_path = path / STAMP
+    if not force and python.exists() and stamp_path.is_file():
+        try:
+            old = json.loads(stamp_path.read_text())
+        except json.JSONDecodeError:
+            old = {}
+        if {k: old.get(k) for k in stamp} == stamp:
+            found = probe(python)
+            if _verify(result, found) is None:
+                return _info(name, result, found, "ready")
+    logs = result.root / "logs"
+    started = time.monotonic()
+    if path.exists():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    req_file = logs / "env-requirements.txt"
+    req_file.parent.mkdir(parents=True, exist_ok=True)
+    req_file.write_text(reqs)
+    _uv(name, "create venv", ["venv", "--quiet", "--python", builder.PYTHON, str(path)], logs / "env-venv.log")
+    _uv(
+        name,
+        "install dependencies + built h5py wheel",
+        ["pip", "install", "--python", str(python), "-r", str(req_file), str(result.wheel),
+         "--reinstall-package", "h5py"],
+        logs / "env-install.log",
+    )
+    _uv(
+        name,
+        "install shotbench (editable)",
+        ["pip", "install", "--python", str(python), "--no-deps", "-e", str(repo_root())],
+        logs / "env-shotbench.log",
+    )
+    found = probe(python)
+    problem = _verify(result, found)
+    if problem:
+        raise UserError(
+            f"{name}: the new environment is wrong ({problem}); remove {path} and {result.root}, "
+            "then run `make envs` again."
+        )
+    stamp_path.write_text(json.dumps({**stamp, "probe": found, "manifest": result.manifest}, indent=2))
+    builder.say(name, f"environment ready in {time.monotonic() - started:.0f} s → {path}")
+    return _info(name, result, found, "ready")
+
+
+def _info(name: str, result: builder.BuildResult | None, found: dict | None, state: str, spec: BuildSpec | None = None) -> EnvInfo:
+    found = found or {}
+    manifest = result.manifest if result else {}
+    spec = spec or (result.spec if result else None)
+    libs = found.get("libhdf5") or []
+    return EnvInfo(
+        name=name,
+        hdf5_version=found.get("hdf5_version"),
+        h5py_version=found.get("h5py_version"),
+        ros3=found.get("ros3"),
+        path=env_dir(name),
+        cached=result is not None,
+        state=state,
+        expected_hdf5=manifest.get("hdf5_version") or (spec.hdf5_version if spec else None),
+        description=manifest.get("description") or (spec.description if spec else ""),
+        build_dir=result.root if result else None,
+        libhdf5=libs[0] if libs else None,
+    )
+
+
+def build_envs(names: list[str] | None = None, force: bool = False, extra: list[BuildSpec] = ()) -> list[EnvInfo]:
+    """Build what is missing (in parallel: each build is mostly single-threaded), then envs."""
+    known = all_specs()
+    for spec in extra:
+        known[spec.name] = spec
+    wanted = list(names) if names else list(known)
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise UserError(f"unknown build {unknown[0]!r} (known: {', '.join(known)}); pick one of those or add one with --name and --source.")
+    chosen = [known[n] for n in wanted]
+    todo = [s for s in chosen if force or builder.cached(s) is None]
+    if todo:
+        cpus = os.cpu_count() or 1
+        os.environ.setdefault("SHOTBENCH_BUILD_JOBS", str(max(1, cpus // len(todo))))
+        print(f"building {', '.join(s.name for s in todo)} (cold: ~10 min each, run side by side)", flush=True)
+    reqs = requirements()
+    results: dict[str, EnvInfo] = {}
+    errors: list[UserError] = []
+
+    def one(spec: BuildSpec) -> EnvInfo:
+        result = builder.build(spec, force=force)
+        return ensure_env(result, reqs, force=force)
+
+    with cf.ThreadPoolExecutor(max_workers=max(1, len(chosen))) as pool:
+        futures = {pool.submit(one, spec): spec.name for spec in chosen}
+        for fut in cf.as_completed(futures):
+            try:
+                results[futures[fut]] = fut.result()
+            except UserError as exc:
+                errors.append(exc)
+    if errors:
+        for exc in errors[1:]:
+            print(f"shotbench: {exc}", flush=True)
+        raise errors[0]
+    return [results[n] for n in wanted]
+
+
+def list_envs() -> list[EnvInfo]:
+    """Every known build with the versions its environment really loads."""
+    known = all_specs()
+
+    def one(spec: BuildSpec) -> EnvInfo:
+        result = builder.cached(spec)
+        python = env_dir(spec.name) / "bin" / "python"
+        if not python.exists():
+            return _info(spec.name, result, None, "missing", spec)
+        found = probe(python)
+        if "error" in found:
+            return _info(spec.name, result, found, "broken", spec)
+        if result is None or _verify(result, found) is not None:
+            return _info(spec.name, result, found, "stale", spec)
+        return _info(spec.name, result, found, "ready", spec)
+
+    with cf.ThreadPoolExecutor(max_workers=max(1, len(known))) as pool:
+        return list(pool.map(one, known.values()))

@@ -1,0 +1,189 @@
+"""The libhdf5/h5py builds: pinned inputs, cache keys, failures that say what to do, and the
+real environments that `make envs` leaves behind."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from shotbench.builds import build, envs, specs
+from shotbench.errors import UserError
+
+REPO = Path(__file__).resolve().parents[1]
+SHOTBENCH = [sys.executable, "-m", "shotbench.cli"]
+
+
+def _run(*args: str, env: dict | None = None, timeout: float = 3600) -> subprocess.CompletedProcess:
+    return subprocess.run([*SHOTBENCH, *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, **(env or {})}, timeout=timeout, check=False)
+
+
+# ------------------------------------------------------------------ fast
+
+
+def test_every_source_is_pinned_to_a_sha256() -> None:
+    for spec in specs.BUILDS.values():
+        for src in (spec.hdf5, spec.h5py):
+            assert src.sha256 and len(src.sha256) == 64, src
+    assert specs.AWS_CRT.sha256 and len(specs.AWS_CRT.sha256) == 64
+
+
+def test_builds_are_the_three_generations() -> None:
+    got = {n: (s.hdf5_version, s.h5py_version, s.ros3_backend) for n, s in specs.BUILDS.items()}
+    assert got == {
+        "hdf5-1.14": ("1.14.4", "3.15.1", "curl"),
+        "hdf5-2.0": ("2.0.0", "3.16.0", "aws"),
+        "hdf5-2.2": ("2.2.0", "3.16.0", "aws"),
+    }
+
+
+def test_cache_key_follows_every_input() -> None:
+    spec = specs.BUILDS["hdf5-2.0"]
+    key = build.build_key(spec)
+    assert build.build_key(spec) == key
+    flags = dataclasses.replace(spec, cmake_options=spec.cmake_options + ("-DHDF5_ENABLE_THREADSAFE=ON",))
+    assert build.build_key(flags) != key
+    source = dataclasses.replace(spec, hdf5=dataclasses.replace(spec.hdf5, sha256="0" * 64))
+    assert build.build_key(source) != key
+
+
+def test_requirements_leave_h5py_to_the_built_wheel() -> None:
+    reqs = envs.requirements()
+    assert "dask" in reqs and "numpy" in reqs
+    assert not any(envs._is_h5py(line) for line in reqs.splitlines())
+    assert envs._is_h5py("h5py==3.14.0 ; python_version >= '3.11'")
+    assert not envs._is_h5py("h5pyd==0.1")
+
+
+def test_custom_source_must_exist_and_not_shadow_a_builtin(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="does not exist"):
+        specs.custom_spec("mine", str(tmp_path / "nope.tar.gz"))
+    with pytest.raises(UserError, match="built-in"):
+        specs.custom_spec("hdf5-2.0", str(tmp_path))
+    with pytest.raises(UserError, match="folder name"):
+        specs.custom_spec("../evil", str(tmp_path))
+
+
+def test_custom_version_picks_options_and_h5py(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "H5public.h").write_text(
+        "#define H5_VERS_MAJOR 1\n#define H5_VERS_MINOR 14\n#define H5_VERS_RELEASE 6\n"
+    )
+    version = specs.read_source_version(tmp_path)
+    assert version == "1.14.6"
+    spec = specs.specialise(specs.custom_spec("hdf5-1.14.6", str(tmp_path)), version)
+    assert spec.ros3_backend == "curl" and "-DONLY_SHARED_LIBS=ON" in spec.cmake_options
+    assert spec.h5py_version == "3.15.1"
+
+
+def test_env_python_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOTBENCH_ENVS", str(tmp_path))
+    with pytest.raises(UserError, match="make envs"):
+        envs.env_python("hdf5-2.2")
+    with pytest.raises(UserError, match="unknown build"):
+        envs.env_python("hdf5-9.9")
+
+
+def test_download_is_checked_against_the_pin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registry that serves other bytes than the pinned ones stops the build."""
+    import functools
+    import http.server
+    import threading
+
+    monkeypatch.setenv("SHOTBENCH_CACHE", str(tmp_path / "cache"))
+    served = tmp_path / "www"
+    served.mkdir()
+    (served / "x.tar.gz").write_bytes(b"not what was pinned")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/x.tar.gz"
+        with pytest.raises(UserError, match="instead of the pinned"):
+            build.fetch(specs.Source(url=url, sha256="0" * 64, filename="x.tar.gz"))
+        good = specs.file_sha256(served / "x.tar.gz")
+        path = build.fetch(specs.Source(url=url, sha256=good, filename="x.tar.gz"))
+        assert path.read_bytes() == b"not what was pinned"
+    finally:
+        server.shutdown()
+
+
+# ------------------------------------------------------------------ slow: real compiler
+
+
+@pytest.mark.slow
+def test_failed_build_names_step_log_and_fix(tmp_path: Path) -> None:
+    tree = tmp_path / "hdf5-broken"
+    (tree / "src").mkdir(parents=True)
+    (tree / "src" / "H5public.h").write_text(
+        "#define H5_VERS_MAJOR 1\n#define H5_VERS_MINOR 14\n#define H5_VERS_RELEASE 9\n"
+    )
+    (tree / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.20)\nproject(broken C)\n"
+                                         "message(FATAL_ERROR \"Could NOT find CURL\")\n")
+    env = {"SHOTBENCH_CACHE": str(tmp_path / "cache"), "SHOTBENCH_ENVS": str(tmp_path / "envs")}
+    proc = _run("envs", "build", "--name", "hdf5-broken", "--source", str(tree), env=env, timeout=600)
+    assert proc.returncode == 2, proc.stderr
+    message = proc.stderr.strip().splitlines()[-1]
+    assert "step 'configure libhdf5' failed" in message
+    assert "Could NOT find CURL" in message
+    assert "apt-ensure.sh" in message
+    log = Path(message.split("see ", 1)[1].split(",", 1)[0])
+    assert log.is_file() and "FATAL_ERROR" not in message
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_envs_list_shows_each_build_with_ros3_and_its_h5py() -> None:
+    proc = _run("envs", "--json", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["name"]: row for row in json.loads(proc.stdout)}
+    want = {"hdf5-1.14": ("1.14.4", "3.15.1"), "hdf5-2.0": ("2.0.0", "3.16.0"), "hdf5-2.2": ("2.2.0", "3.16.0")}
+    for name, (hdf5, h5py) in want.items():
+        row = rows[name]
+        assert row["state"] == "ready", row
+        assert (row["hdf5_version"], row["h5py_version"], row["ros3"]) == (hdf5, h5py, True)
+        assert row["cached"] is True
+        assert row["libhdf5"].startswith(row["build_dir"]), "h5py loads a libhdf5 from outside its build"
+
+
+@pytest.mark.slow
+def test_second_envs_build_takes_seconds() -> None:
+    first = _run("envs", "build", timeout=3600)
+    assert first.returncode == 0, first.stderr
+    started = time.monotonic()
+    second = _run("envs", "build", timeout=600)
+    elapsed = time.monotonic() - started
+    assert second.returncode == 0, second.stderr
+    assert "compile" not in second.stdout
+    assert elapsed < 10, f"a warm `shotbench envs build` took {elapsed:.1f} s"
+
+
+@pytest.mark.slow
+def test_env_runs_shotbench_and_dask() -> None:
+    python = envs.env_python("hdf5-2.2")
+    proc = subprocess.run(
+        [str(python), "-c", "import dask, distributed, numpy, boto3, shotbench.cli; print('ok')"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    proc = subprocess.run([str(python), "-m", "shotbench.cli", "envs", "--help"], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_cache_key_is_the_same_from_parallel_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds run side by side in threads; each must see the full toolchain in its key."""
+    import concurrent.futures as cf
+
+    monkeypatch.setattr(build, "_toolchain_cache", {})
+    names = list(specs.BUILDS) * 4
+    with cf.ThreadPoolExecutor(len(names)) as pool:
+        keys = list(pool.map(lambda n: (n, build.build_key(specs.BUILDS[n])), names))
+    for name in specs.BUILDS:
+        assert len({key for n, key in keys if n == name}) == 1
