@@ -15,6 +15,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shotbench.errors import UserError
+from shotbench.shotfile import HDF5_SIGNATURE
 
 if TYPE_CHECKING:
     import h5py
@@ -30,7 +31,6 @@ class S3Settings(Protocol):
     session_token: str | None
 
 
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 CONNECT_TIMEOUT = 3.0
 READ_TIMEOUT = 10.0
 
@@ -155,24 +155,18 @@ def open_ros3(
         raise UserError(explain_failure(cfg, bucket, key, exc, page_buf_size)) from None
 
 
-def _client(cfg: S3Settings):
-    import boto3
-    from botocore.config import Config
+def _client(cfg: S3Settings) -> Any:
+    """A signed client that fails fast: one attempt, short timeouts (used only to explain)."""
+    from shotbench.store.s3 import S3Config
 
-    return boto3.client(
-        "s3",
+    s3cfg = cfg if isinstance(cfg, S3Config) else S3Config(
         endpoint_url=cfg.endpoint_url,
-        region_name=cfg.region,
-        aws_access_key_id=cfg.access_key,
-        aws_secret_access_key=cfg.secret_key,
-        aws_session_token=cfg.session_token,
-        config=Config(
-            connect_timeout=CONNECT_TIMEOUT,
-            read_timeout=READ_TIMEOUT,
-            retries={"max_attempts": 1, "mode": "standard"},
-            s3={"addressing_style": "path"} if cfg.endpoint_url else None,
-        ),
+        region=cfg.region,
+        access_key=cfg.access_key,
+        secret_key=cfg.secret_key,
+        session_token=cfg.session_token,
     )
+    return s3cfg.boto3_client(read_timeout=READ_TIMEOUT, retries=1)
 
 
 def check_object(cfg: S3Settings, bucket: str, key: str) -> str | None:
