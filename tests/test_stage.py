@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 import os
 import uuid
 from pathlib import Path
@@ -104,3 +106,15 @@ def test_stage_with_a_wrong_secret_says_so(s3_server, s3_bucket: str, h5_dir: Pa
     with pytest.raises(UserError, match="refused the secret key") as err:
         stage(h5_dir, parse_location(f"s3://{s3_bucket}/x"), cfg, progress=False)
     assert "W" * 40 not in str(err.value)
+
+
+def test_stage_command_names_a_missing_source_before_asking_for_credentials(tmp_path: Path) -> None:
+    """With no S3 configured at all, the first mistake to report is the missing folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["SHOTBENCH_STATE"] = str(tmp_path / "state")
+    proc = subprocess.run(
+        [sys.executable, "-m", "shotbench", "stage", str(tmp_path / "nope"), "s3://mybucket/p"],
+        capture_output=True, text=True, env=env,
+    )
+    assert proc.returncode == 2
+    assert "is not a folder" in proc.stderr and "Traceback" not in proc.stderr

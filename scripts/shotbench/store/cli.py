@@ -112,11 +112,12 @@ def _config(embedded: bool) -> S3Config:
 
 
 def _stage(args: argparse.Namespace) -> int:
-    from shotbench.store.stage import stage
+    from shotbench.store.stage import local_files, stage
 
     loc = parse_location(args.dest)
     if loc.kind != "s3":
         raise UserError(f"the destination '{args.dest}' is not an S3 location; give s3://bucket/prefix.")
+    local_files(args.src)  # a missing source is the first thing to say, before any S3 question
     cfg = _config(args.embedded)
     print(f"staging {args.src} -> {loc.uri()} at {cfg.public()['endpoint']} ({args.jobs} jobs)", file=sys.stderr)
     summary = stage(
