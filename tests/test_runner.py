@@ -30,6 +30,7 @@ page_size = 1000000
 signals_files = 3
 page_buffers = [0]
 workers = [1, 2]
+trials = 1
 backends = {backends}
 """
 
@@ -178,7 +179,7 @@ def test_existing_dask_cluster_via_scheduler(tmp_path: Path, shot_dir: Path) -> 
     try:
         runs = tmp_path / "runs"
         cmd = [sys.executable, "-m", "shotbench.cli", "bench", "--data", str(shot_dir), "--backends", "local",
-               "raw-get", "--workers", "1", "2", "--page-buffers", "0", "--scheduler", f"tcp://127.0.0.1:{port}",
+               "raw-get", "--workers", "1", "2", "--trials", "1", "--page-buffers", "0", "--scheduler", f"tcp://127.0.0.1:{port}",
                "--runs-dir", str(runs)]
         deadline = time.time() + 60
         while True:  # wait for both workers to register
