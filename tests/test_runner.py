@@ -98,6 +98,7 @@ def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
     for c in cases:
         assert not c["errors"], c
         assert float(c["raw-get-runtime"]) > 0 and float(c["harness-efficiency"]) > 0
+        assert 0 <= float(c["harness-overhead"]) < float(c["total-runtime"])
         assert (int(c["gets"]) > 0) == (c["backend"] != "local"), c
     files = meta["selection"]["signals_files"]
     for w in workers:

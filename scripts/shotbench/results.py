@@ -30,7 +30,7 @@ CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "backend", "obj-type", "num-workers", "pb-size",
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
-    "started", "finished",
+    "started", "finished", "harness-overhead",
 ]
 
 
@@ -76,6 +76,17 @@ def efficiency(task_time_sum: float, workers: int, total: float) -> float:
 
 def task_time_sum(raw: Iterable[dict[str, Any]]) -> float:
     return float(sum(float(r["time"]) for r in raw))
+
+
+def harness_overhead(raw: Iterable[dict[str, Any]], total: float) -> float:
+    """Seconds of a case's runtime that no task accounts for: total − the slowest task.
+
+    Efficiency below 1 mixes this with uneven work between workers; this is the harness alone.
+    """
+    per_task: dict[Any, float] = {}
+    for r in raw:
+        per_task[r["worker#"]] = per_task.get(r["worker#"], 0.0) + float(r["time"])
+    return max(0.0, total - max(per_task.values(), default=0.0))
 
 
 class RunFolder:

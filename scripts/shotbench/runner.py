@@ -28,7 +28,7 @@ from shotbench.errors import UserError
 from shotbench.paths import state_dir
 from shotbench.plan import Case, ShotFile
 from shotbench.results import (
-    RunFolder, efficiency, task_time_sum, utc_iso, worker_rows,
+    RunFolder, efficiency, harness_overhead, task_time_sum, utc_iso, worker_rows,
 )
 
 
@@ -269,6 +269,7 @@ class Runner:
         row = {
             **base, "n-tasks": len(tasks), "total-runtime": total, "task-time-sum": tsum,
             "harness-efficiency": efficiency(tsum, case.workers, total),
+            "harness-overhead": harness_overhead(raw, total),
             "raw-get-runtime": "" if rg is None else rg,
             "gets": "" if stats is None else stats.gets, "get-bytes": "" if stats is None else stats.get_bytes,
             "hdf5-version": hdf5, "h5py-version": h5v,
