@@ -60,12 +60,11 @@ bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PR
 report: venv ## Render the report of the latest run (or RUN=data/runs/<id>) into reports/
 	@$(SB) report $(if $(RUN),--run $(RUN),--latest)
 
-reports: venv ## Re-render every run and write reports/index.html
+reports: report-reference ## Re-render every run and the upstream study; write reports/index.html
 	@$(SB) reports
 
 report-reference: venv ## Render the upstream MDSplusBench study (old vs new ROS3) into reports/mdsplusbench
-	@$(SB) report --input old-ros3-1.14=data/fixtures/mdsplusbench/single-shot-ec2-s3.csv.gz \
-	  --input new-ros3-2.0dev=data/fixtures/mdsplusbench/single-shot-ec2-s3-libaws.csv.gz --output reports/mdsplusbench
+	@$(SB) report --reference
 
 lab: venv ## Open the notebooks in JupyterLab
 	@uv sync --frozen --quiet --group lab && .venv/bin/jupyter lab notebooks/

@@ -22,6 +22,7 @@ OLD = REF / "single-shot-ec2-s3.csv.gz"
 NEW = REF / "single-shot-ec2-s3-libaws.csv.gz"
 RUN = ROOT / "tests" / "data" / "run-fixture"
 RUN_ID = "20261122T000000Z-fixture"
+OLD_L, NEW_L = "old-ros3-1.14", "new-ros3-2.0dev"  # labels of `report --reference`
 
 
 def shotbench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -32,10 +33,19 @@ def shotbench(*args: str, env: dict | None = None) -> subprocess.CompletedProces
 
 @pytest.fixture(scope="module")
 def reference_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("reference-report")
-    done = shotbench("report", "--input", f"old={OLD}", "--input", f"new={NEW}", "--output", str(out))
+    """`shotbench report --reference` in a scratch checkout: the upstream study from the fixtures."""
+    root = tmp_path_factory.mktemp("checkout")
+    (root / "data").mkdir()
+    (root / "data" / "fixtures").symlink_to(ROOT / "data" / "fixtures")
+    (root / "notebooks").symlink_to(ROOT / "notebooks")
+    done = shotbench("report", "--reference", env={**os.environ, "SHOTBENCH_ROOT": str(root)})
     assert done.returncode == 0, done.stderr
-    return out
+    return root / "reports" / "mdsplusbench"
+
+
+def test_reference_report_is_listed_in_the_index(reference_report: Path) -> None:
+    index = (reference_report.parent / "index.html").read_text(encoding="utf-8")
+    assert 'href="mdsplusbench/ros3-backends.html"' in index and "MDSplusBench" in index
 
 
 @pytest.mark.slow
@@ -48,15 +58,15 @@ def test_reference_report_reproduces_the_seed(reference_report: Path) -> None:
         "norm-tot-runtime", "count", "mean", "std", "min", "25%", "50%", "75%", "max",
     ]
     sig = s[s["obj-type"] == "signals"].set_index(["label", "num-workers"])
-    assert sig.loc[("new", 8), "pb-size"] == 268435456
-    assert sig.loc[("new", 8), "count"] == 488
-    assert sig.loc[("new", 8), "mean"] == pytest.approx(0.251735, abs=5e-7)
-    assert sig.loc[("new", 8), "total-runtime"] == pytest.approx(945.75, abs=0.005)
-    assert sig.loc[("old", 8), "total-runtime"] == pytest.approx(1117.43, abs=0.005)
-    assert sig.loc[("new", 32), "count"] == 1947
-    assert sig.loc[("new", 32), "mean"] == pytest.approx(0.420436, abs=5e-7)
-    assert sig.loc[("new", 48), "25%"] == pytest.approx(0.546357, abs=5e-7)
-    assert sig.loc[("new", 16), "std"] == pytest.approx(0.011587, abs=5e-7)
+    assert sig.loc[(NEW_L, 8), "pb-size"] == 268435456
+    assert sig.loc[(NEW_L, 8), "count"] == 488
+    assert sig.loc[(NEW_L, 8), "mean"] == pytest.approx(0.251735, abs=5e-7)
+    assert sig.loc[(NEW_L, 8), "total-runtime"] == pytest.approx(945.75, abs=0.005)
+    assert sig.loc[(OLD_L, 8), "total-runtime"] == pytest.approx(1117.43, abs=0.005)
+    assert sig.loc[(NEW_L, 32), "count"] == 1947
+    assert sig.loc[(NEW_L, 32), "mean"] == pytest.approx(0.420436, abs=5e-7)
+    assert sig.loc[(NEW_L, 48), "25%"] == pytest.approx(0.546357, abs=5e-7)
+    assert sig.loc[(NEW_L, 16), "std"] == pytest.approx(0.011587, abs=5e-7)
     assert s["backend"].isna().all()  # plain CSVs: backend left empty
 
 
@@ -67,7 +77,7 @@ def test_reference_report_html_is_offline_and_complete(reference_report: Path) -
     assert figure_count(html) == 8  # per mode: ratio + runtime, speed vs old, box plot
     assert "MIT-PSFC/MDSplusBench" in html
     assert "256 MiB" in html
-    assert '"value":"old"' in html and '"value":"new"' in html  # legends name the inputs
+    assert f'"value":"{OLD_L}"' in html and f'"value":"{NEW_L}"' in html  # legends name the inputs
     assert '"value":"Local"' not in html  # the seed's mislabel of the old backend
     assert "tot-num-obj was 500" in html
     nb = nbformat.read(str(reference_report / "ros3-backends.ipynb"), as_version=4)

@@ -257,15 +257,40 @@ def index_entry(kind: ReportKind, run: Path, report: Path) -> IndexEntry:
     )
 
 
+REFERENCE_DIR = "mdsplusbench"
+
+
+def reference_inputs() -> list[str]:
+    """The upstream EC2 study (MIT-PSFC/MDSplusBench, MIT License) as shipped in data/fixtures."""
+    base = data_dir() / "fixtures" / "mdsplusbench"
+    return [f"old-ros3-1.14={base / 'single-shot-ec2-s3.csv.gz'}",
+            f"new-ros3-2.0dev={base / 'single-shot-ec2-s3-libaws.csv.gz'}"]
+
+
+def reference_entry() -> IndexEntry | None:
+    """The index line of the upstream study's report, when it has been rendered."""
+    report = reports_dir() / REFERENCE_DIR / f"{KINDS['ros3'].stem}.html"
+    if not report.is_file():
+        return None
+    return IndexEntry(
+        kind="reference", run_id="MDSplusBench EC2 study", date="upstream",
+        location="S3 from an m5.4xlarge (500 files of 16 MB)",
+        backends="ROS3 libhdf5 1.14.6 (old), ROS3 2.0 development build (new)",
+        hdf5="1.14.6, 2.0-dev", status="published", report=report,
+    )
+
+
 def rendered_entries() -> list[IndexEntry]:
-    """Every run of every kind whose report exists, newest first."""
+    """Every run of every kind whose report exists, newest first; the upstream study last."""
     entries = []
     for kind in KINDS.values():
         for run in kind.runs():
             report = kind.out_dir(run) / f"{kind.stem}.html"
             if report.is_file():
                 entries.append(index_entry(kind, run, report))
-    return sorted(entries, key=lambda e: (e.date, e.run_id), reverse=True)
+    entries.sort(key=lambda e: (e.date, e.run_id), reverse=True)
+    reference = reference_entry()
+    return entries + [reference] if reference else entries
 
 
 def write_index(entries: list[IndexEntry], path: Path | None = None) -> Path:
@@ -323,10 +348,14 @@ def latest(kind: ReportKind) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    chosen = [bool(args.input), args.latest, bool(args.run), args.latest_transfer, bool(args.transfer)]
+    chosen = [bool(args.input), args.latest, bool(args.run), args.latest_transfer, bool(args.transfer), args.reference]
     if sum(chosen) != 1:
-        raise UserError("Choose one of --input LABEL=PATH, --latest, --run DIR, --latest-transfer or --transfer DIR.")
+        raise UserError(
+            "Choose one of --input LABEL=PATH, --latest, --run DIR, --latest-transfer, --transfer DIR or --reference."
+        )
     hide = args.no_code
+    if args.reference:
+        args.input, args.output = reference_inputs(), str(reports_dir() / REFERENCE_DIR)
     if args.input:
         if not args.output:
             raise UserError("With --input, also pass --output DIR for the notebook, HTML and summary.csv.")
@@ -339,6 +368,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         html_path = render_notebook(kind.notebook_path, params, out, args.name or kind.stem, hide)
         print(f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
               f"figures), {html_path.with_suffix('.ipynb')} and {out / 'summary.csv'} in {time.monotonic() - t0:.0f} s.")
+        if args.reference:
+            write_index(rendered_entries())
         return 0
     if args.latest or args.run:
         kind = KINDS["ros3"]
@@ -382,6 +413,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--run", metavar="DIR", help="render this run folder into reports/<run-id>/")
     p.add_argument("--latest-transfer", action="store_true", help="render the newest data/transfer run")
     p.add_argument("--transfer", metavar="DIR", help="render this transfer run folder")
+    p.add_argument("--reference", action="store_true",
+                   help="render the upstream MDSplusBench study (bundled CSVs) into reports/mdsplusbench/")
     p.add_argument("--baseline", metavar="SERIES[@W]", help="shared baseline for performance ratios (default: each line's smallest worker count)")
     p.add_argument("--name", metavar="NAME", help="file name of the .ipynb/.html (default: the notebook's)")
     p.add_argument("--no-code", action="store_true", help="hide code cells in the HTML")
