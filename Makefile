@@ -67,7 +67,7 @@ report-reference: venv ## Render the upstream MDSplusBench study (old vs new ROS
 	@$(SB) report --reference
 
 lab: venv ## Open the notebooks in JupyterLab
-	@uv sync --frozen --quiet --group lab && .venv/bin/jupyter lab notebooks/
+	@uv sync --frozen --quiet --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 test: venv envs tools ## Run the whole test suite (what CI runs)
 	@scripts/apt-ensure.sh $(BROWSER_DEPS)
