@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import platform
-import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +22,9 @@ from shotbench import profiles
 from shotbench.backends import registry
 from shotbench.backends.base import Source
 from shotbench.errors import UserError
-from shotbench.paths import cache_dir, data_dir, repo_root, runs_dir, state_dir
-from shotbench.results import RunFolder, latest_run, new_run_id, utc_iso
+from shotbench.paths import cache_dir, data_dir, runs_dir, state_dir
+from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
+from shotbench.results import RunFolder, latest_run
 
 EMBEDDED_BUCKET = "shotbench"
 EMBEDDED_PREFIX = "shots/"
@@ -41,41 +39,6 @@ class Prepared:
     workload: Any  # runner.Workload
     data: dict[str, Any]
     backends: list[str]
-
-
-def machine_info() -> dict[str, Any]:
-    mem = 0
-    with contextlib.suppress(Exception):
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {"cpus": os.cpu_count(), "memory_bytes": mem, "instance_type": ec2_instance_type(),
-            "platform": platform.platform()}
-
-
-def ec2_instance_type(timeout: float = 0.3) -> str:
-    """The EC2 instance type from IMDS (v2 token first), or '' when not on EC2."""
-    base = "http://169.254.169.254/latest"
-    headers = {}
-    with contextlib.suppress(Exception):
-        req = urllib.request.Request(f"{base}/api/token", method="PUT",
-                                     headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"})
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            headers["X-aws-ec2-metadata-token"] = r.read().decode()
-    with contextlib.suppress(Exception):
-        req = urllib.request.Request(f"{base}/meta-data/instance-type", headers=headers)
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.read().decode().strip()
-    return ""
-
-
-def git_commit() -> str:
-    try:
-        root = repo_root()
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return f"{sha}{'+dirty' if dirty and sha else ''}"
-    except Exception:  # noqa: BLE001 - not a git checkout (e.g. an installed wheel)
-        return ""
 
 
 @contextlib.contextmanager

@@ -20,7 +20,8 @@ from shotbench import profiles
 from shotbench.backends import registry
 from shotbench.bench import check_envs, prepare, say
 from shotbench.paths import data_dir, state_dir
-from shotbench.results import efficiency, new_run_id, task_time_sum
+from shotbench.provenance import new_run_id
+from shotbench.results import efficiency, task_time_sum
 
 COLUMNS = [
     "run-id", "trial", "backend", "obj-type", "num-workers", "pb-size",

@@ -11,10 +11,7 @@ import csv
 import io
 import json
 import os
-import secrets
-import time
 from collections.abc import Iterable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +29,6 @@ CASE_COLUMNS = [
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
     "started", "finished", "harness-overhead",
 ]
-
-
-def new_run_id() -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return f"{stamp}-{secrets.token_hex(3)}"
-
-
-def utc_iso(t: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if t is None else t, timezone.utc).isoformat(timespec="seconds")
 
 
 def _clean(text: str) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from shotbench.errors import UserError
 from shotbench.shotfile import HDF5_SIGNATURE
+from shotbench.store.s3 import mask
 
 if TYPE_CHECKING:
     import h5py
@@ -40,10 +41,6 @@ def hdf5_major() -> int:
     import h5py
 
     return int(h5py.version.hdf5_version_tuple[0])
-
-
-def masked(key: str | None) -> str:
-    return f"{key[:4]}…" if key else "none"
 
 
 def ros3_url(cfg: S3Settings, bucket: str, key: str, major: int | None = None) -> str:
@@ -197,7 +194,7 @@ def check_object(cfg: S3Settings, bucket: str, key: str) -> str | None:
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if status in (401, 403) or code in ("403", "AccessDenied", "SignatureDoesNotMatch", "InvalidAccessKeyId"):
             return (
-                f"S3 at {where} refused the credentials (access key {masked(cfg.access_key)}) for {url}; "
+                f"S3 at {where} refused the credentials (access key {mask(cfg.access_key) or 'none'}) for {url}; "
                 "fix AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS profile."
             )
         if status == 404 or code in ("404", "NoSuchKey", "NoSuchBucket"):

@@ -27,8 +27,9 @@ from shotbench.backends.base import Backend, Source
 from shotbench.errors import UserError
 from shotbench.paths import state_dir
 from shotbench.plan import Case, ShotFile
+from shotbench.provenance import utc_iso
 from shotbench.results import (
-    RunFolder, efficiency, harness_overhead, task_time_sum, utc_iso, worker_rows,
+    RunFolder, efficiency, harness_overhead, task_time_sum, worker_rows,
 )
 
 

@@ -7,7 +7,10 @@ byte transport differs between backends.
 
 from __future__ import annotations
 
-import h5py
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # h5py is loaded by whoever opened the file; the signature check needs none
+    import h5py
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 SHOTS_GROUP = "shots"
@@ -16,6 +19,8 @@ SIGNALS_GROUP = "signals"
 
 def shot_ids(f: h5py.File) -> list[str]:
     """Shot ids stored in the file (one for the C-Mod single-shot layout)."""
+    import h5py
+
     shots = f.get(SHOTS_GROUP)
     if not isinstance(shots, h5py.Group):
         return []
@@ -24,6 +29,8 @@ def shot_ids(f: h5py.File) -> list[str]:
 
 def signal_names(f: h5py.File, shot: str) -> list[str]:
     """Signal dataset names of one shot, in the file's (alphabetical) link order."""
+    import h5py
+
     signals = f.get(f"{SHOTS_GROUP}/{shot}/{SIGNALS_GROUP}")
     if not isinstance(signals, h5py.Group):
         return []

@@ -16,9 +16,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from shotbench.errors import UserError
+from shotbench.shotfile import HDF5_SIGNATURE, looks_like_hdf5
 
 DEFAULT_REGION = "us-east-1"
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")
 CONNECT_TIMEOUT = 3.0
 SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
@@ -174,15 +174,6 @@ class ShotObject:
 
 def is_shot_name(name: str) -> bool:
     return name.lower().endswith(HDF5_SUFFIXES)
-
-
-def looks_like_hdf5(first_bytes: bytes) -> bool:
-    """The HDF5 superblock signature may sit at 0, 512, 1024, 2048, ... (user block)."""
-    try:
-        from shotbench.shotfile import looks_like_hdf5 as shared
-    except ImportError:
-        return any(first_bytes[o:o + 8] == HDF5_SIGNATURE for o in (0, 512, 1024, 2048))
-    return shared(first_bytes)
 
 
 def _local_files(loc: Location) -> list[ShotObject]:

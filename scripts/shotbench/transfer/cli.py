@@ -154,7 +154,8 @@ def main(args: argparse.Namespace) -> int:
     import json
 
     from shotbench.transfer.analysis import terminal_summary, transfer_root
-    from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, new_run_id, run_transfer
+    from shotbench.provenance import new_run_id
+    from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
     from shotbench.transfer.tools import make_tools
 
     t0 = time.monotonic()

@@ -10,16 +10,13 @@ import os
 import platform
 import random
 import shutil
-import subprocess
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from shotbench.errors import UserError
-from shotbench.paths import repo_root
+from shotbench.provenance import git_commit, machine_info, utc_iso
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
@@ -106,14 +103,6 @@ def interleave(cases: list[Case], trials: int, seed: int) -> list[tuple[int, Cas
     return order
 
 
-def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 class CsvAppender:
     """Append rows to a CSV, header on first write, flushed per row."""
 
@@ -143,28 +132,10 @@ def done_cases(run_dir: Path) -> set[tuple[str, int]]:
         return {(r["case-id"], int(r["trial"])) for r in csv.DictReader(f)}
 
 
-def machine_info() -> dict:
-    mem = None
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        pass
-    return {"cpus": os.cpu_count(), "memory_bytes": mem, "platform": platform.platform(),
-            "python": platform.python_version()}
-
-
 def package_versions() -> dict[str, str | None]:
     from shotbench.transfer.tools import _pkg_version
 
     return {p: _pkg_version(p) for p in PYTHON_PACKAGES}
-
-
-def git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def list_sizes(cfg: S3Config, bucket: str, prefix: str, client=None) -> dict[str, int]:
@@ -314,11 +285,11 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
         old = json.loads((ctx.run_dir / "run.json").read_text())
     reasons = {t.name: t.check() for t in tools}
     meta = {
-        "run_id": ctx.run_dir.name, "started": old.get("started", _now()), "finished": None, "status": "running",
+        "run_id": ctx.run_dir.name, "started": old.get("started", utc_iso()), "finished": None, "status": "running",
         "kind": "transfer", "plan": plan.to_json(),
         "tools": {t.name: {"family": t.family, "mode": t.mode, "version": None if reasons[t.name] else t.version(),
                            "status": reasons[t.name] or "ok", "how": t.describe} for t in tools},
-        "versions": {"packages": package_versions()}, "machine": machine_info(), "git_commit": git_commit(),
+        "versions": {"packages": package_versions()}, "machine": {**machine_info(), "python": platform.python_version()}, "git_commit": git_commit(),
         "data": ctx.data_info,
         "notes": [
             "MB/s uses 1 MB = 10^6 bytes; seconds are the tool's wall time, client start-up included, "
@@ -352,12 +323,12 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
         for i, (trial, case) in enumerate(order):
             if (case.case_id, trial) in skip:
                 continue
-            started = _now()
+            started = utc_iso()
             res, per_file = run_case(ctx, by_name[case.tool], case, trial, files[case.row], sources[case.row],
                                      reasons[case.tool])
             common = {"run-id": ctx.run_dir.name, "case-id": case.case_id, "trial": trial}
             cases_csv.write([{**common, "order": i, "mode": by_name[case.tool].mode, "started": started,
-                              "finished": _now(), **res}])
+                              "finished": utc_iso(), **res}])
             transfers_csv.write([{**common, **r} for r in per_file])
             cell = f"{float(res['seconds']):8.2f} s {res['mb-per-s']:>8} MB/s" if res["seconds"] else f"error: {res['error'][:90]}"
             progress(f"[{i + 1}/{len(order)}] {case.direction:8} {case.tool:22} c={case.concurrency:<3} "
@@ -369,6 +340,6 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
     finally:
         cases_csv.close()
         transfers_csv.close()
-        meta["finished"] = _now()
+        meta["finished"] = utc_iso()
         write_run_json(ctx, meta)
     return ctx.run_dir

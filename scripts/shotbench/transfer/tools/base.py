@@ -97,9 +97,11 @@ class Tool:
     concurrent: bool = True  # takes a thread/worker/concurrency setting
     describe: dict[str, str] = {}
 
+    requires: tuple[str, ...] = ()  # Python modules the tool imports
+
     def check(self) -> str | None:
         """None when usable, else the reason it is not ('not installed: ...')."""
-        return None
+        return _import_reason(*self.requires)
 
     def version(self) -> str | None:
         return _pkg_version(self.family)

@@ -8,7 +8,7 @@ import time
 
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
-from shotbench.transfer.tools.base import _READ, Outcome, Tool, _import_reason, _timed_pool
+from shotbench.transfer.tools.base import _READ, Outcome, Tool, _timed_pool
 
 
 class Boto3UploadFile(Tool):
@@ -120,8 +120,7 @@ class Shotbench(Tool):
     describe = {"upload": "shotbench.store.stage.stage(dir, s3://…/, jobs=N)",
                 "download": "N threads: s3.get_object → file (parallel boto3 get; no shotbench download command)"}
 
-    def check(self) -> str | None:
-        return _import_reason("shotbench.store.stage")
+    requires = ("shotbench.store.stage",)
 
     def upload(self, files, src, target, cfg, concurrency):
         from shotbench.store.s3 import parse_location

@@ -9,7 +9,7 @@ from urllib.parse import quote, urlsplit
 
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
-from shotbench.transfer.tools.base import Outcome, Tool, ToolFailed, _import_reason, _scrub
+from shotbench.transfer.tools.base import Outcome, Tool, ToolFailed, _scrub
 
 
 class AwsCrt(Tool):
@@ -21,8 +21,7 @@ class AwsCrt(Tool):
     describe = {"upload": "S3Client.make_request(PUT_OBJECT, send_filepath=f) for all files",
                 "download": "S3Client.make_request(GET_OBJECT, recv_filepath=f) for all files"}
 
-    def check(self) -> str | None:
-        return _import_reason("awscrt.s3")
+    requires = ("awscrt.s3",)
 
     def _client(self, cfg: S3Config, concurrency: int):
         from awscrt.auth import AwsCredentialsProvider

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
-from shotbench.transfer.tools.base import _READ, Outcome, Tool, _import_reason, _timed_gather, _timed_pool
+from shotbench.transfer.tools.base import _READ, Outcome, Tool, _timed_gather, _timed_pool
 
 
 def _s3fs(cfg: S3Config, asynchronous: bool, loop=None):
@@ -31,8 +31,7 @@ class S3fsSync(Tool):
     family = "s3fs"
     describe = {"upload": "fs.put([files], [keys], batch_size=N)", "download": "fs.get([keys], [files], batch_size=N)"}
 
-    def check(self) -> str | None:
-        return _import_reason("s3fs")
+    requires = ("s3fs",)
 
     @staticmethod
     def _with_fs(cfg: S3Config, work) -> Outcome:
@@ -65,8 +64,7 @@ class S3fsAsync(Tool):
     describe = {"upload": "asyncio: await fs._put_file(f, key), N in flight",
                 "download": "asyncio: await fs._get_file(key, f), N in flight"}
 
-    def check(self) -> str | None:
-        return _import_reason("s3fs")
+    requires = ("s3fs",)
 
     @staticmethod
     def _go(cfg: S3Config, work) -> Outcome:
@@ -117,8 +115,7 @@ class ObstoreSync(Tool):
     describe = {"upload": "N threads: obstore.put(store, key, Path(f))",
                 "download": "N threads: for chunk in obstore.get(store, key): f.write(chunk)"}
 
-    def check(self) -> str | None:
-        return _import_reason("obstore")
+    requires = ("obstore",)
 
     def upload(self, files, src, target, cfg, concurrency):
         import obstore
@@ -148,8 +145,7 @@ class ObstoreAsync(Tool):
     describe = {"upload": "asyncio: await obstore.put_async(store, key, Path(f)), N in flight",
                 "download": "asyncio: async for chunk in await obstore.get_async(…): f.write(chunk), N in flight"}
 
-    def check(self) -> str | None:
-        return _import_reason("obstore")
+    requires = ("obstore",)
 
     def upload(self, files, src, target, cfg, concurrency):
         import obstore
