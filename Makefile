@@ -2,6 +2,7 @@
 SHELL := bash
 .DEFAULT_GOAL := help
 export UV_PYTHON_DOWNLOADS := never
+export UV_SYSTEM_CERTS ?= 1
 
 SB      := .venv/bin/shotbench
 PY      := .venv/bin/python
@@ -67,7 +68,7 @@ report-reference: venv ## Render the upstream MDSplusBench study (old vs new ROS
 	@$(SB) report --reference
 
 lab: venv ## Open the notebooks in JupyterLab
-	@uv sync --frozen --quiet --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
+	@scripts/bootstrap.sh --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 test: venv envs tools ## Run the whole test suite (what CI runs)
 	@scripts/apt-ensure.sh $(BROWSER_DEPS)

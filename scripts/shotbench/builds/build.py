@@ -32,6 +32,7 @@ from shotbench.builds.specs import (
     BuildSpec,
     Source,
 )
+from shotbench import which
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir
 
@@ -191,7 +192,15 @@ def unpack(archive: Path, dest: Path) -> None:
     dest.mkdir(parents=True)
     try:
         with tarfile.open(archive) as tar:
-            tar.extractall(dest, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4 (Debian 12 ships 3.11.2)
+                tar.extractall(dest, filter="data")
+            else:
+                root = dest.resolve()
+                for member in tar.getmembers():
+                    target = (dest / member.name).resolve()
+                    if not target.is_relative_to(root) or member.issym() or member.islnk() or member.isdev():
+                        raise tarfile.TarError(f"unsafe member {member.name!r}")
+                tar.extractall(dest)
     except (tarfile.TarError, OSError) as exc:
         raise UserError(f"cannot unpack {archive} ({exc}); give a .tar.gz/.tar.bz2 release tarball or a source folder.") from exc
 
@@ -220,7 +229,9 @@ def run_step(name: str, step: str, cmd: list[str], log: Path, cwd: Path | None =
         try:
             proc = subprocess.run(["nice", "-n", "10", *cmd], cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT, check=False)
         except OSError as exc:
-            raise UserError(f"{name}: step '{step}' could not start ({exc}); {INSTALL_HINT}.") from exc
+            raise UserError(f"{name}: step '{step}' could not start: {cmd[0]} not found ({exc.strerror}); {INSTALL_HINT}.") from exc
+    if proc.returncode == 127:
+        raise UserError(f"{name}: step '{step}' failed: a program it runs was not found (exit 127, `{cmd[0]}`); see {log}.")
     if proc.returncode != 0:
         tail = _error_hint(log)
         raise UserError(
@@ -253,11 +264,11 @@ def ensure_cmake() -> Path:
         logs = cache_dir() / "tools" / "logs"
         if venv.exists():
             shutil.rmtree(venv)
-        run_step("tools", f"install {CMAKE_PYPI}", ["uv", "venv", "--quiet", "--python", PYTHON, str(venv)], logs / "cmake-venv.log")
+        run_step("tools", f"install {CMAKE_PYPI}", [str(which.uv()), "venv", "--quiet", "--python", PYTHON, str(venv)], logs / "cmake-venv.log")
         run_step(
             "tools",
             f"pip install {CMAKE_PYPI}",
-            ["uv", "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), CMAKE_PYPI],
+            [str(which.uv()), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), CMAKE_PYPI],
             logs / "cmake-install.log",
         )
     return cmake
@@ -393,7 +404,7 @@ def build_h5py(spec: BuildSpec, prefix: Path, out: Path, logs: Path) -> Path:
     run_step(
         spec.name,
         f"build h5py {spec.h5py_version} wheel",
-        ["uv", "build", "--wheel", "--no-config", "--python", PYTHON, "--out-dir", str(out), str(sdist)],
+        [str(which.uv()), "build", "--wheel", "--no-config", "--python", PYTHON, "--out-dir", str(out), str(sdist)],
         logs / "h5py-wheel.log",
         env=env,
     )

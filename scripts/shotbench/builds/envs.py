@@ -22,6 +22,7 @@ from pathlib import Path
 from shotbench.builds import build as builder
 from shotbench.builds import specs
 from shotbench.builds.specs import BuildSpec
+from shotbench import which
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir, envs_dir, repo_root
 
@@ -142,7 +143,7 @@ def requirements() -> str:
     root = repo_root()
     try:
         proc = subprocess.run(
-            ["uv", "export", "--frozen", "--no-default-groups", "--no-emit-project", "--no-hashes",
+            [str(which.uv()), "export", "--frozen", "--no-default-groups", "--no-emit-project", "--no-hashes",
              "--no-header", "--no-annotate", "--format", "requirements-txt"],
             cwd=root, capture_output=True, text=True, timeout=60, check=False,
         )
@@ -192,7 +193,7 @@ def _verify(result: builder.BuildResult, found: dict) -> str | None:
 
 
 def _uv(name: str, step: str, args: list[str], log: Path) -> None:
-    builder.run_step(name, step, ["uv", *args], log, cwd=repo_root(), env={"UV_PYTHON_DOWNLOADS": "never"})
+    builder.run_step(name, step, [str(which.uv()), *args], log, cwd=repo_root(), env={"UV_PYTHON_DOWNLOADS": "never"})
 
 
 def ensure_env(result: builder.BuildResult, reqs: str | None = None, force: bool = False) -> EnvInfo:

@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from shotbench import which
 from shotbench.errors import UserError
 from shotbench.paths import bin_dir, cache_dir
 from shotbench.store.s3 import S3Config
@@ -51,9 +52,7 @@ def ensure_awscli(quiet: bool = False) -> Path:
     aws = home / "bin" / "aws"
     if aws.is_file():
         return aws
-    uv = shutil.which("uv")
-    if uv is None:
-        raise UserError("uv is needed to install awscli for the transfer benchmark; install uv (pip install uv) and retry.")
+    uv = str(which.uv())
     if not quiet:
         print(f"shotbench: installing awscli {AWSCLI_VERSION} into {home}", file=sys.stderr)
     home.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,80 @@
+"""Every external program shotbench runs, resolved once, in one place.
+
+A user's machine is not this project's CI: `uv` is rarely on PATH, Go often missing, and a
+bare name that is not found surfaces as "exit 127" deep inside a build. Each resolver here
+returns an absolute path, or raises `ToolMissing` whose sentence names the program and how
+to get it. Callers never spell a bare program name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from shotbench.errors import UserError
+
+
+class ToolMissing(UserError):
+    """A program shotbench needs is not installed; the message says which and how to get it."""
+
+
+def _executable(path: Path | str | None) -> Path | None:
+    if not path:
+        return None
+    candidate = Path(path)
+    return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+
+def uv() -> Path:
+    """The uv that made `.venv`: `SHOTBENCH_UV`, the `uv` package of this interpreter, the
+    bootstrap's private copy under the cache, then PATH, in that order."""
+    found = _executable(os.environ.get("SHOTBENCH_UV"))
+    if found:
+        return found
+    try:  # the PyPI package `uv` is a locked dependency of .venv
+        from uv import find_uv_bin
+
+        found = _executable(find_uv_bin())
+        if found:
+            return found
+    except (ImportError, FileNotFoundError):
+        pass
+    from shotbench.paths import cache_dir
+
+    found = _executable(cache_dir() / "tools" / "uv" / "bin" / "uv") or _executable(shutil.which("uv"))
+    if found:
+        return found
+    raise ToolMissing("uv is not installed; run `make venv` (scripts/bootstrap.sh installs it from PyPI into the cache).")
+
+
+def python_for_builds(preferred: str = "python3.11") -> str:
+    """The interpreter the libhdf5/h5py environments are made with: an absolute path."""
+    found = shutil.which(preferred)
+    if found:
+        return found
+    major_minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    if preferred == major_minor:
+        return sys.executable
+    raise ToolMissing(f"{preferred} is not installed; install it (e.g. `apt-get install {preferred}`) and retry.")
+
+
+def chromium() -> Path:
+    """Headless Chromium for report screenshots and the browser tests (Debian's package)."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = _executable(shutil.which(name))
+        if found:
+            return found
+    found = _executable("/usr/bin/chromium")
+    if found:
+        return found
+    raise ToolMissing("Chromium is not installed; run `scripts/apt-ensure.sh chromium` (needs root or sudo).")
+
+
+def program(name: str, hint: str) -> Path:
+    """Any other program from PATH; `hint` says how to install it."""
+    found = _executable(shutil.which(name))
+    if found:
+        return found
+    raise ToolMissing(f"{name} is not installed; {hint}")
