@@ -18,7 +18,7 @@ BROWSER_DEPS := chromium
 bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness \
-        bench-transfer report reports report-reference lab test test-fast clean
+        bench-transfer report reports report-reference lab test test-fast rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -76,6 +76,9 @@ test: venv envs tools ## Run the whole test suite (what CI runs)
 
 test-fast: venv ## Unit tests only (no builds, no browser)
 	@$(PY) -m pytest -m "not slow and not browser"
+
+rehearse: ## A fresh clone, empty HOME, stock PATH: run `make bench-ros3` and `make test` as a new user (REHEARSE=warm|cold)
+	@scripts/rehearse.sh $(or $(REHEARSE),warm)
 
 clean: ## Remove generated reports and local state (keeps data/runs and the build cache)
 	rm -rf reports/*.html reports/*/ .shotbench

@@ -6,7 +6,6 @@ CDNs); this proves ours draws every figure, with no JavaScript errors and no net
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,10 +37,12 @@ FIGURES_JS = """() => [...Bokeh.index.all_views()].filter(v => v.model.type === 
 
 
 def chromium() -> str:
-    path = shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(path).exists():
-        pytest.fail("Chromium is not installed; run `apt-get install -y chromium` (make test does).")
-    return path
+    from shotbench import which
+
+    try:
+        return str(which.chromium())
+    except which.ToolMissing as exc:
+        pytest.fail(f"{exc} (make test does)")
 
 
 @pytest.fixture(scope="module", params=list(CASES))

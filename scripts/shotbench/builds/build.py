@@ -231,7 +231,7 @@ def run_step(name: str, step: str, cmd: list[str], log: Path, cwd: Path | None =
         except OSError as exc:
             raise UserError(f"{name}: step '{step}' could not start: {cmd[0]} not found ({exc.strerror}); {INSTALL_HINT}.") from exc
     if proc.returncode == 127:
-        raise UserError(f"{name}: step '{step}' failed: a program it runs was not found (exit 127, `{cmd[0]}`); see {log}.")
+        raise UserError(f"{name}: step '{step}' failed: {cmd[0]} not found, or a program it runs (exit 127); see {log}.")
     if proc.returncode != 0:
         tail = _error_hint(log)
         raise UserError(
