@@ -74,8 +74,8 @@ test: venv envs tools ## Run the whole test suite (what CI runs)
 	@scripts/apt-ensure.sh $(BROWSER_DEPS)
 	@$(PY) -m pytest
 
-test-fast: venv ## Unit tests only (no builds, no browser)
-	@$(PY) -m pytest -m "not slow and not browser"
+test-fast: venv ## Unit tests only: no builds, no server, no notebook, no browser (< 1 min)
+	@$(PY) -m pytest -m "not slow and not browser and not server and not notebook"
 
 rehearse: ## A fresh clone, empty HOME, stock PATH: run `make bench-ros3` and `make test` as a new user (REHEARSE=warm|cold)
 	@scripts/rehearse.sh $(or $(REHEARSE),warm)

@@ -15,6 +15,16 @@ import pytest
 
 from shotbench.store.s3 import Location, S3Config, ShotObject
 
+SERVER_FIXTURES = {"s3_server", "s3_bucket", "staged_shots"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tier by what a test really starts: any test using a server fixture is a `server` test,
+    so `make test-fast` (which deselects them) builds and starts nothing."""
+    for item in items:
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.server)
+
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator["ServerInfo"]:  # noqa: F821

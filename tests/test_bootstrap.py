@@ -64,6 +64,7 @@ def test_stock_path_has_no_uv() -> None:
         pytest.skip(f"this machine has uv on its stock PATH ({found}); the bootstrap test still runs")
 
 
+@pytest.mark.slow
 def test_bootstrap_from_system_python_makes_a_working_venv(bootstrapped) -> None:
     checkout, env, proc = bootstrapped
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -74,6 +75,7 @@ def test_bootstrap_from_system_python_makes_a_working_venv(bootstrapped) -> None
     assert "bench" in help_proc.stdout
 
 
+@pytest.mark.slow
 def test_build_commands_resolve_uv_to_the_private_absolute_copy(bootstrapped) -> None:
     checkout, env, proc = bootstrapped
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -43,6 +43,7 @@ def reference_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "reports" / "mdsplusbench"
 
 
+@pytest.mark.notebook
 def test_reference_report_is_listed_in_the_index(reference_report: Path) -> None:
     index = (reference_report.parent / "index.html").read_text(encoding="utf-8")
     assert 'href="mdsplusbench/ros3-backends.html"' in index and "MDSplusBench" in index
@@ -138,6 +139,7 @@ def test_reports_renders_runs_and_writes_the_index(tmp_path: Path) -> None:
     assert json.loads((RUN / "run.json").read_text())["run_id"] == RUN_ID
 
 
+@pytest.mark.notebook
 @pytest.mark.slow
 def test_mistake_found_inside_the_notebook_is_one_sentence(tmp_path: Path) -> None:
     done = shotbench("report", "--input", f"fx={RUN}", "--output", str(tmp_path), "--baseline", "ros3-9")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -123,7 +124,7 @@ def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
                 per_signal[r["obj-id"]] += int(r["wrkr-num-objs"])
             assert per_signal == holders(shot_dir, files)
     assert {m["hdf5"] for m in meta["versions"]["backends"].values() if m["hdf5"]}
-    assert meta["machine"]["cpus"] >= 1 and meta["git_commit"] is not None
+    assert meta["machine"]["cpus"] >= 1 and re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", meta["git_commit"])
     secret = secret_of(state)
     for path in list(run.rglob("*")) + list((state / "logs").rglob("*")):
         if path.is_file():
@@ -182,14 +183,10 @@ def test_existing_dask_cluster_via_scheduler(tmp_path: Path, shot_dir: Path) -> 
         cmd = [sys.executable, "-m", "shotbench.cli", "bench", "--data", str(shot_dir), "--backends", "local",
                "raw-get", "--workers", "1", "2", "--trials", "1", "--page-buffers", "0", "--scheduler", f"tcp://127.0.0.1:{port}",
                "--runs-dir", str(runs)]
-        deadline = time.time() + 60
-        while True:  # wait for both workers to register
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.time() < deadline
-            time.sleep(0.2)
-        time.sleep(3)
+        from distributed import Client
+
+        with Client(f"tcp://127.0.0.1:{port}", timeout=60) as client:  # both workers registered
+            client.wait_for_workers(2, timeout=60)
         proc = subprocess.run(cmd, env=bench_env(tmp_path / "state"), capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         cases = read_csv(only_run(runs) / "cases.csv")

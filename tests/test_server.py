@@ -49,6 +49,7 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+@pytest.mark.server
 def test_start_upload_list_ranged_get_stop(tmp_path: Path) -> None:
     state = tmp_path / "state"
     info = server.start(state, private=True)
@@ -73,6 +74,7 @@ def test_start_upload_list_ranged_get_stop(tmp_path: Path) -> None:
     assert not Path(f"/proc/{info.pid}").exists() or "versitygw" not in Path(f"/proc/{info.pid}/cmdline").read_text()
 
 
+@pytest.mark.server
 def test_restart_keeps_buckets_and_credentials(tmp_path: Path) -> None:
     state = tmp_path / "state"
     first = server.start(state, private=True)
@@ -105,6 +107,7 @@ def test_wrong_secret_and_unknown_key_are_refused(s3_server, s3_bucket: str) -> 
     assert err.value.response["Error"]["Code"] in ("InvalidAccessKeyId", "XAdminUserNotFound")
 
 
+@pytest.mark.server
 def test_cli_start_prints_endpoint_and_no_secret(tmp_path: Path) -> None:
     state = tmp_path / "state"
     try:
@@ -174,6 +177,7 @@ def _get_ms(cfg, bucket: str, n: int = 15) -> list[float]:
     return times
 
 
+@pytest.mark.server
 def test_same_region_profile_adds_about_20ms_per_get(tmp_path: Path) -> None:
     state = tmp_path / "state"
     with server.embedded_server(state, network="s3-same-region") as info:

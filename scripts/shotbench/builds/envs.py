@@ -148,7 +148,7 @@ def requirements() -> str:
             cwd=root, capture_output=True, text=True, timeout=60, check=False,
         )
         text = proc.stdout if proc.returncode == 0 else ""
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired, which.ToolMissing):
         text = ""
     if not text.strip():
         import tomllib
