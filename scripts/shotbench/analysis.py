@@ -351,6 +351,9 @@ def _assemble(
         notes.append('Page buffer 268,435,456 bytes is shown as "256 MiB" (the upstream notebook called it "264MB").')
     if 0 in sizes:
         notes.append('Page buffer size 0 means the page buffer is off and is shown as "off".')
+    if -1 in sizes:
+        notes.append('Page buffer "default" (pb-size -1) means none was set and the library chose; the series '
+                     'name says what it chose (64 MiB on libhdf5 2.x ROS3, none on 1.14).')
     return Dataset(inputs=inputs, workers=workers, cases=cases, runs=runs, notes=notes)
 
 
