@@ -67,7 +67,8 @@ def test_every_build_reports_what_it_did_with_the_page_buffer(tmp_path: Path, s3
         if pb == 0:
             assert eff == 0, f"{backend}: page buffer asked off, libhdf5 ran {eff} bytes"
         elif pb == -1:
-            assert eff == (0 if backend == "ros3-1.14" else 64 * MIB), (backend, eff)
+            # 2.x's 64 MiB, cut down to whole file-space pages by libhdf5 (the issue saw 64,000,000 with 8 MB pages)
+            assert eff == (0 if backend == "ros3-1.14" else 64 * MIB // 1_000_000 * 1_000_000), (backend, eff)
         else:
             assert eff == 2_000_000, (backend, eff)
         stats = [w[c] for c in COLUMNS if c.startswith("pb-") and c != "pb-effective"]
