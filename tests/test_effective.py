@@ -93,7 +93,7 @@ def test_new_columns_follow_the_existing_ones() -> None:
         ({"pb-size": 0, "pb-effective": "0", "file-space-strategy": "fsm-aggr", "block-cache-size": "134217728",
           "block-size": "16777216"}, "block cache 128 MiB in 16 MiB blocks"),
         ({"pb-size": 0, "pb-effective": "0", "file-space-strategy": "page", "block-cache-size": "134217728",
-          "block-size": "16777216"}, "block cache 128 MiB in 16 MiB blocks (idle: paged file)"),
+          "block-size": "16777216"}, "block cache 128 MiB in 16 MiB blocks (paged file: first block only)"),
         ({"pb-size": 0}, ""),  # an older run: nothing read back, nothing claimed
     ],
 )

@@ -123,7 +123,8 @@ def effective_label(row: Mapping[str, object]) -> str:
             text = "block cache off"
         else:
             text = f"block cache {_size(cache)} in {_size(block)} blocks"
-        parts.append(text + (" (idle: paged file)" if paged and text != "block cache off" else ""))
+        # on a paged file 2.2 keeps only the first block (read at open, it holds the superblock)
+        parts.append(text + (" (paged file: first block only)" if paged and text != "block cache off" else ""))
     return ", ".join(parts)
 
 
