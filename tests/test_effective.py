@@ -88,7 +88,7 @@ def test_new_columns_follow_the_existing_ones() -> None:
         ({"pb-size": 0, "pb-effective": "0"}, ""),
         ({"pb-size": 0, "pb-effective": "67108864", "file-space-strategy": "page"}, "page buffer 64 MiB (asked off)"),
         ({"pb-size": -1, "pb-effective": "64000000", "hdf5-version": "2.0.0"}, "page buffer 64 MB (2.x default)"),
-        ({"pb-size": -1, "pb-effective": "0", "hdf5-version": "1.14.6"}, "page buffer off (1.x default)"),
+        ({"pb-size": -1, "pb-effective": "0", "hdf5-version": "1.14.6"}, "page buffer off (1.14 default)"),
         ({"pb-size": 0, "pb-effective": "0", "block-cache-size": "0", "block-size": "0"}, "block cache off"),
         ({"pb-size": 0, "pb-effective": "0", "file-space-strategy": "fsm-aggr", "block-cache-size": "134217728",
           "block-size": "16777216"}, "block cache 128 MiB in 16 MiB blocks"),

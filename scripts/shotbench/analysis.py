@@ -109,9 +109,11 @@ def effective_label(row: Mapping[str, object]) -> str:
     if _known(eff):
         eff_text = str(eff)
         got = _size(eff_text) if "|" not in eff_text else " or ".join(_size(v) for v in eff_text.split("|"))
-        major = str(row.get("hdf5-version", "")).split(".")[0]
+        version = str(row.get("hdf5-version", "")).split(".")
+        # "2.x default" (every 2.x ROS3 sets 64 MiB), "1.14 default" (none)
+        generation = f"{version[0]}.x" if version[0] != "1" else ".".join(version[:2])
         if req < 0:
-            parts.append(f"page buffer {got} ({major}.x default)" if major.isdigit() else f"page buffer {got} (default)")
+            parts.append(f"page buffer {got} ({generation} default)" if version[0].isdigit() else f"page buffer {got} (default)")
         elif "|" in eff_text or int(float(eff_text)) != req:
             why = "; file not paged" if req > 0 and not paged else ""
             parts.append(f"page buffer {got} (asked {pb_label(req)}{why})")
