@@ -132,13 +132,18 @@ def test_series_and_summary_are_labelled_by_effective_settings(tmp_path: Path) -
         {**base, "backend": "ros3-2.0", "case-id": "c", "pb-size": 0, "pb-effective": 67108864, "total-runtime": 3.0,
          "hdf5-version": "2.0.0"},
     ]
-    table = analysis.summary([f"r={_run_folder(tmp_path, rows)}"])
+    folder = _run_folder(tmp_path, rows)
+    table = analysis.summary([f"r={folder}"])
     assert list(table["series"]) == [
         "ros3-2.2 · block cache off",
         "ros3-2.2 · block cache 128 MiB in 16 MiB blocks",
         "ros3-2.0 · page buffer 64 MiB (asked off)",
     ]
     assert list(table["total-runtime"]) == [2.0, 1.0, 3.0]  # never merged into one median
+    eff = analysis.effective_table(analysis.load([f"r={folder}"]))
+    assert list(eff["block-cache-size"]) == ["0", "134217728", ""]
+    assert list(eff["pb-effective"]) == ["0", "0", "67108864"]
+    assert eff["pb-meta-hitrate"].isna().all()  # no page buffer ran, so no statistics are claimed
 
 
 def test_old_runs_without_read_back_keep_their_series(tmp_path: Path) -> None:

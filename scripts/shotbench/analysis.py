@@ -147,6 +147,38 @@ def _case_effective(workers: pd.DataFrame) -> pd.Series:
     return per_case.apply(lambda r: effective_label(r.to_dict()), axis=1)
 
 
+PB_STATS: list[str] = [
+    "pb-meta-accesses", "pb-meta-hitrate", "pb-meta-evicts", "pb-raw-accesses", "pb-raw-hitrate", "pb-raw-evicts",
+]
+
+
+def effective_table(ds: "Dataset") -> pd.DataFrame:
+    """Per series, mode and requested page buffer: what libhdf5 ran and how its page buffer fared.
+
+    Settings are the distinct read-back values; the page-buffer statistics are medians over the
+    tasks (upstream's per-task numbers). Empty for inputs that read nothing back.
+    """
+    w = ds.workers
+    if "pb-effective" not in w.columns:
+        return pd.DataFrame()
+    w = w[w["pb-effective"].notna()].copy()
+    if w.empty:
+        return pd.DataFrame()
+
+    def distinct(values: pd.Series) -> str:
+        return " | ".join(str(v)[:-2] if str(v).endswith(".0") else str(v) for v in dict.fromkeys(values) if _known(v))
+
+    for col in PB_STATS:
+        w[col] = pd.to_numeric(w[col], errors="coerce") if col in w.columns else np.nan
+    settings = [c for c in ("pb-effective", "file-space-strategy", "block-cache-size", "block-size") if c in w.columns]
+    g = w.groupby(["series", "obj-type", "pb-size"], sort=False, observed=True)
+    out = g.agg(**{c: (c, distinct) for c in settings}, tasks=("pb-size", "size"),
+                **{c: (c, "median") for c in PB_STATS})
+    out = out.reset_index()
+    out.insert(3, "page buffer asked", out["pb-size"].map(pb_label))
+    return out.drop(columns="pb-size")
+
+
 def parse_input(text: str) -> Input:
     """`LABEL=PATH` (or a bare PATH, labelled by its name) into an Input, checking the path."""
     label, sep, path = text.partition("=")
