@@ -34,7 +34,9 @@ UPSTREAM_COLUMNS: tuple[str, ...] = (
 )
 KEYS: list[str] = ["label", "backend", "obj-type", "pb-size", "num-workers"]
 DESCRIBE_COLUMNS: list[str] = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
-SUMMARY_COLUMNS: list[str] = KEYS + ["series", "effective", "trials", "total-runtime", "norm-tot-runtime"] + DESCRIBE_COLUMNS
+SUMMARY_COLUMNS: list[str] = KEYS + ["trials", "total-runtime", "norm-tot-runtime"] + DESCRIBE_COLUMNS
+# issue 10: the series name and what libhdf5 did differently from the request (effective_label)
+SUMMARY_COLUMNS += ["series", "effective"]
 MODES: tuple[str, ...] = ("shots", "signals")
 RAW_GET = "raw-get"
 MIB = 1 << 20
