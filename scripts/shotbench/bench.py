@@ -232,7 +232,7 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--page-buffers", nargs="+", metavar="BYTES",
                    help='e.g. 0 default 268435456 (0 is off on every libhdf5; "default" is the library\'s own, 64 MiB on 2.x ROS3)')
     p.add_argument("--block-caches", nargs="+", metavar="BYTES",
-                   help='ros3-2.2 block cache sizes, e.g. off default 268435456 (acts only on files that are not paged)')
+                   help='ros3-2.2 block cache sizes, e.g. off default 268435456 (many blocks on unpaged files; on paged files only the first)')
     p.add_argument("--chunk-cache", nargs="+", type=int, metavar="BYTES", help="HDF5 chunk cache sizes (rdcc_nbytes)")
     p.add_argument("--trials", type=int)
     p.add_argument("--seed", type=int)

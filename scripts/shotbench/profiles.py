@@ -7,7 +7,7 @@ A TOML config may set any key of `BenchConfig` at top level, start from a profil
     backends = ["ros3-2.0", "fsspec", "raw-get"]
     workers = [1, 2, 4]
     page_buffers = [0, "default", 268435456]   # "default": the library's own (2.x ROS3: 64 MiB)
-    block_caches = ["off", "default"]          # ros3-2.2 only; acts on files that are not paged
+    block_caches = ["off", "default"]          # ros3-2.2 only; caches many blocks only on unpaged files
     trials = 3
     [options.fsspec]
     block_size = 5242880
@@ -56,7 +56,8 @@ class BenchConfig:
             backends=list(self.backends), modes=list(self.modes), workers=list(self.workers),
             page_buffers=[size_setting(v, "page_buffers") for v in self.page_buffers],
             chunk_caches=list(self.chunk_caches),
-            block_caches=[size_setting(v, "block_caches") for v in self.block_caches], trials=self.trials, files=self.signals_files, signals=self.signals_names,
+            block_caches=[size_setting(v, "block_caches") for v in self.block_caches],
+            trials=self.trials, files=self.signals_files, signals=self.signals_names,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,7 +136,8 @@ def validate(cfg: BenchConfig) -> None:
     if any(int(w) < 1 for w in cfg.workers):
         raise UserError("worker counts must be positive integers, e.g. --workers 1 2 4.")
     pbs = [size_setting(pb, "page_buffers") for pb in cfg.page_buffers]
-    [size_setting(bc, "block_caches") for bc in cfg.block_caches]
+    for bc in cfg.block_caches:
+        size_setting(bc, "block_caches")
     if not cfg.block_caches:
         raise UserError('block_caches is empty; give at least one setting, e.g. "default".')
     if any(0 < pb < cfg.page_size for pb in pbs):
