@@ -56,7 +56,7 @@ def test_reference_report_reproduces_the_seed(reference_report: Path) -> None:
     s = pd.read_csv(reference_report / "summary.csv")
     assert list(s.columns) == [
         "label", "backend", "obj-type", "pb-size", "num-workers", "trials", "total-runtime",
-        "norm-tot-runtime", "count", "mean", "std", "min", "25%", "50%", "75%", "max",
+        "norm-tot-runtime", "count", "mean", "std", "min", "25%", "50%", "75%", "max", "series", "effective",
     ]
     sig = s[s["obj-type"] == "signals"].set_index(["label", "num-workers"])
     assert sig.loc[(NEW_L, 8), "pb-size"] == 268435456

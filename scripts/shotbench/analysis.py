@@ -35,6 +35,8 @@ UPSTREAM_COLUMNS: tuple[str, ...] = (
 KEYS: list[str] = ["label", "backend", "obj-type", "pb-size", "num-workers"]
 DESCRIBE_COLUMNS: list[str] = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
 SUMMARY_COLUMNS: list[str] = KEYS + ["trials", "total-runtime", "norm-tot-runtime"] + DESCRIBE_COLUMNS
+# issue 10: the series name and what libhdf5 did differently from the request (effective_label)
+SUMMARY_COLUMNS += ["series", "effective"]
 MODES: tuple[str, ...] = ("shots", "signals")
 RAW_GET = "raw-get"
 MIB = 1 << 20
@@ -70,8 +72,11 @@ class Dataset:
 
 
 def pb_label(size: int | float) -> str:
-    """Human name of a page-buffer size: 0 is "off", 268435456 is "256 MiB" (not "264MB")."""
+    """Human name of a page-buffer size: 0 is "off", -1 "default" (not set: the library's own),
+    268435456 is "256 MiB" (not "264MB")."""
     size = int(size)
+    if size < 0:
+        return "default"
     if size == 0:
         return "off"
     if size % MIB == 0:
@@ -79,6 +84,101 @@ def pb_label(size: int | float) -> str:
     if size % 1024 == 0 and size < MIB:
         return f"{size // 1024} KiB"
     return f"{size / MIB:.3g} MiB"
+
+
+def _size(text: object) -> str:
+    """A read-back size: binary units when exact, else decimal MB (2.0 reports 64,000,000)."""
+    n = int(float(str(text)))
+    if n == 0 or n % MIB == 0 or n % 1024 == 0 and n < MIB:
+        return pb_label(n)
+    return f"{n / 1e6:.3g} MB"
+
+
+def _known(value: object) -> bool:
+    return value is not None and str(value) not in ("", "nan", "None")
+
+
+def effective_label(row: Mapping[str, object]) -> str:
+    """What libhdf5 did that the requested page-buffer label does not already say ("" if nothing).
+
+    `row` holds a case's requested `pb-size` and its read-back `pb-effective`,
+    `file-space-strategy`, `block-cache-size`, `block-size` and `hdf5-version` (several read-back
+    values joined by "|" are a mismatch between files and are shown as they are).
+    """
+    parts: list[str] = []
+    req, eff = int(float(str(row.get("pb-size", 0)))), row.get("pb-effective")
+    paged = str(row.get("file-space-strategy", "")) == "page"
+    if _known(eff):
+        eff_text = str(eff)
+        got = _size(eff_text) if "|" not in eff_text else " or ".join(_size(v) for v in eff_text.split("|"))
+        version = str(row.get("hdf5-version", "")).split(".")
+        # "2.x default" (every 2.x ROS3 sets 64 MiB), "1.14 default" (none)
+        generation = f"{version[0]}.x" if version[0] != "1" else ".".join(version[:2])
+        if req < 0:
+            parts.append(f"page buffer {got} ({generation} default)" if version[0].isdigit() else f"page buffer {got} (default)")
+        elif "|" in eff_text or int(float(eff_text)) != req:
+            why = "; file not paged" if req > 0 and not paged else ""
+            parts.append(f"page buffer {got} (asked {pb_label(req)}{why})")
+    cache, block = row.get("block-cache-size"), row.get("block-size")
+    if _known(cache) and _known(block):
+        if "|" in str(cache) + str(block):
+            text = f"block cache {cache} B in {block} B blocks"
+        elif int(float(str(cache))) == 0 or int(float(str(block))) == 0:
+            text = "block cache off"
+        else:
+            text = f"block cache {_size(cache)} in {_size(block)} blocks"
+        # on a paged file 2.2 keeps only the first block (read at open, it holds the superblock)
+        parts.append(text + (" (paged file: first block only)" if paged and text != "block cache off" else ""))
+    return ", ".join(parts)
+
+
+EFFECTIVE_INPUTS = ["pb-effective", "file-space-strategy", "block-cache-size", "block-size", "hdf5-version"]
+
+
+def _case_effective(workers: pd.DataFrame) -> pd.Series:
+    """effective_label per (label, case-id), from the read-back columns of the case's worker rows."""
+    if "case-id" not in workers.columns or "pb-effective" not in workers.columns:
+        return pd.Series(dtype=str)
+    cols = [c for c in EFFECTIVE_INPUTS if c in workers.columns]
+
+    def joined(values: pd.Series) -> str:
+        seen = [str(v) for v in dict.fromkeys(values) if _known(v)]
+        return "|".join(s[:-2] if s.endswith(".0") else s for s in seen)
+
+    per_case = workers.groupby(["label", "case-id"], sort=False).agg({"pb-size": "first", **{c: joined for c in cols}})
+    return per_case.apply(lambda r: effective_label(r.to_dict()), axis=1)
+
+
+PB_STATS: list[str] = [
+    "pb-meta-accesses", "pb-meta-hitrate", "pb-meta-evicts", "pb-raw-accesses", "pb-raw-hitrate", "pb-raw-evicts",
+]
+
+
+def effective_table(ds: "Dataset") -> pd.DataFrame:
+    """Per series, mode and requested page buffer: what libhdf5 ran and how its page buffer fared.
+
+    Settings are the distinct read-back values; the page-buffer statistics are medians over the
+    tasks (upstream's per-task numbers). Empty for inputs that read nothing back.
+    """
+    w = ds.workers
+    if "pb-effective" not in w.columns:
+        return pd.DataFrame()
+    w = w[w["pb-effective"].notna()].copy()
+    if w.empty:
+        return pd.DataFrame()
+
+    def distinct(values: pd.Series) -> str:
+        return " | ".join(str(v)[:-2] if str(v).endswith(".0") else str(v) for v in dict.fromkeys(values) if _known(v))
+
+    for col in PB_STATS:
+        w[col] = pd.to_numeric(w[col], errors="coerce") if col in w.columns else np.nan
+    settings = [c for c in ("pb-effective", "file-space-strategy", "block-cache-size", "block-size") if c in w.columns]
+    g = w.groupby(["series", "obj-type", "pb-size"], sort=False, observed=True)
+    out = g.agg(**{c: (c, distinct) for c in settings}, tasks=("pb-size", "size"),
+                **{c: (c, "median") for c in PB_STATS})
+    out = out.reset_index()
+    out.insert(3, "page buffer asked", out["pb-size"].map(pb_label))
+    return out.drop(columns="pb-size")
 
 
 def parse_input(text: str) -> Input:
@@ -260,17 +360,25 @@ def _assemble(
     workers = pd.concat(frames, ignore_index=True, sort=False)
     cases = pd.concat(case_frames, ignore_index=True, sort=False)
     single_run = len(inputs) == 1 and inputs[0].kind == "run"
+    effective = _case_effective(workers)
     for frame in (workers, cases):
+        if len(effective) and "case-id" in frame.columns:
+            keys = pd.MultiIndex.from_frame(frame[["label", "case-id"]].astype({"case-id": str}))
+            frame["effective"] = effective.reindex(keys).fillna("").to_numpy()
+        else:
+            frame["effective"] = ""
+
         frame["backend"] = frame["backend"].fillna("").astype(str)
         frame["pb-size"] = frame["pb-size"].astype("int64")
         frame["num-workers"] = frame["num-workers"].astype("int64")
         frame["obj-type"] = frame["obj-type"].astype(str)
-        # names are computed once per distinct (label, backend), not once per row
-        pairs = frame[["label", "backend"]].drop_duplicates()
+        # names are computed once per distinct (label, backend, effective settings), not once per row
+        pairs = frame[["label", "backend", "effective"]].drop_duplicates()
         names = _series_names(pairs["label"], pairs["backend"], single_run)
+        names = names.where(pairs["effective"] == "", names + " · " + pairs["effective"])
         categories = list(dict.fromkeys(names))
         pair_codes = np.array([categories.index(n) for n in names])
-        row_pairs = frame.groupby(["label", "backend"], sort=False).ngroup().to_numpy()
+        row_pairs = frame.groupby(["label", "backend", "effective"], sort=False).ngroup().to_numpy()
         frame["series"] = pd.Categorical.from_codes(pair_codes[row_pairs], categories=categories)
         frame["pb-label"] = frame["pb-size"].map({v: pb_label(v) for v in frame["pb-size"].unique()})
     workers["obj-type"] = workers["obj-type"].astype("category")
@@ -280,6 +388,9 @@ def _assemble(
         notes.append('Page buffer 268,435,456 bytes is shown as "256 MiB" (the upstream notebook called it "264MB").')
     if 0 in sizes:
         notes.append('Page buffer size 0 means the page buffer is off and is shown as "off".')
+    if -1 in sizes:
+        notes.append('Page buffer "default" (pb-size -1) means none was set and the library chose; the series '
+                     'name says what it chose (64 MiB on libhdf5 2.x ROS3, none on 1.14).')
     return Dataset(inputs=inputs, workers=workers, cases=cases, runs=runs, notes=notes)
 
 
@@ -294,7 +405,7 @@ def _ordered(df: pd.DataFrame, ds: Dataset) -> pd.DataFrame:
 
 def runtimes(ds: Dataset) -> pd.DataFrame:
     """Total runtime per (label, backend, mode, page buffer, workers): the median over trials."""
-    grouped = ds.cases.groupby(KEYS + ["series"], sort=False)
+    grouped = ds.cases.groupby(KEYS + ["series", "effective"], sort=False)
     out = grouped.agg(trials=("trial", "nunique"), **{"total-runtime": ("total-runtime", "median")})
     out = out.reset_index()
     out["pb-label"] = out["pb-size"].map(pb_label)
@@ -326,7 +437,7 @@ def add_ratios(rt: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
     """
     rt = rt.copy()
     if baseline is None or str(baseline).strip() == "":
-        line = ["label", "backend", "obj-type", "pb-size"]
+        line = ["label", "backend", "series", "obj-type", "pb-size"]
         first = rt.loc[rt.groupby(line, sort=False)["num-workers"].idxmin(), line + ["total-runtime"]]
         base = rt[line].merge(first, on=line, how="left")["total-runtime"].to_numpy()
         rt["baseline"] = "smallest worker count of each line"
@@ -374,8 +485,8 @@ def summary(inputs: Dataset | str | Iterable[str] | Mapping[str, str | Path], ba
     """The published table: one row per (label, backend, mode, page buffer, workers)."""
     ds = inputs if isinstance(inputs, Dataset) else load(inputs)
     rt = add_ratios(runtimes(ds), baseline)
-    desc = describe_times(ds).reset_index()
-    out = rt.merge(desc, on=KEYS, how="left")
+    desc = describe_times(ds, KEYS + ["series"]).reset_index()
+    out = rt.merge(desc, on=KEYS + ["series"], how="left")
     return out[SUMMARY_COLUMNS].reset_index(drop=True)
 
 

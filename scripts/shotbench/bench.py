@@ -113,6 +113,7 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
     overrides = {
         "backends": args.backends, "modes": args.modes, "workers": args.workers,
         "page_buffers": args.page_buffers, "chunk_caches": args.chunk_cache, "trials": args.trials,
+        "block_caches": args.block_caches,
         "seed": args.seed, "signals_files": args.signals_files, "signals_names": args.signals_names,
         "shots": args.shots,
     }
@@ -147,7 +148,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         reads = {b: registry.get(b).reads_hdf5 for b in prep.backends}
         matrix = cfg.matrix()
         matrix.backends = prep.backends
-        cases = planmod.plan_cases(matrix, cfg.seed, reads)
+        cases = planmod.plan_cases(matrix, cfg.seed, reads, {b: registry.get(b).has_block_cache for b in prep.backends})
         selection = {
             "signals_files": [f.key for f in wl.signal_files],
             "signals": planmod.all_signals(wl.signal_files),
@@ -228,7 +229,10 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backends", nargs="+", metavar="NAME", help=f"subset of: {' '.join(registry.names())}")
     p.add_argument("--modes", nargs="+", choices=list(planmod.MODES))
     p.add_argument("--workers", nargs="+", type=int, metavar="N", help="Dask worker counts, e.g. 1 2 4")
-    p.add_argument("--page-buffers", nargs="+", type=int, metavar="BYTES", help="e.g. 0 268435456")
+    p.add_argument("--page-buffers", nargs="+", metavar="BYTES",
+                   help='e.g. 0 default 268435456 (0 is off on every libhdf5; "default" is the library\'s own, 64 MiB on 2.x ROS3)')
+    p.add_argument("--block-caches", nargs="+", metavar="BYTES",
+                   help='ros3-2.2 block cache sizes, e.g. off default 268435456 (many blocks on unpaged files; on paged files only the first)')
     p.add_argument("--chunk-cache", nargs="+", type=int, metavar="BYTES", help="HDF5 chunk cache sizes (rdcc_nbytes)")
     p.add_argument("--trials", type=int)
     p.add_argument("--seed", type=int)

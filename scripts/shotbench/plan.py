@@ -68,6 +68,7 @@ class Case:
     workers: int
     pb_size: int
     chunk_cache: int
+    block_cache: int | None = None  # 2.2 ROS3 block cache; None for backends without one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -231,33 +232,48 @@ class Matrix:
     workers: list[int] = field(default_factory=lambda: [1, 2])
     page_buffers: list[int] = field(default_factory=lambda: [0, 268435456])
     chunk_caches: list[int] = field(default_factory=lambda: [1024 * 1024])
+    block_caches: list[int] = field(default_factory=lambda: [-1])  # -1 default, 0 off, else bytes
     trials: int = 1
     files: int = 0  # files used in `signals` mode (seeded sample; 0 = all)
     signals: int = 0  # signal names used in `signals` mode (seeded sample; 0 = all)
 
 
-def plan_cases(matrix: Matrix, seed: int, reads_hdf5: dict[str, bool]) -> list[Case]:
+def setting_token(value: int) -> str:
+    """A requested size in a case id: -1 is the library's `default`."""
+    return "default" if int(value) < 0 else str(int(value))
+
+
+def plan_cases(
+    matrix: Matrix, seed: int, reads_hdf5: dict[str, bool], block_cache: dict[str, bool] | None = None,
+) -> list[Case]:
     """Every case of the run, interleaved in a seeded random order within each trial.
 
-    Page buffer and chunk cache only vary for backends that read HDF5; raw-get runs once
-    per (mode, workers, trial).
+    Page buffer and chunk cache only vary for backends that read HDF5, the block cache only for
+    those that have one (`block_cache[name]`); raw-get runs once per (mode, workers, trial).
+    The block cache joins the case id only when it is not the default, so ids of runs made
+    before it existed stay the same.
     """
     cases: list[Case] = []
     order = 0
+    block_cache = block_cache or {}
     for trial in range(1, matrix.trials + 1):
         combos = []
         for backend in matrix.backends:
             hdf5 = reads_hdf5[backend]
+            bcs: list[int | None] = list(matrix.block_caches) if block_cache.get(backend) else [None]
             for mode in matrix.modes:
                 for w in matrix.workers:
                     for pb in matrix.page_buffers if hdf5 else [0]:
                         for cc in matrix.chunk_caches if hdf5 else [0]:
-                            combos.append((backend, mode, w, pb, cc))
+                            for bc in bcs:
+                                combos.append((backend, mode, w, pb, cc, bc))
         seeded(seed, "order", trial).shuffle(combos)
-        for backend, mode, w, pb, cc in combos:
+        for backend, mode, w, pb, cc, bc in combos:
             order += 1
-            cid = f"t{trial}-{backend}-{mode}-w{w}-pb{pb}-cc{cc}"
-            cases.append(Case(cid, trial, order, backend, mode, w, pb, cc))
+            cid = f"t{trial}-{backend}-{mode}-w{w}-pb{setting_token(pb)}-cc{cc}"
+            if bc is not None and bc >= 0:
+                cid += f"-bc{setting_token(bc)}"
+            cases.append(Case(cid, trial, order, backend, mode, w, pb, cc, bc))
     return cases
 
 

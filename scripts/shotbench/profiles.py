@@ -6,7 +6,8 @@ A TOML config may set any key of `BenchConfig` at top level, start from a profil
     profile = "quick"
     backends = ["ros3-2.0", "fsspec", "raw-get"]
     workers = [1, 2, 4]
-    page_buffers = [0, 268435456]
+    page_buffers = [0, "default", 268435456]   # "default": the library's own (2.x ROS3: 64 MiB)
+    block_caches = ["off", "default"]          # ros3-2.2 only; caches many blocks only on unpaged files
     trials = 3
     [options.fsspec]
     block_size = 5242880
@@ -37,6 +38,8 @@ class BenchConfig:
     workers: list[int] = field(default_factory=lambda: [1, 2])
     page_buffers: list[int] = field(default_factory=lambda: [0, 256 * MIB])
     chunk_caches: list[int] = field(default_factory=lambda: [1 * MIB])
+    # 2.2 ROS3 block cache (ros3-2.2 only): "default" (16 MiB blocks, 128 MiB), "off"/0, or bytes
+    block_caches: list[Any] = field(default_factory=lambda: ["default"])
     trials: int = 1
     signals_files: int = 4  # files read in `signals` mode (seeded sample; 0 = every file)
     signals_names: int = 0  # signal names read in `signals` mode (seeded sample; 0 = every signal)
@@ -51,12 +54,30 @@ class BenchConfig:
     def matrix(self) -> Matrix:
         return Matrix(
             backends=list(self.backends), modes=list(self.modes), workers=list(self.workers),
-            page_buffers=list(self.page_buffers), chunk_caches=list(self.chunk_caches),
+            page_buffers=[size_setting(v, "page_buffers") for v in self.page_buffers],
+            chunk_caches=list(self.chunk_caches),
+            block_caches=[size_setting(v, "block_caches") for v in self.block_caches],
             trials=self.trials, files=self.signals_files, signals=self.signals_names,
         )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def size_setting(value: Any, what: str) -> int:
+    """A page-buffer or block-cache entry as the matrix holds it: "default" -> -1, "off" -> 0."""
+    text = str(value).strip().lower()
+    if text == "default":
+        return -1
+    if text == "off":
+        return 0
+    try:
+        size = int(text)
+    except ValueError:
+        raise UserError(f"{what} entry {value!r} is not a size; give bytes, \"off\" or \"default\", e.g. 0 default 268435456.") from None
+    if size < 0:
+        raise UserError(f"{what} entry {value!r} is negative; give bytes, \"off\" or \"default\".")
+    return size
 
 
 PROFILES: dict[str, dict[str, Any]] = {
@@ -114,7 +135,12 @@ def validate(cfg: BenchConfig) -> None:
         raise UserError("the matrix is empty; give at least one backend, mode and worker count.")
     if any(int(w) < 1 for w in cfg.workers):
         raise UserError("worker counts must be positive integers, e.g. --workers 1 2 4.")
-    if any(0 < int(pb) < cfg.page_size for pb in cfg.page_buffers):
+    pbs = [size_setting(pb, "page_buffers") for pb in cfg.page_buffers]
+    for bc in cfg.block_caches:
+        size_setting(bc, "block_caches")
+    if not cfg.block_caches:
+        raise UserError('block_caches is empty; give at least one setting, e.g. "default".')
+    if any(0 < pb < cfg.page_size for pb in pbs):
         raise UserError(
             f"page buffer sizes must be 0 or at least the file-space page size ({cfg.page_size} bytes), e.g. 268435456."
         )

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from shotbench.effective import COLUMNS as EFFECTIVE_COLUMNS
+
 UPSTREAM_COLUMNS = [
     "worker#", "obj-id", "open+read-data-time", "wrkr-num-objs", "mean-obj-time", "num-dsets",
     "mean-dset-time", "pb-size", "num-workers", "obj-type", "tot-num-obj", "total-runtime",
@@ -23,12 +25,16 @@ WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
 ]
+# issue 10 (effective settings): what libhdf5 did, read back after open (shotbench.effective)
+WORKER_COLUMNS += EFFECTIVE_COLUMNS
 CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "backend", "obj-type", "num-workers", "pb-size",
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
     "started", "finished", "harness-overhead",
 ]
+# issue 10 (effective settings): the requested 2.2 ROS3 block cache (-1 default, 0 off, else bytes)
+CASE_COLUMNS += ["block-cache"]
 
 
 def _clean(text: str) -> str:
@@ -53,6 +59,7 @@ def worker_rows(
             "run-id": run_id, "case-id": case.case_id, "trial": case.trial,
             "dask-worker": r.get("dask-worker", ""), "bytes-read": int(r["bytes"]),
             "open-time": float(r["open"]), "error": _clean(r.get("error", "")),
+            **{c: r.get(c, "") for c in EFFECTIVE_COLUMNS},
         })
     return rows
 

@@ -118,21 +118,62 @@ def _apply_endpoint(cfg: S3Settings) -> None:
         os.environ.pop("AWS_ENDPOINT_URL", None)
 
 
+def build_fapl(
+    cfg: S3Settings, major: int, page_buf_size: int = 0, chunk_cache: int | None = None,
+    block_cache: int | None = None, block_size: int | None = None,
+) -> Any:
+    """The file access property list for a ROS3 open, built with h5py's low-level API.
+
+    The page buffer is set after `set_fapl_ros3` because 2.x's `H5Pset_fapl_ros3` turns an unset
+    page buffer into 64 MiB and h5py's high-level `File` never sets 0: so 0 is really off here,
+    and `effective.PB_DEFAULT` leaves the library's choice. `block_cache` (2.2 only, see
+    `shotbench.blockcache`) is None to leave the driver alone.
+    """
+    from h5py import h5p
+
+    from shotbench.effective import PB_DEFAULT
+
+    fapl = h5p.create(h5p.FILE_ACCESS)
+    if chunk_cache is not None:
+        cache = list(fapl.get_cache())
+        cache[2] = int(chunk_cache)
+        fapl.set_cache(*cache)
+    kw = fapl_kwargs(cfg, major)
+    fapl.set_fapl_ros3(kw["aws_region"], kw.get("secret_id", b""), kw.get("secret_key", b""))
+    if kw.get("session_token"):
+        fapl.set_fapl_ros3_token(kw["session_token"])
+    if int(page_buf_size) != PB_DEFAULT:
+        fapl.set_page_buffer_size(int(page_buf_size), 0, 0)
+    if block_cache is not None:
+        from shotbench import blockcache
+
+        if not blockcache.available():
+            raise UserError(
+                "this libhdf5 has no ROS3 block cache (it is new in 2.2); set block caches only for ros3-2.2."
+            )
+        blockcache.apply(fapl.id, int(block_cache), int(block_size or blockcache.DEFAULT_BLOCK_SIZE))
+    return fapl
+
+
 def open_ros3(
     cfg: S3Settings,
     bucket: str,
     key: str,
     page_buf_size: int = 0,
     precheck: bool = False,
-    **h5kw: Any,
+    fapl: Any = None,
+    rdcc_nbytes: int | None = None,
 ) -> h5py.File:
     """Open s3://bucket/key read-only through ROS3; failures become one clear sentence.
 
-    `page_buf_size` turns on libhdf5's page buffer (files written with paged aggregation).
-    `precheck` does a signed HEAD first: it bounds the wait when the endpoint is wrong
-    (2.x retries a TLS failure for minutes) at the price of one request.
+    `page_buf_size` turns on libhdf5's page buffer (files written with paged aggregation);
+    0 is off on every generation, `effective.PB_DEFAULT` the library's default. `fapl` (from
+    `build_fapl`) replaces the settings here when given. `precheck` does a signed HEAD first:
+    it bounds the wait when the endpoint is wrong (2.x retries a TLS failure for minutes) at
+    the price of one request.
     """
     import h5py
+    from h5py import h5f
 
     major = hdf5_major()
     if major >= 2:
@@ -141,13 +182,11 @@ def open_ros3(
         problem = check_object(cfg, bucket, key)
         if problem:
             raise UserError(problem)
-    kw = fapl_kwargs(cfg, major)
-    if page_buf_size:
-        kw["page_buf_size"] = int(page_buf_size)
-    kw.update(h5kw)
-    mode = kw.pop("mode", "r")
+    if fapl is None:
+        fapl = build_fapl(cfg, major, page_buf_size, rdcc_nbytes)
     try:
-        return h5py.File(ros3_url(cfg, bucket, key, major), mode, **kw)
+        fid = h5f.open(ros3_url(cfg, bucket, key, major).encode(), h5f.ACC_RDONLY, fapl=fapl)
+        return h5py.File(fid)
     except (OSError, ValueError, RuntimeError) as exc:
         raise UserError(explain_failure(cfg, bucket, key, exc, page_buf_size)) from None
 
@@ -227,7 +266,7 @@ def explain_failure(cfg: S3Settings, bucket: str, key: str, exc: BaseException, 
     if head is not None and head[:8] != HDF5_SIGNATURE and len(head) == 8:
         return f"{url} is not an HDF5 file (it does not start with the HDF5 signature); point the benchmark at HDF5 shot files."
     text = _short(exc)
-    if page_buf_size and "page" in str(exc).lower():
+    if page_buf_size > 0 and "page" in str(exc).lower():
         return (
             f"{url} was not written with paged aggregation, so libhdf5 cannot use a page buffer on it "
             f"({text}); run with pb-size 0 or make the files with `shotbench synth`."

@@ -200,6 +200,7 @@ class Runner:
             "backend": name, "source": self.workload.source.to_dict(),
             "pb": case.pb_size if backend is None else 0, "cc": case.chunk_cache if backend is None else 0,
             "options": self.options.get(name, {}),
+            **({"bc": case.block_cache} if backend is None and case.block_cache is not None else {}),
         }
 
     def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
@@ -240,6 +241,7 @@ class Runner:
             "run-id": self.run_id, "case-id": case.case_id, "trial": case.trial, "order": case.order,
             "backend": case.backend, "obj-type": case.mode, "num-workers": case.workers,
             "pb-size": case.pb_size, "chunk-cache": case.chunk_cache,
+            "block-cache": "" if case.block_cache is None else case.block_cache,
         }
         try:
             drv = self.drivers.for_backend(cls)
@@ -301,14 +303,18 @@ class Runner:
                 what += f"  [{r['errors'][:120]}]"
             self.say(
                 f"[{done_before + i}/{total_cases}] {case.backend:<9} {case.mode:<7} w={case.workers:<2} "
-                f"pb={_mib(case.pb_size):<7} t{case.trial}  {what}  "
+                f"pb={_mib(case.pb_size):<7}{_bc(case.block_cache)} t{case.trial}  {what}  "
                 f"elapsed {_dur(elapsed)} ETA {_dur(eta)}"
             )
         return out
 
 
 def _mib(n: int) -> str:
-    return f"{n // (1024 * 1024)}MiB" if n else "0"
+    return "default" if n < 0 else f"{n // (1024 * 1024)}MiB" if n else "0"
+
+
+def _bc(n: int | None) -> str:
+    return "" if n is None else f" bc={_mib(n)}"
 
 
 def _dur(s: float) -> str:

@@ -73,7 +73,9 @@ def backend_for(spec: dict[str, Any]) -> Any:
         from shotbench.backends.base import ReadSettings, Source, s3_from_environ
 
         cls = registry.get(spec["backend"])
-        settings = ReadSettings(int(spec["pb"]), int(spec["cc"]), dict(spec.get("options") or {}))
+        bc = spec.get("bc")
+        settings = ReadSettings(int(spec["pb"]), int(spec["cc"]), dict(spec.get("options") or {}),
+                                None if bc is None else int(bc))
         inst = cls(Source(**spec["source"]), settings)
         inst.setup(s3_from_environ())
         _BACKENDS.clear()  # one live backend per process: cases never overlap on a worker
@@ -100,6 +102,7 @@ def _worker_address() -> str:
 
 def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
     """Read every part of one task, timing each; one small dict per CSV row."""
+    from shotbench.effective import PartReadback
     from shotbench.shotfile import read_signal
 
     task = task_from_json(task_json)
@@ -112,6 +115,7 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
             ndsets = nbytes = nobjs = 0
             open_time = 0.0
             error = ""
+            readback = PartReadback()
             if backend.reads_hdf5:
                 for key, group in groupby(part.items, key=lambda it: it.key):
                     items = list(group)
@@ -125,6 +129,7 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                                 d, n = read_signal(fh, it.shot, it.signal)
                                 ndsets += d
                                 nbytes += n
+                            readback.add(*backend.read_back(fh))
                     except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
                         error = error or scrub(f"{key}: {type(exc).__name__}: {exc}")[:300]
             else:
@@ -138,6 +143,7 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                 "worker#": task.index, "obj-id": part.obj_id, "time": perf() - t0,
                 "objs": nobjs, "dsets": ndsets, "bytes": nbytes, "open": open_time,
                 "error": error, "dask-worker": address,
+                **(readback.columns() if backend.reads_hdf5 else {}),
             })
     finally:
         backend.end_task()

@@ -38,13 +38,14 @@ class Source:
 class ReadSettings:
     """HDF5 file-access settings a case varies."""
 
-    page_buf_size: int = 0
+    page_buf_size: int = 0  # -1 (effective.PB_DEFAULT): leave the library's default
     chunk_cache: int = 1024 * 1024
     options: dict[str, Any] = field(default_factory=dict)
+    block_cache: int | None = None  # 2.2 ROS3 block cache (see shotbench.blockcache); None: untouched
 
     def h5_kwargs(self) -> dict[str, int]:
         kw = {"rdcc_nbytes": int(self.chunk_cache)}
-        if self.page_buf_size:
+        if self.page_buf_size > 0:
             kw["page_buf_size"] = int(self.page_buf_size)
         return kw
 
@@ -55,6 +56,7 @@ class Backend:
     name: ClassVar[str] = ""
     env: ClassVar[str | None] = None  # builds env name (".envs/<env>"); None = the main environment
     reads_hdf5: ClassVar[bool] = True
+    has_block_cache: ClassVar[bool] = False  # the case matrix varies the 2.2 ROS3 block cache
     needs_s3: ClassVar[bool] = True  # False: reads local copies, works for any data location
     description: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
@@ -100,6 +102,12 @@ class Backend:
 
     def end_task(self) -> None:
         """Drop anything cached for the duration of one task (e.g. downloaded copies)."""
+
+    def read_back(self, fh: Any) -> tuple[dict[str, Any], Any]:
+        """(effective settings, page-buffer counters) of an open file, after its reads."""
+        from shotbench.effective import read_settings, read_stats
+
+        return read_settings(fh), read_stats(fh)
 
     def h5file(self, target: Any) -> Any:
         import h5py

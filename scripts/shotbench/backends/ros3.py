@@ -24,18 +24,29 @@ class Ros3Backend(Backend):
 
     def setup(self, s3: Any) -> None:
         super().setup(s3)
-        from shotbench.ros3 import open_ros3
+        from shotbench import ros3
 
-        self._open = open_ros3
+        self._ros3 = ros3
+        self._fapls: dict[int, Any] = {}
 
     def open(self, key: str, size: int) -> Any:
-        return self._open(
-            self.s3,
-            self.source.bucket,
-            key,
-            page_buf_size=int(self.settings.page_buf_size),
-            rdcc_nbytes=int(self.settings.chunk_cache),
+        """Open through a FAPL built here, kept so the block cache can be read back from it."""
+        from shotbench.effective import BC_DEFAULT
+
+        ros3, s = self._ros3, self.settings
+        block_cache = (BC_DEFAULT if s.block_cache is None else s.block_cache) if self.has_block_cache else None
+        fapl = ros3.build_fapl(
+            self.s3, ros3.hdf5_major(), int(s.page_buf_size), int(s.chunk_cache),
+            block_cache, self.options.get("block_size"),
         )
+        fh = ros3.open_ros3(self.s3, self.source.bucket, key, page_buf_size=int(s.page_buf_size), fapl=fapl)
+        self._fapls = {id(fh): fapl}  # one open file per task part at a time
+        return fh
+
+    def read_back(self, fh: Any) -> tuple[dict[str, Any], Any]:
+        from shotbench.effective import read_settings, read_stats
+
+        return read_settings(fh, self._fapls.get(id(fh)) if self.has_block_cache else None), read_stats(fh)
 
 
 class Ros3_114(Ros3Backend):
@@ -51,3 +62,4 @@ class Ros3_20(Ros3Backend):
 class Ros3_22(Ros3Backend):
     name = "ros3-2.2"
     env = "hdf5-2.2"
+    has_block_cache = True
