@@ -22,6 +22,9 @@ UPSTREAM_COLUMNS = [
 WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
+    # issue 13 (readers): a per-file index (kerchunk) — its build seconds and stored bytes,
+    # measured once when built, before any case clock; empty for readers without an index
+    "index-time", "index-bytes",
 ]
 CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "backend", "obj-type", "num-workers", "pb-size",
@@ -53,6 +56,7 @@ def worker_rows(
             "run-id": run_id, "case-id": case.case_id, "trial": case.trial,
             "dask-worker": r.get("dask-worker", ""), "bytes-read": int(r["bytes"]),
             "open-time": float(r["open"]), "error": _clean(r.get("error", "")),
+            "index-time": r.get("index-time", ""), "index-bytes": r.get("index-bytes", ""),
         })
     return rows
 

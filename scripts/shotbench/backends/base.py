@@ -98,6 +98,19 @@ class Backend:
         """GET bytes [start, start+length) of `key` and drop them; returns bytes received."""
         raise NotImplementedError
 
+    def read_signal(self, fh: Any, shot: str, name: str) -> tuple[int, int]:
+        """Read one signal and its dimension scales from an open file: (datasets, bytes)."""
+        from shotbench.shotfile import read_signal
+
+        return read_signal(fh, shot, name)
+
+    def build_index(self, key: str, size: int) -> None:
+        """Readers with a per-file index build and store it here, before the clock starts."""
+
+    def index_stats(self, key: str) -> tuple[float, int] | None:
+        """(seconds to build, bytes stored) of `key`'s index; None for readers without one."""
+        return None
+
     def end_task(self) -> None:
         """Drop anything cached for the duration of one task (e.g. downloaded copies)."""
 

@@ -16,6 +16,12 @@ BACKENDS: dict[str, str] = {
     "download": "shotbench.backends.download:DownloadBackend",
     "local": "shotbench.backends.local:LocalBackend",
     "raw-get": "shotbench.backends.rawget:RawGetBackend",
+    # the readers people pick instead of h5py + ROS3 (env: .envs/readers, made on first use)
+    "fsspec-tuned": "shotbench.backends.fsspec_tuned:FsspecTunedBackend",
+    "pyfive": "shotbench.backends.pyfive:PyfiveBackend",
+    "h5coro": "shotbench.backends.h5coro:H5coroBackend",
+    "remfile": "shotbench.backends.remfile:RemfileBackend",
+    "kerchunk": "shotbench.backends.kerchunk:KerchunkBackend",
 }
 
 
