@@ -64,6 +64,14 @@ def test_readers_are_registered_in_their_environment() -> None:
     assert registry.get("fsspec-tuned").env_key() == "main"  # only s3fs and h5py: no extra packages
 
 
+def test_default_matrix_leaves_the_readers_out() -> None:
+    """`make bench-ros3` without --backends must not install or run the readers."""
+    from shotbench.profiles import BenchConfig
+
+    assert not set(READERS) & set(BenchConfig().backends)
+    assert {"ros3-1.14", "fsspec", "local", "raw-get"} <= set(BenchConfig().backends)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", READERS)
 def test_reader_matches_h5py_or_says_unsupported(name, staged_shots, shot_dir, tmp_path) -> None:

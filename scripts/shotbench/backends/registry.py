@@ -25,8 +25,18 @@ BACKENDS: dict[str, str] = {
 }
 
 
+# Selected only by name (--backends, CONFIG): the profiles' default matrix leaves them out, so
+# `make bench-ros3` neither installs the readers' environment nor grows longer.
+OPT_IN = ("fsspec-tuned", "pyfive", "h5coro", "remfile", "kerchunk")
+
+
 def names() -> list[str]:
     return list(BACKENDS)
+
+
+def default_names() -> list[str]:
+    """The backends a profile runs when none are named."""
+    return [n for n in BACKENDS if n not in OPT_IN]
 
 
 def get(name: str) -> type[Backend]:
