@@ -1,7 +1,8 @@
 """Does a reader return exactly h5py's bytes? One digest per signal (its data and its scales).
 
 `python -m shotbench.readcheck` runs in the reader's own environment, reads a JSON request
-on stdin ({"backend", "source", "options", "files": [{"key", "size", "shot", "signals"}]})
+on stdin ({"backend", "source", "options", "files": [{"key", "size", "shot", "signals"}],
+optional "scales": false to digest signal data only)
 and prints {"<key>/<signal>": "<sha256>" or "unsupported: …" / error text}. The tests
 compare these digests with the ones h5py computes from the same files on local disk.
 """
@@ -15,15 +16,19 @@ from typing import Any
 
 
 def digest(arrays: list[Any]) -> str:
-    """sha256 over each array's dtype, shape and raw bytes, in order."""
+    """sha256 over each array's dtype and raw bytes, in order.
+
+    The shape is left out on purpose: h5coro hands back a scalar dataset as a one-element
+    array (same bytes, shape (1,) for h5py's ())."""
     h = hashlib.sha256()
     for a in arrays:
-        h.update(f"{a.dtype.str}{tuple(a.shape)}".encode())
+        h.update(f"{a.dtype.str}:{a.nbytes}:".encode())
         h.update(a.tobytes())
     return h.hexdigest()
 
 
-def check(backend: Any, files: list[dict[str, Any]]) -> dict[str, str]:
+def check(backend: Any, files: list[dict[str, Any]], scales: bool = True) -> dict[str, str]:
+    """Digest per `<key>/<signal>`; `scales=False` digests the signal's own data only."""
     from shotbench.backends.readers import h5py_arrays
     from shotbench.backends.unsupported import error_cell, translate
 
@@ -41,7 +46,7 @@ def check(backend: Any, files: list[dict[str, Any]]) -> dict[str, str]:
         with fh:
             for name in f["signals"]:
                 try:
-                    out[f"{f['key']}/{name}"] = digest(arrays(fh, f["shot"], name))
+                    out[f"{f['key']}/{name}"] = digest(arrays(fh, f["shot"], name, scales))
                 except Exception as exc:  # noqa: BLE001
                     out[f"{f['key']}/{name}"] = error_cell(f["key"], translate(reader, exc))
     return out
@@ -54,7 +59,7 @@ def main() -> int:
     req = json.loads(sys.stdin.read())
     backend = registry.get(req["backend"])(Source(**req["source"]), ReadSettings(options=req.get("options") or {}))
     backend.setup(s3_from_environ())
-    print(json.dumps(check(backend, req["files"])))
+    print(json.dumps(check(backend, req["files"], bool(req.get("scales", True)))))
     return 0
 
 

@@ -21,6 +21,9 @@ class H5coroBackend(ReadersBackend):
     defaults = {"cache_line": 0}  # 0 = h5coro's default cache line
 
     def setup(self, s3: Any) -> None:
+        import functools
+
+        import boto3
         from h5coro import h5coro, s3driver  # noqa: F401
 
         self.s3 = s3
@@ -28,25 +31,36 @@ class H5coroBackend(ReadersBackend):
             "aws_access_key_id": s3.access_key, "aws_secret_access_key": s3.secret_key,
             "aws_session_token": s3.session_token,
         } if s3.access_key else {"annon": True}
+        # One boto3 session per process, as a long-lived application keeps: h5coro would
+        # otherwise build a session (and load botocore's models) on every file it opens.
+        session = boto3.Session(aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key,
+                                aws_session_token=s3.session_token, region_name=s3.region)
+        if not s3.access_key:
+            from botocore.handlers import disable_signing
+
+            session.events.register("choose-signer.s3.*", disable_signing)
+        self.driver = functools.partial(s3driver.S3Driver, session=session)
 
     def open(self, key: str, size: int) -> Any:
-        from h5coro import h5coro, s3driver
+        from h5coro import h5coro
 
         kw: dict[str, Any] = {"errorChecking": True}
         if int(self.options["cache_line"]):
             kw["cacheLineSize"] = int(self.options["cache_line"])
         try:
-            h5 = h5coro.H5Coro(f"{self.source.bucket}/{key}", s3driver.S3Driver, self.credentials, **kw)
+            h5 = h5coro.H5Coro(f"{self.source.bucket}/{key}", self.driver, self.credentials, **kw)
             return Handle(h5, h5.close)
         except Exception as exc:  # noqa: BLE001
             raise translate(self.reader, exc) from exc
 
-    def arrays(self, fh: Any, shot: str, name: str) -> list[Any]:
+    def arrays(self, fh: Any, shot: str, name: str, scales: bool = True) -> list[Any]:
         import numpy as np
 
         path = "/" + signal_path(shot, name)
         promise = fh.obj.readDatasets([path], block=True, enableAttributes=False)
         out = [np.asarray(promise[path])]
+        if not scales:
+            return out
         # attributes of the signal: a dimension scale is attached when DIMENSION_LIST exists
         _, attrs, _ = fh.obj.inspectPath(path, w_attr=True)
         if "DIMENSION_LIST" in attrs:

@@ -127,11 +127,11 @@ class KerchunkBackend(ReadersBackend):
         store = zarr.storage.FsspecStore(rfs, read_only=True, path="")
         return Handle(zarr.open_group(store, mode="r", zarr_format=2))
 
-    def arrays(self, fh: Any, shot: str, name: str) -> list[Any]:
+    def arrays(self, fh: Any, shot: str, name: str, scales: bool = True) -> list[Any]:
         group = fh.obj
         arr = group[signal_path(shot, name)]
         out = [arr[...]]
-        for dim in arr.attrs.get("_ARRAY_DIMENSIONS", []):
+        for dim in arr.attrs.get("_ARRAY_DIMENSIONS", []) if scales else []:
             if dim.startswith("phony_dim"):
                 continue  # kerchunk's name for a dimension without a scale
             out.append(group[dim][...])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from shotbench.backends.readers import ReadersBackend, signal_path
-from shotbench.backends.unsupported import translate
+from shotbench.backends.unsupported import Unsupported, translate
 
 
 class PyfiveBackend(ReadersBackend):
@@ -39,9 +39,14 @@ class PyfiveBackend(ReadersBackend):
             fobj.close()
             raise translate(self.reader, exc) from exc
 
-    def arrays(self, fh: Any, shot: str, name: str) -> list[Any]:
+    def arrays(self, fh: Any, shot: str, name: str, scales: bool = True) -> list[Any]:
         dset = fh[signal_path(shot, name)]
         out = [dset[()]]
-        for dim in dset.dims:
-            out.extend(scale[()] for scale in dim)
+        if not scales:
+            return out
+        try:
+            scales = [scale for dim in dset.dims for scale in dim]
+        except ValueError as exc:  # pyfive's dereference walks the tree and may not find a scale
+            raise Unsupported(f"pyfive: dimension scale of {name} ({exc})") from exc
+        out.extend(scale[()] for scale in scales)
         return out

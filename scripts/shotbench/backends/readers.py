@@ -32,9 +32,9 @@ class ReadersBackend(Backend):
 
         return readers_env.ensure()
 
-    def arrays(self, fh: Any, shot: str, name: str) -> list[Any]:
-        """The signal's values, then its dimension scales' values (numpy arrays)."""
-        return h5py_arrays(fh, shot, name)
+    def arrays(self, fh: Any, shot: str, name: str, scales: bool = True) -> list[Any]:
+        """The signal's values, then (unless `scales` is False) its dimension scales' values."""
+        return h5py_arrays(fh, shot, name, scales)
 
     def read_signal(self, fh: Any, shot: str, name: str) -> tuple[int, int]:
         try:
@@ -44,10 +44,10 @@ class ReadersBackend(Backend):
         return len(out), sum(int(a.nbytes) if a.size else 0 for a in out)
 
 
-def h5py_arrays(fh: Any, shot: str, name: str) -> list[Any]:
+def h5py_arrays(fh: Any, shot: str, name: str, scales: bool = True) -> list[Any]:
     """What `shotbench.shotfile.read_signal` reads from an h5py.File, as arrays."""
     dset = fh[signal_path(shot, name)]
-    return [dset[()]] + [scale[()] for dim in dset.dims for scale in dim.values()]
+    return [dset[()]] + ([scale[()] for dim in dset.dims for scale in dim.values()] if scales else [])
 
 
 class Handle:
