@@ -109,9 +109,9 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
     try:
         for part in task.parts:
             t0 = perf()
-            ndsets = nbytes = nobjs = index_bytes = 0
-            open_time = index_time = 0.0
-            indexed = False
+            ndsets = nbytes = nobjs = 0
+            open_time = 0.0
+            keys: list[str] = []
             error = ""
             if backend.reads_hdf5:
                 for key, group in groupby(part.items, key=lambda it: it.key):
@@ -128,11 +128,7 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                                 nbytes += n
                     except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
                         error = error or scrub(error_cell(key, exc))[:300]
-                    stats = backend.index_stats(key)
-                    if stats is not None:
-                        indexed = True
-                        index_time += stats[0]
-                        index_bytes += stats[1]
+                    keys.append(key)
             else:
                 for it in part.items:
                     nobjs += 1
@@ -140,15 +136,24 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                         nbytes += backend.fetch(it.key, it.start, it.length)
                     except Exception as exc:  # noqa: BLE001
                         error = error or scrub(f"{it.key}: {type(exc).__name__}: {exc}")[:300]
+            elapsed = perf() - t0
             rows.append({
-                "worker#": task.index, "obj-id": part.obj_id, "time": perf() - t0,
+                "worker#": task.index, "obj-id": part.obj_id, "time": elapsed,
                 "objs": nobjs, "dsets": ndsets, "bytes": nbytes, "open": open_time,
                 "error": error, "dask-worker": address,
-                **({"index-time": index_time, "index-bytes": index_bytes} if indexed else {}),
+                **index_columns(backend, keys),
             })
     finally:
         backend.end_task()
     return rows
+
+
+def index_columns(backend: Any, keys: list[str]) -> dict[str, Any]:
+    """index-time/index-bytes of the files a row read (after its clock; empty without an index)."""
+    stats = [s for s in (backend.index_stats(k) for k in keys) if s is not None]
+    if not stats:
+        return {}
+    return {"index-time": sum(s[0] for s in stats), "index-bytes": sum(s[1] for s in stats)}
 
 
 def index_files(spec: dict[str, Any], files: list[list[Any]]) -> int:
