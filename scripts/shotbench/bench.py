@@ -218,6 +218,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = folder.cases()
     say("")
     say(summary_table(rows))
+    from shotbench.breakeven import summary_lines
+
+    for line in summary_lines(folder.workers()):
+        say(line)
     failed = [r for r in rows if r.get("errors")]
     if failed:
         say(f"{len(failed)} cases had errors; see the errors column of {folder.cases_csv}")

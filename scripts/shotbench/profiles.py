@@ -33,7 +33,7 @@ class BenchConfig:
     """Everything that defines what a run measures (recorded in run.json, reused on resume)."""
 
     profile: str = "quick"
-    backends: list[str] = field(default_factory=registry.names)
+    backends: list[str] = field(default_factory=registry.default_names)
     modes: list[str] = field(default_factory=lambda: list(MODES))
     workers: list[int] = field(default_factory=lambda: [1, 2])
     page_buffers: list[int] = field(default_factory=lambda: [0, 256 * MIB])

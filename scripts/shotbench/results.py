@@ -27,6 +27,9 @@ WORKER_COLUMNS = UPSTREAM_COLUMNS + [
 ]
 # issue 10 (effective settings): what libhdf5 did, read back after open (shotbench.effective)
 WORKER_COLUMNS += EFFECTIVE_COLUMNS
+# issue 13 (readers): a per-file index (kerchunk): its build seconds and stored bytes,
+# measured once when built, before any case clock; empty for readers without an index
+WORKER_COLUMNS += ["index-time", "index-bytes"]
 CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "backend", "obj-type", "num-workers", "pb-size",
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
@@ -60,6 +63,7 @@ def worker_rows(
             "dask-worker": r.get("dask-worker", ""), "bytes-read": int(r["bytes"]),
             "open-time": float(r["open"]), "error": _clean(r.get("error", "")),
             **{c: r.get(c, "") for c in EFFECTIVE_COLUMNS},
+            "index-time": r.get("index-time", ""), "index-bytes": r.get("index-bytes", ""),
         })
     return rows
 

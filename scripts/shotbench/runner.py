@@ -199,9 +199,15 @@ class Runner:
         return {
             "backend": name, "source": self.workload.source.to_dict(),
             "pb": case.pb_size if backend is None else 0, "cc": case.chunk_cache if backend is None else 0,
-            "options": self.options.get(name, {}),
+            "options": {**self._index_option(name), **self.options.get(name, {})},
             **({"bc": case.block_cache} if backend is None and case.block_cache is not None else {}),
         }
+
+    def _index_option(self, name: str) -> dict[str, str]:
+        """Readers with a per-file index keep it beside the run, shared by all its cases."""
+        if getattr(registry.get(name), "builds_index", False):
+            return {"index_dir": str(self.folder.path / "index" / name)}
+        return {}
 
     def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
         self.drivers.reserve(cls.env_key(), case.workers)

@@ -103,7 +103,7 @@ def _worker_address() -> str:
 def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
     """Read every part of one task, timing each; one small dict per CSV row."""
     from shotbench.effective import PartReadback
-    from shotbench.shotfile import read_signal
+    from shotbench.backends.unsupported import error_cell
 
     task = task_from_json(task_json)
     address = _worker_address()
@@ -114,6 +114,7 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
             t0 = perf()
             ndsets = nbytes = nobjs = 0
             open_time = 0.0
+            keys: list[str] = []
             error = ""
             readback = PartReadback()
             if backend.reads_hdf5:
@@ -126,12 +127,13 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                         open_time += perf() - o0
                         with fh:
                             for it in items:
-                                d, n = read_signal(fh, it.shot, it.signal)
+                                d, n = backend.read_signal(fh, it.shot, it.signal)
                                 ndsets += d
                                 nbytes += n
                             readback.add(*backend.read_back(fh))
                     except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
-                        error = error or scrub(f"{key}: {type(exc).__name__}: {exc}")[:300]
+                        error = error or scrub(error_cell(key, exc))[:300]
+                    keys.append(key)
             else:
                 for it in part.items:
                     nobjs += 1
@@ -139,15 +141,41 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                         nbytes += backend.fetch(it.key, it.start, it.length)
                     except Exception as exc:  # noqa: BLE001
                         error = error or scrub(f"{it.key}: {type(exc).__name__}: {exc}")[:300]
+            elapsed = perf() - t0
             rows.append({
-                "worker#": task.index, "obj-id": part.obj_id, "time": perf() - t0,
+                "worker#": task.index, "obj-id": part.obj_id, "time": elapsed,
                 "objs": nobjs, "dsets": ndsets, "bytes": nbytes, "open": open_time,
                 "error": error, "dask-worker": address,
                 **(readback.columns() if backend.reads_hdf5 else {}),
+                **index_columns(backend, keys),
             })
     finally:
         backend.end_task()
     return rows
+
+
+def index_columns(backend: Any, keys: list[str]) -> dict[str, Any]:
+    """index-time/index-bytes of the files a row read (after its clock; empty without an index)."""
+    stats = [s for s in (backend.index_stats(k) for k in keys) if s is not None]
+    if not stats:
+        return {}
+    return {"index-time": sum(s[0] for s in stats), "index-bytes": sum(s[1] for s in stats)}
+
+
+def index_files(spec: dict[str, Any], files: list[list[Any]]) -> int:
+    """Build the per-file indexes a case will read through (before its clock starts).
+
+    A file that cannot be indexed is left alone: the timed read tries again and records
+    the reason in that row's error cell."""
+    backend = backend_for(spec)
+    built = 0
+    for key, size in files:
+        try:
+            backend.build_index(key, int(size))
+            built += 1
+        except Exception:  # noqa: BLE001 - reported by the read, see above
+            pass
+    return built
 
 
 def run_task(spec: dict[str, Any], task_json: dict[str, Any]) -> list[dict[str, Any]]:
@@ -246,9 +274,25 @@ class Driver:
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.current is not None, "prepare before run"
+        self._build_indexes(msg["tasks"])
         if msg.get("clock", "release") == "submit":
             return self._run_submit(msg)
         return self._run_released(msg)
+
+    def _build_indexes(self, tasks: list[dict[str, Any]]) -> None:
+        """For readers with a per-file index: build the missing ones on the workers, untimed."""
+        from shotbench.backends import registry
+
+        assert self.current is not None
+        client, names, spec = self.current
+        if not getattr(registry.get(spec["backend"]), "builds_index", False):
+            return
+        files = sorted({(it.key, it.size) for t in tasks for part in task_from_json(t).parts for it in part.items})
+        batches = [[list(f) for f in files[i::len(names)]] for i in range(len(names))]
+        client.gather([
+            client.submit(index_files, spec, b, workers=[w], allow_other_workers=False, pure=False)
+            for w, b in zip(names, batches) if b
+        ])
 
     def _run_submit(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Clock from the first submit to the gather of the last result."""

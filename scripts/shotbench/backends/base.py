@@ -100,13 +100,30 @@ class Backend:
         """GET bytes [start, start+length) of `key` and drop them; returns bytes received."""
         raise NotImplementedError
 
+    def read_signal(self, fh: Any, shot: str, name: str) -> tuple[int, int]:
+        """Read one signal and its dimension scales from an open file: (datasets, bytes)."""
+        from shotbench.shotfile import read_signal
+
+        return read_signal(fh, shot, name)
+
+    def build_index(self, key: str, size: int) -> None:
+        """Readers with a per-file index build and store it here, before the clock starts."""
+
+    def index_stats(self, key: str) -> tuple[float, int] | None:
+        """(seconds to build, bytes stored) of `key`'s index; None for readers without one."""
+        return None
+
     def end_task(self) -> None:
         """Drop anything cached for the duration of one task (e.g. downloaded copies)."""
 
     def read_back(self, fh: Any) -> tuple[dict[str, Any], Any]:
-        """(effective settings, page-buffer counters) of an open file, after its reads."""
+        """(effective settings, page-buffer counters) of an open file, after its reads.
+
+        Readers that do not go through libhdf5 (pyfive, h5coro, kerchunk) have none: empty cells."""
         from shotbench.effective import read_settings, read_stats
 
+        if not hasattr(fh, "id") or not hasattr(fh.id, "get_access_plist"):
+            return {}, None
         return read_settings(fh), read_stats(fh)
 
     def h5file(self, target: Any) -> Any:

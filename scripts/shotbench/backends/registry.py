@@ -16,11 +16,27 @@ BACKENDS: dict[str, str] = {
     "download": "shotbench.backends.download:DownloadBackend",
     "local": "shotbench.backends.local:LocalBackend",
     "raw-get": "shotbench.backends.rawget:RawGetBackend",
+    # the readers people pick instead of h5py + ROS3 (env: .envs/readers, made on first use)
+    "fsspec-tuned": "shotbench.backends.fsspec_tuned:FsspecTunedBackend",
+    "pyfive": "shotbench.backends.pyfive:PyfiveBackend",
+    "h5coro": "shotbench.backends.h5coro:H5coroBackend",
+    "remfile": "shotbench.backends.remfile:RemfileBackend",
+    "kerchunk": "shotbench.backends.kerchunk:KerchunkBackend",
 }
+
+
+# Selected only by name (--backends, CONFIG): the profiles' default matrix leaves them out, so
+# `make bench-ros3` neither installs the readers' environment nor grows longer.
+OPT_IN = ("fsspec-tuned", "pyfive", "h5coro", "remfile", "kerchunk")
 
 
 def names() -> list[str]:
     return list(BACKENDS)
+
+
+def default_names() -> list[str]:
+    """The backends a profile runs when none are named."""
+    return [n for n in BACKENDS if n not in OPT_IN]
 
 
 def get(name: str) -> type[Backend]:
