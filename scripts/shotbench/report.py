@@ -183,7 +183,19 @@ def render_notebook(notebook: Path, params: dict, out_dir: Path, name: str, hide
     remote = external_resources(out_html.read_text(encoding="utf-8"))
     if remote:
         print(f"shotbench: warning: {out_html} would fetch {len(remote)} resource(s) from the network: {remote[0]}", file=sys.stderr)
+    save_screenshot(out_html)
     return out_html
+
+
+def save_screenshot(out_html: Path) -> Path | None:
+    """A PNG beside the HTML for readers without a browser; a warning, not a failure, without Chromium."""
+    from shotbench.screenshot import screenshot
+
+    try:
+        return screenshot(out_html)
+    except Exception as exc:  # noqa: BLE001  the HTML is the product; the PNG is a convenience
+        print(f"shotbench: warning: no screenshot of {out_html}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return None
 
 
 def check_inputs(specs: list[str]) -> list[analysis.Input]:
