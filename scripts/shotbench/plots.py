@@ -22,7 +22,7 @@ from shotbench.analysis import pb_label
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#393b79", "#bcbd22")
 # grey and black draw references (y = 1, linear scaling, whiskers), never a series
 LEGEND_LIMIT = 1000  # HoloViews hides the legend past 25 glyphs by default: 13 lines of curve + markers
-WIDTH, HEIGHT = 520, 380
+WIDTH, HEIGHT = 600, 380  # wide enough for two legend columns of "ros3-1.14 · page buffer 256 MiB"
 WORKERS = hv.Dimension("num-workers", label="Number of Dask workers")
 MODE_TITLES = {"shots": "All signals of one shot file", "signals": "All signals of all shot files"}
 PLOT_CLASS = "shotbench-plot"
