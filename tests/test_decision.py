@@ -75,3 +75,26 @@ def test_answers_name_the_fastest_per_mode(table: pd.DataFrame) -> None:
     lines = decision.answers(table)
     assert lines[0].startswith("shots: ros3-2.0 with 2 workers") and "× the limit" in lines[0]
     assert lines[1].startswith("signals: ros3-2.0 with 4 workers")
+
+
+def test_findings_are_few_ranked_and_significant() -> None:
+    ds = analysis.load([f"fixture={RUN}"])
+    lines = decision.findings(ds, decision.decision_table(ds))
+    assert 0 < len(lines) <= decision.MAX_FINDINGS
+    assert all("95 % CI" in line for line in lines)
+    effects = [float(line.split("× ")[0].split()[-1]) for line in lines]
+    assert effects == sorted(effects, reverse=True)  # all ratios > 1 here, so larger first
+    assert "shots, 2 workers: ros3-1.14 takes 1.19× the runtime of ros3-2.0" in " ".join(lines)
+
+
+def test_single_trial_reference_gets_a_finding_over_worker_counts() -> None:
+    from shotbench.report import reference_inputs
+
+    ds = analysis.load(reference_inputs())
+    table = decision.decision_table(ds)
+    assert set(table["verdict"]) == {decision.FASTEST, decision.ONE_TRIAL}
+    lines = decision.findings(ds, table)
+    assert lines == [
+        "signals: across 6 worker counts, old-ros3-1.14 takes a median 1.48× the runtime of new-ros3-2.0dev "
+        "(95 % CI over worker counts 1.22–2.02×)."
+    ]

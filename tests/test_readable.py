@@ -68,3 +68,26 @@ def test_every_figure_of_a_run_report_has_a_legend_per_series(run_report: Path) 
     assert len(found) >= 10
     assert legend_problems(html) == []
     assert sum(len(f.series_colors) > 1 for f in found) >= 8
+
+
+@pytest.mark.slow
+def test_run_report_opens_with_the_decision_and_few_findings(run_report: Path) -> None:
+    from shotbench import decision
+
+    html = (run_report / "ros3-backends.html").read_text(encoding="utf-8")
+    assert html.index("Decision: which backend") < html.index(">Inputs<") < html.index("performance ratio")
+    findings = html.split("<strong>Findings</strong>")[1].split("</ol>")[0]
+    assert 0 < findings.count("<li>") <= decision.MAX_FINDINGS
+    table = pd.read_csv(run_report / "decision.csv")
+    assert {"rank", "verdict", "vs-limit", "gets", decision.cost_column("internet")} <= set(table.columns)
+    assert decision.one_line(table).startswith("shots: ros3-2.0 with 2 workers")
+    assert "as of " + decision.load_prices().as_of in html
+
+
+@pytest.mark.slow
+def test_run_report_has_a_screenshot(run_report: Path) -> None:
+    from PIL import Image
+
+    png = run_report / "ros3-backends.png"
+    with Image.open(png) as im:
+        assert im.width >= 1200 and im.height > 5000  # the whole page, not one screen

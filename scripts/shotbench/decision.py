@@ -173,12 +173,19 @@ def write_decision(table: pd.DataFrame, out_dir: Path) -> Path:
     return path
 
 
+def _fmt(value: float, fmt: str) -> str:
+    """Seconds as 3 significant digits, but 1,117 rather than 1.12e+03."""
+    if fmt == "s":
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return f"{value:{fmt}}"
+
+
 def _interval(value: float, lo: float, hi: float, fmt: str, unit: str = "") -> str:
     if np.isnan(value):
         return "—"
     if np.isnan(lo) or np.isnan(hi) or lo == hi:
-        return f"{value:{fmt}}{unit}"
-    return f"{value:{fmt}}{unit} [{lo:{fmt}}, {hi:{fmt}}]"
+        return f"{_fmt(value, fmt)}{unit}"
+    return f"{_fmt(value, fmt)}{unit} [{_fmt(lo, fmt)}, {_fmt(hi, fmt)}]"
 
 
 def _plain(value: float, fmt: str, unit: str = "") -> str:
@@ -193,7 +200,7 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
         "workers": t["num-workers"],
         "rank": t["rank"].astype(object).where(t["rank"].notna(), "—"),
         "backend": t["name"],
-        "median runtime [s] (95 % CI)": [_interval(*v, ".3g") for v in t[["runtime", "runtime-ci-low", "runtime-ci-high"]].to_numpy()],
+        "median runtime [s] (95 % CI)": [_interval(*v, "s") for v in t[["runtime", "runtime-ci-low", "runtime-ci-high"]].to_numpy()],
         "× fastest (95 % CI)": [_interval(*v, ".2f", "×") for v in t[["vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"]].to_numpy()],
         "verdict": t["verdict"],
         "× limit": [_plain(v, ".2f", "×") for v in t["vs-limit"]],
@@ -202,8 +209,10 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
         "amplification": [_plain(v, ".2f", "×") for v in t["amplification"]],
         **{f"$/1k reads, {p}": [_plain(v, ".4f") for v in t[cost_column(p)]] for p in prices.transfer_per_gb},
     })
-    if t["amplification"].isna().all():
-        out = out.drop(columns="amplification")  # runs without client-side accounting
+    # columns a dataset has nothing for (no limit, no request counts: upstream CSVs; no
+    # client-side accounting: amplification) are left out rather than shown as a column of dashes
+    empty = [c for c in out.columns if (out[c] == "—").all()]
+    out = out.drop(columns=empty)
     return out.reset_index(drop=True)
 
 
@@ -221,6 +230,37 @@ def styled(frame: pd.DataFrame) -> "pd.io.formats.style.Styler":
     )
 
 
+def _best(table: pd.DataFrame, mode: str) -> pd.Series | None:
+    t = table[(table["obj-type"] == mode) & table["rank"].notna()]
+    return None if t.empty else t.loc[t["runtime"].idxmin()]
+
+
+def one_line(table: pd.DataFrame) -> str:
+    """The index page's answer: per mode, the fastest, its workers, ratio to the limit, internet cost."""
+    parts = []
+    internet = [c for c in table.columns if c.startswith("$/1000 reads ")][-1:]
+    for mode in analysis.MODES:
+        best = _best(table, mode)
+        if best is None:
+            continue
+        text = f"{mode}: {best['name']} with {int(best['num-workers'])} workers, {best['runtime']:.3g} s"
+        if pd.notna(best["vs-limit"]):
+            text += f", {best['vs-limit']:.2f}× limit"
+        if internet and pd.notna(best[internet[0]]):
+            text += f", ${best[internet[0]]:.3g}/1k reads ({internet[0].removeprefix('$/1000 reads ')})"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def read_decision(folder: Path) -> pd.DataFrame | None:
+    """decision.csv of a rendered report, or None when the report predates it."""
+    path = folder / "decision.csv"
+    try:
+        return pd.read_csv(path)
+    except (OSError, pd.errors.EmptyDataError, pd.errors.ParserError):
+        return None
+
+
 def answers(table: pd.DataFrame, prices: Prices | None = None) -> list[str]:
     """One line per mode: the fastest configuration over all worker counts, its limit ratio and cost."""
     prices = prices or load_prices()
@@ -229,10 +269,9 @@ def answers(table: pd.DataFrame, prices: Prices | None = None) -> list[str]:
         t = table[table["obj-type"] == mode]
         if t.empty:
             continue
-        ranked = t[t["rank"].notna()]
-        if ranked.empty:
+        best = _best(table, mode)
+        if best is None:
             continue
-        best = ranked.loc[ranked["runtime"].idxmin()]
         w = int(best["num-workers"])
         text = f"{mode}: {best['name']} with {w} worker{'s' if w != 1 else ''}, {best['runtime']:.3g} s"
         if not np.isnan(best["vs-limit"]):
@@ -254,6 +293,33 @@ def _workers(n: int) -> str:
 
 def _significant(lo: float, hi: float) -> bool:
     return not (np.isnan(lo) or np.isnan(hi)) and not lo <= 1.0 <= hi
+
+
+MIN_WORKER_COUNTS = 3
+
+
+def _across_workers(
+    t: pd.DataFrame, best: pd.Series, mode: str, n_boot: int, level: float, rng: np.random.Generator
+) -> list[tuple[float, str, str, str]]:
+    """Each configuration against the best one, over every worker count both ran.
+
+    The worker counts are the replicates: the median of the per-count runtime ratios with a
+    bootstrap CI over counts. This is what single-trial data (the upstream CSVs) can support.
+    """
+    out = []
+    ref = t[t["name"] == best["name"]].set_index("num-workers")["runtime"]
+    for name, part in t[t["name"] != best["name"]].groupby("name", sort=False):
+        ratios = (part.set_index("num-workers")["runtime"] / ref).dropna().to_numpy(float)
+        if len(ratios) < MIN_WORKER_COUNTS:
+            continue
+        lo, hi = bootstrap_median(ratios, n_boot, level, rng)
+        if not _significant(lo, hi):
+            continue
+        r = float(np.median(ratios))
+        out.append((abs(np.log(r)), mode, "across", (
+            f"{mode}: across {len(ratios)} worker counts, {name} takes a median {r:.2f}× the runtime of "
+            f"{best['name']} ({round(level * 100)} % CI over worker counts {lo:.2f}–{hi:.2f}×).")))
+    return out
 
 
 def findings(
@@ -279,6 +345,7 @@ def findings(
             found.append((abs(np.log(r)), mode, "rank", (
                 f"{mode}, {_workers(w)}: {row['name']} takes {r:.2f}× the runtime of {best['name']} "
                 f"({pct} % CI {lo:.2f}–{hi:.2f}×).")))
+        found += _across_workers(t, best, mode, n_boot, level, rng)
         c = usable_cases(ds.cases)
         c = c[(c["obj-type"] == mode) & ~c["backend"].isin(REFERENCES)]
         for (series, pb), g in c.groupby(["series", "pb-size"], sort=False):
