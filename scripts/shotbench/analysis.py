@@ -543,6 +543,8 @@ def describe_table(ds: Dataset, mode: str) -> pd.DataFrame:
     """describe() of worker mean read times for one mode, indexed the way readers scan it."""
     d = describe_times(ds, ["series", "pb-size", "num-workers", "obj-type"]).reset_index()
     d = d[d["obj-type"] == mode].drop(columns="obj-type")
+    rank = {name: i for i, name in enumerate(ds.series)}
+    d = d.assign(_r=d["series"].map(rank)).sort_values(["_r", "pb-size", "num-workers"]).drop(columns="_r")
     d["page buffer"] = d["pb-size"].map(pb_label)
     return d.set_index(["series", "page buffer", "num-workers"]).drop(columns="pb-size")
 

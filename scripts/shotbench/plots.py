@@ -120,6 +120,7 @@ def _frame(overlay: hv.Overlay, title: str, ylabel: str, xmax: float, legend: st
             xlabel="Number of Dask workers",
             ylabel=ylabel,
             xlim=(0, xmax * 1.05 + 1),
+            xticks=_worker_ticks(overlay),
             ylim=(0, None),
             width=WIDTH,
             height=HEIGHT + 30 * len(_labels(overlay)) // 2,
@@ -130,6 +131,15 @@ def _frame(overlay: hv.Overlay, title: str, ylabel: str, xmax: float, legend: st
             toolbar="right",
         )
     )
+
+
+def _worker_ticks(overlay: hv.Overlay) -> list[int]:
+    """Ticks at the worker counts that ran (never 0.5 or 1.5 workers)."""
+    counts: set[int] = set()
+    for el in overlay:
+        if "num-workers" in [d.name for d in el.kdims]:
+            counts.update(int(w) for w in el.dimension_values("num-workers"))
+    return sorted(counts)
 
 
 def _labels(overlay: hv.Overlay) -> list[str]:
@@ -216,7 +226,8 @@ def box_plot(workers: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Ov
             title=f"{MODE_TITLES.get(mode, mode)}: worker mean read time",
             xlabel="Page buffer, Dask workers, series",
             ylabel=vdim.label,
-            width=max(WIDTH * 2, 24 * df.groupby(["pb-size", "num-workers", "series"]).ngroups) + 160,
+            # room for the legend to the right inside the report's ~1,250 px output column
+            width=max(WIDTH * 2 - 200, 24 * df.groupby(["pb-size", "num-workers", "series"]).ngroups) + 140,
             height=HEIGHT + 60,
             show_grid=True,
             show_legend=False,
