@@ -125,7 +125,7 @@ def _text(table: pd.DataFrame) -> str:
     return t[["case", "n-a", "n-b", "median-a", "median-b", "ratio", "p-value", "vs-copy", "flag"]].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
-def write_html(table: pd.DataFrame, title: str, path: Path) -> Path:
+def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "") -> Path:
     """A small offline page: the table and one plot of the ratios with their CIs."""
     import holoviews as hv
 
@@ -133,16 +133,21 @@ def write_html(table: pd.DataFrame, title: str, path: Path) -> Path:
 
     setup = plots.setup().text
     df = table.assign(neg=(table["ratio"] - table["ci-low"]).fillna(0), pos=(table["ci-high"] - table["ratio"]).fillna(0))
-    case = hv.Dimension("case", label="Case")
-    ratio = hv.Dimension("ratio", label="Runtime ratio B ÷ A (95 % CI; >1: B slower)")
+    case = hv.Dimension("case", label="Case (backend, mode, workers, page buffer)")
+    ratio = hv.Dimension("ratio", label="Runtime B ÷ A (>1: B slower)")
     fig = (hv.HLine(1).opts(color="grey") * hv.Scatter(df, case, [ratio, "p-value"]).opts(size=8, color=plots.PALETTE[0], tools=["hover"])
            * hv.ErrorBars(df, case, ["ratio", "neg", "pos"]).opts(color=plots.PALETTE[0])).opts(
-        hv.opts.Overlay(title=title, width=max(600, 40 * len(df)), height=420, xrotation=60, show_legend=False, show_grid=True))
-    body = table.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)
+        hv.opts.Overlay(title="Median runtime ratio per case, 95 % bootstrap CI", xlabel=case.label, ylabel=ratio.label,
+                        width=max(600, 60 * len(df)), height=420, xrotation=30, show_legend=False, show_grid=True))
+    shown = table.assign(flag=["SLOWER" if s else "OVER LIMIT" if o else "" for s, o in table[["slower", "over-limit"]].to_numpy()])
+    body = shown.drop(columns=["slower", "over-limit"]).to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)
+    intro = (f"<p>{html.escape(title)}. Per case: median runtime of B ÷ A over trials, percentile-bootstrap 95 % CI, "
+             f"two-sided Mann-Whitney p; <code>vs-copy</code> = B's runtime ÷ the raw-GET time of the same bytes. "
+             f"{html.escape(gates)}</p>")
     path.write_text(
         f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>{setup}"
         "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;white-space:nowrap}</style></head>"
-        f"<body><h1>{html.escape(title)}</h1>{body}{plots.show(fig).text}</body></html>\n", encoding="utf-8")
+        f"<body><h1>shotbench compare</h1>{intro}{body}{plots.show(fig).text}</body></html>\n", encoding="utf-8")
     return path
 
 
@@ -175,7 +180,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "compare.csv", index=False)
-    write_html(table, title, out / "compare.html")
+    gates = " ".join(g for g in (
+        f"Gate: SLOWER when the ratio is at least {args.threshold} with CI above 1 and p < {ALPHA}." if args.threshold else "",
+        f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline." if args.limit_ratio else "") if g)
+    write_html(table, f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}", out / "compare.html", gates)
     print(f"{title}: runtime ratio B ÷ A per case (95 % CI), Mann-Whitney p over trials")
     print(_text(table))
     print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
