@@ -396,7 +396,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"Rendering {kind.notebook} with {len(args.input)} input(s) into {out} ...", flush=True)
         html_path = render_notebook(kind.notebook_path, params, out, args.name or kind.stem, hide)
         print(f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
-              f"figures), {html_path.with_suffix('.ipynb')} and {out / 'summary.csv'} in {time.monotonic() - t0:.0f} s.")
+              f"figures), {html_path.with_suffix('.ipynb')}, {out / 'summary.csv'} and {out / 'decision.csv'} "
+              f"in {time.monotonic() - t0:.0f} s.")
         if args.reference:
             write_index(rendered_entries())
         return 0
