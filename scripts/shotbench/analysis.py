@@ -654,47 +654,10 @@ def describe_table(ds: Dataset, mode: str) -> pd.DataFrame:
     """describe() of worker mean read times for one mode, indexed the way readers scan it."""
     d = describe_times(ds, ["series", "pb-size", "num-workers", "obj-type"]).reset_index()
     d = d[d["obj-type"] == mode].drop(columns="obj-type")
+    rank = {name: i for i, name in enumerate(ds.series)}
+    d = d.assign(_r=d["series"].map(rank)).sort_values(["_r", "pb-size", "num-workers"]).drop(columns="_r")
     d["page buffer"] = d["pb-size"].map(pb_label)
     return d.set_index(["series", "page buffer", "num-workers"]).drop(columns="pb-size")
-
-
-def _workers(n: int) -> str:
-    return f"{n} worker" if n == 1 else f"{n} workers"
-
-
-def findings(table: pd.DataFrame, ratios: pd.DataFrame) -> list[str]:
-    """Plain-language headline numbers, computed rather than written by hand."""
-    lines: list[str] = []
-    for mode in MODES:
-        t = table[table["obj-type"] == mode]
-        if t.empty:
-            continue
-        best = t.loc[t["total-runtime"].idxmin()]
-        lines.append(
-            f"{mode}: the fastest case is {best['series']} with {_workers(int(best['num-workers']))} "
-            f"({best['total-runtime']:.3g} s, page buffer {pb_label(best['pb-size'])})."
-        )
-        several = t["pb-size"].nunique() > 1
-        for (series, pb), part in t.groupby(["series", "pb-size"], sort=False):
-            if several:
-                series = f"{series} (page buffer {pb_label(pb)})"
-            top = part.loc[part["norm-tot-runtime"].idxmax()]
-            if part["num-workers"].nunique() < 2:
-                continue
-            last = part.loc[part["num-workers"].idxmax()]
-            lines.append(
-                f"{mode}: {series} peaks at {_workers(int(top['num-workers']))}, {top['norm-tot-runtime']:.2f}× "
-                f"its baseline; at {_workers(int(last['num-workers']))} it is {last['norm-tot-runtime']:.2f}×."
-            )
-        r = ratios[ratios["obj-type"] == mode]
-        for series, part in r.groupby("series", sort=False):
-            ref = part["reference"].iloc[0]
-            lo, hi, med = part["ratio"].min(), part["ratio"].max(), part["ratio"].median()
-            wmin, wmax = int(part["num-workers"].min()), int(part["num-workers"].max())
-            where = f"at {_workers(wmin)}" if wmin == wmax else f"across {wmin}–{wmax} workers"
-            speed = f"{lo:.2f}×" if len(part) == 1 else f"{lo:.2f}–{hi:.2f}× (median {med:.2f}×)"
-            lines.append(f"{mode}: {series} runs at {speed} the speed of {ref} {where}.")
-    return lines
 
 
 def inputs_table(ds: Dataset) -> pd.DataFrame:

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "report": "shotbench.report",
     "reports": "shotbench.report",
     "transfer": "shotbench.transfer.cli",
+    "compare": "shotbench.compare",
 }
 
 

@@ -7,8 +7,12 @@ use this check.
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
+from html import unescape
 from html.parser import HTMLParser
+from typing import Any
 
 _REMOTE = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 _CSS_URL = re.compile(r"(?:@import\s+|url\()\s*['\"]?((?:https?:)?//[^'\")\s]+)", re.IGNORECASE)
@@ -59,3 +63,135 @@ def external_resources(html: str) -> list[str]:
 def figure_count(html: str) -> int:
     """Bokeh figures embedded by `plots.show()` (each wrapper records how many it holds)."""
     return sum(int(n) for n in re.findall(r'class="shotbench-plot" data-figures="(\d+)"', html))
+
+
+# --- What each embedded Bokeh figure shows: series, legend entries, axis labels ---------------
+
+_DOCS_JSON = re.compile(r"docs_json = '([^']*)'")
+# colours that draw references (y = 1, linear scaling) or box whiskers, never a series
+NEUTRAL_COLORS = frozenset({"black", "grey", "gray", "#000000", "#808080", "#7f7f7f"})
+
+
+@dataclass
+class FigureInfo:
+    """One Bokeh figure as a reader sees it: title, axis labels, coloured series, legend entries."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    series_colors: set[str]
+    legend: list[str]
+    unlabelled: int  # coloured glyph renderers that no legend entry names
+    mixed_entries: list[str]  # legend entries whose glyphs have more than one colour
+
+
+def bokeh_documents(html: str) -> list[dict]:
+    """The Bokeh documents `bokeh.embed.components` wrote into the page, decoded back to JSON.
+
+    Bokeh HTML-escapes the JSON, replaces single quotes and doubles backslashes; undo that.
+    """
+    docs = []
+    for m in _DOCS_JSON.finditer(html):
+        text = unescape(m.group(1).replace("\\\\", "\\"))
+        docs.extend(json.loads(text).values())
+    return docs
+
+
+def _objects(node: Any, out: dict[str, dict]) -> None:
+    """Every serialised model by id (later references carry only the id)."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "id" in node and "name" in node:
+            out.setdefault(node["id"], node)
+        for value in node.values():
+            _objects(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _objects(value, out)
+
+
+def _color(glyph: dict) -> str | None:
+    """The constant colour of a glyph (fill for areas and markers, line for lines)."""
+    attrs = glyph.get("attributes", {})
+    for key in ("fill_color", "line_color"):
+        value = attrs.get(key)
+        if isinstance(value, dict) and "value" in value:
+            value = value["value"]
+        if isinstance(value, str):
+            return value.lower()
+    return None
+
+
+def figures(html: str) -> list[FigureInfo]:
+    """Inspect every Figure of every embedded Bokeh document."""
+    out = []
+    for doc in bokeh_documents(html):
+        objs: dict[str, dict] = {}
+        _objects(doc, objs)
+
+        def get(ref: Any) -> dict:
+            return objs.get(ref.get("id"), {}) if isinstance(ref, dict) else {}
+
+        for fig in (o for o in objs.values() if o["name"] == "Figure"):
+            a = fig.get("attributes", {})
+            axes = {side: [get(r) for r in a.get(side, [])] for side in ("below", "above", "left", "right", "center")}
+            label = lambda side: next(  # noqa: E731
+                (str(x["attributes"].get("axis_label") or "") for x in axes[side] if x.get("name", "").endswith("Axis")), ""
+            )
+            colors: dict[str, str] = {}
+            for r in map(get, a.get("renderers", [])):
+                if r.get("name") != "GlyphRenderer":
+                    continue
+                c = _color(get(r["attributes"].get("glyph")))
+                if c and c not in NEUTRAL_COLORS:
+                    colors[r["id"]] = c
+            legend, covered, mixed = [], set(), []
+            for lg in (x for side in axes.values() for x in side if x.get("name") == "Legend"):
+                for item in map(get, lg["attributes"].get("items", [])):
+                    lab = item["attributes"].get("label")
+                    text = str(lab.get("value", lab)) if isinstance(lab, dict) else str(lab)
+                    ids = [ref.get("id") for ref in item["attributes"].get("renderers", [])]
+                    legend.append(text)
+                    covered.update(ids)
+                    if len({colors[i] for i in ids if i in colors}) > 1:
+                        mixed.append(text)
+            title = get(a.get("title"))
+            out.append(
+                FigureInfo(
+                    title=str(title.get("attributes", {}).get("text", "")),
+                    xlabel=label("below") or label("above"),
+                    ylabel=label("left") or label("right"),
+                    series_colors=set(colors.values()),
+                    legend=legend,
+                    unlabelled=len(set(colors) - covered),
+                    mixed_entries=mixed,
+                )
+            )
+    return out
+
+
+def legend_problems(html: str) -> list[str]:
+    """What makes a figure unreadable: several series with no legend entry each, or no axis labels.
+
+    A series is a set of glyphs a legend entry names; every coloured glyph must be named by
+    exactly one entry, entries must not repeat or mix colours, and a figure with several colours
+    must have at least as many entries as colours.
+    """
+    problems = []
+    for f in figures(html):
+        name = f.title or "an untitled figure"
+        if not f.xlabel or not f.ylabel:
+            problems.append(f"{name}: an axis has no label")
+        if len(f.series_colors) < 2 and len(f.legend) < 2:
+            continue
+        if not f.legend:
+            problems.append(f"{name}: {len(f.series_colors)} coloured series and no legend")
+            continue
+        if f.unlabelled:
+            problems.append(f"{name}: {f.unlabelled} coloured glyph(s) not named by any legend entry")
+        if len(set(f.legend)) != len(f.legend):
+            problems.append(f"{name}: legend entries repeat")
+        if f.mixed_entries:
+            problems.append(f"{name}: legend entry {f.mixed_entries[0]!r} names glyphs of several colours")
+        if len(f.legend) < len(f.series_colors):
+            problems.append(f"{name}: {len(f.series_colors)} colours but {len(f.legend)} legend entries")
+    return problems

@@ -9,7 +9,7 @@ puts BokehJS inline once, and `show()` embeds each figure as a self-contained Bo
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable
+from typing import Any, Iterable
 
 import holoviews as hv
 import pandas as pd
@@ -19,8 +19,10 @@ from bokeh.resources import Resources
 
 from shotbench.analysis import pb_label
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
-WIDTH, HEIGHT = 520, 380
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#393b79", "#bcbd22")
+# grey and black draw references (y = 1, linear scaling, whiskers), never a series
+LEGEND_LIMIT = 1000  # HoloViews hides the legend past 25 glyphs by default: 13 lines of curve + markers
+WIDTH, HEIGHT = 600, 380  # wide enough for two legend columns of "ros3-1.14 · page buffer 256 MiB"
 WORKERS = hv.Dimension("num-workers", label="Number of Dask workers")
 MODE_TITLES = {"shots": "All signals of one shot file", "signals": "All signals of all shot files"}
 PLOT_CLASS = "shotbench-plot"
@@ -118,15 +120,26 @@ def _frame(overlay: hv.Overlay, title: str, ylabel: str, xmax: float, legend: st
             xlabel="Number of Dask workers",
             ylabel=ylabel,
             xlim=(0, xmax * 1.05 + 1),
+            xticks=_worker_ticks(overlay),
             ylim=(0, None),
             width=WIDTH,
             height=HEIGHT + 30 * len(_labels(overlay)) // 2,
             show_grid=True,
             legend_position=legend,
             legend_cols=2,
+            legend_limit=LEGEND_LIMIT,
             toolbar="right",
         )
     )
+
+
+def _worker_ticks(overlay: hv.Overlay) -> list[int]:
+    """Ticks at the worker counts that ran (never 0.5 or 1.5 workers)."""
+    counts: set[int] = set()
+    for el in overlay:
+        if "num-workers" in [d.name for d in el.kdims]:
+            counts.update(int(w) for w in el.dimension_values("num-workers"))
+    return sorted(counts)
 
 
 def _labels(overlay: hv.Overlay) -> list[str]:
@@ -172,7 +185,28 @@ def scaling_plots(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv
     ).cols(2)
 
 
-def box_plot(workers: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.BoxWhisker:
+def _rank(palette: dict[str, str], name: str) -> int:
+    """Position of a series in the report's series order (unknown names last)."""
+    order = list(palette)
+    return order.index(name) if name in order else len(order)
+
+
+def _box_legend(plot: Any, element: hv.Overlay) -> None:
+    """Hook: one legend entry per series of boxes (HoloViews draws BoxWhisker without one)."""
+    from bokeh.models import Legend, LegendItem
+
+    items = []
+    for sub in plot.subplots.values():
+        renderers = [v for k, v in sub.handles.items() if k.startswith("vbar") and k.endswith("glyph_renderer")]
+        if renderers:
+            items.append(LegendItem(label=str(sub.current_frame.label), renderers=renderers))
+    order = {str(el.label): i for i, el in enumerate(element)}
+    items.sort(key=lambda item: order.get(item.label.value, len(order)))
+    if items:
+        plot.state.add_layout(Legend(items=items, title="series", click_policy="hide"), "right")
+
+
+def box_plot(workers: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
     """Per-worker mean object read time by page buffer and workers, one box per series."""
     _backend()
     df = workers.loc[workers["obj-type"] == mode, ["series", "pb-size", "num-workers", "mean-obj-time"]].dropna()
@@ -181,22 +215,26 @@ def box_plot(workers: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Bo
     unit = "signal" if mode == "signals" else "shot file"
     kdims = [hv.Dimension("page buffer"), hv.Dimension("num-workers", label="Dask workers"), hv.Dimension("series")]
     vdim = hv.Dimension("mean-obj-time", label=f"Worker mean {unit} read time [s]")
-    names = list(dict.fromkeys(df["series"]))
-    cmap = {n: palette.get(n, PALETTE[0]) for n in names}
-    return hv.BoxWhisker(df, kdims, vdim).opts(
-        box_fill_color="series",
-        cmap=cmap,
-        title=f"{MODE_TITLES.get(mode, mode)}: worker mean read time",
-        xlabel="Page buffer, Dask workers, series",
-        ylabel=vdim.label,
-        width=max(WIDTH * 2, 24 * df.groupby(["pb-size", "num-workers", "series"]).ngroups),
-        height=HEIGHT + 60,
-        show_grid=True,
-        show_legend=False,
-        xrotation=90,
-        outlier_radius=0.004,
-        box_alpha=0.8,
-        toolbar="right",
+    boxes = [
+        hv.BoxWhisker(part, kdims, vdim, label=name).opts(
+            box_fill_color=palette.get(name, PALETTE[0]), box_alpha=0.8, outlier_radius=0.004
+        )
+        for name, part in sorted(df.groupby("series", sort=False), key=lambda g: _rank(palette, g[0]))
+    ]
+    return hv.Overlay(boxes).opts(
+        hv.opts.Overlay(
+            title=f"{MODE_TITLES.get(mode, mode)}: worker mean read time",
+            xlabel="Page buffer, Dask workers, series",
+            ylabel=vdim.label,
+            # room for the legend to the right inside the report's ~1,250 px output column
+            width=max(WIDTH * 2 - 200, 24 * df.groupby(["pb-size", "num-workers", "series"]).ngroups) + 140,
+            height=HEIGHT + 60,
+            show_grid=True,
+            show_legend=False,
+            xrotation=90,
+            toolbar="right",
+            hooks=[_box_legend],
+        )
     )
 
 

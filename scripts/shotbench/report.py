@@ -183,7 +183,19 @@ def render_notebook(notebook: Path, params: dict, out_dir: Path, name: str, hide
     remote = external_resources(out_html.read_text(encoding="utf-8"))
     if remote:
         print(f"shotbench: warning: {out_html} would fetch {len(remote)} resource(s) from the network: {remote[0]}", file=sys.stderr)
+    save_screenshot(out_html)
     return out_html
+
+
+def save_screenshot(out_html: Path) -> Path | None:
+    """A PNG beside the HTML for readers without a browser; a warning, not a failure, without Chromium."""
+    from shotbench.screenshot import screenshot
+
+    try:
+        return screenshot(out_html)
+    except Exception as exc:  # noqa: BLE001  the HTML is the product; the PNG is a convenience
+        print(f"shotbench: warning: no screenshot of {out_html}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return None
 
 
 def check_inputs(specs: list[str]) -> list[analysis.Input]:
@@ -220,6 +232,7 @@ class IndexEntry:
     hdf5: str
     status: str
     report: Path
+    answer: str = ""
 
 
 def index_entry(kind: ReportKind, run: Path, report: Path) -> IndexEntry:
@@ -290,7 +303,21 @@ def rendered_entries() -> list[IndexEntry]:
                 entries.append(index_entry(kind, run, report))
     entries.sort(key=lambda e: (e.date, e.run_id), reverse=True)
     reference = reference_entry()
-    return entries + [reference] if reference else entries
+    entries = entries + [reference] if reference else entries
+    for entry in entries:
+        entry.answer = _answer(entry.report.parent)
+    return entries
+
+
+def _answer(folder: Path) -> str:
+    """The one-line answer from the report's decision.csv (empty for reports without one)."""
+    from shotbench import decision
+
+    table = decision.read_decision(folder)
+    try:
+        return decision.one_line(table) if table is not None else ""
+    except (KeyError, ValueError):
+        return ""
 
 
 def write_index(entries: list[IndexEntry], path: Path | None = None) -> Path:
@@ -300,7 +327,8 @@ def write_index(entries: list[IndexEntry], path: Path | None = None) -> Path:
     e = html.escape
     rows = "\n".join(
         f"<tr><td>{e(x.date)}</td><td><a href=\"{e(x.report.relative_to(path.parent).as_posix())}\">{e(x.run_id)}</a></td>"
-        f"<td>{e(x.kind)}</td><td>{e(x.location)}</td><td>{e(x.backends)}</td><td>{e(x.hdf5)}</td><td>{e(x.status)}</td></tr>"
+        f"<td>{e(x.kind)}</td><td>{e(x.answer) or '—'}</td><td>{e(x.location)}</td><td>{e(x.backends)}</td><td>{e(x.hdf5)}</td>"
+        f"<td>{e(x.status)}</td></tr>"
         for x in entries
     )
     empty = "" if entries else "<p>No reports yet: run <code>make bench-ros3</code>, then <code>make reports</code>.</p>"
@@ -310,7 +338,8 @@ def write_index(entries: list[IndexEntry], path: Path | None = None) -> Path:
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f4f4f4}}</style></head>
 <body><h1>shotbench reports</h1>{empty}
-<table><thead><tr><th>Date (UTC)</th><th>Report</th><th>Kind</th><th>Data location</th><th>Backends</th>
+<table><thead><tr><th>Date (UTC)</th><th>Report</th><th>Kind</th><th>Fastest per access pattern (workers, × limit, cost)</th>
+<th>Data location</th><th>Backends</th>
 <th>libhdf5 versions</th><th>Status</th></tr></thead>
 <tbody>
 {rows}
@@ -367,7 +396,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"Rendering {kind.notebook} with {len(args.input)} input(s) into {out} ...", flush=True)
         html_path = render_notebook(kind.notebook_path, params, out, args.name or kind.stem, hide)
         print(f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
-              f"figures), {html_path.with_suffix('.ipynb')} and {out / 'summary.csv'} in {time.monotonic() - t0:.0f} s.")
+              f"figures), {html_path.with_suffix('.ipynb')}, {out / 'summary.csv'} and {out / 'decision.csv'} "
+              f"in {time.monotonic() - t0:.0f} s.")
         if args.reference:
             write_index(rendered_entries())
         return 0

@@ -1,0 +1,100 @@
+"""The decision table ranks backends with CIs, finds the limit, and prices the requests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shotbench import analysis, decision
+
+RUN = Path(__file__).resolve().parent / "data" / "run-fixture"
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return decision.decision_table(analysis.load([f"fixture={RUN}"]))
+
+
+def test_backends_are_ranked_by_median_runtime_with_the_limit_apart(table: pd.DataFrame) -> None:
+    shots1 = table[(table["obj-type"] == "shots") & (table["num-workers"] == 1)]
+    assert list(shots1["name"]) == ["ros3-2.0", "ros3-1.14", "raw-get"]
+    assert list(shots1["rank"].astype(object)) == [1, 2, pd.NA]
+    first, second, raw = (shots1.iloc[i] for i in range(3))
+    assert first["runtime"] == pytest.approx(np.median([1.115579, 1.185865]))
+    assert raw["verdict"] == decision.LIMIT_ROW
+    # limit: the raw-get backend's median for the same mode and workers (no local disk in this run)
+    assert first["limit"] == pytest.approx(np.median([0.766659, 0.776885]))
+    assert first["vs-limit"] == pytest.approx(first["runtime"] / first["limit"])
+    assert second["vs-fastest"] == pytest.approx(np.median([1.412746, 1.444703]) / first["runtime"])
+    # two trials each, far apart: the interval excludes 1
+    assert 1 < second["vs-fastest-ci-low"] <= second["vs-fastest"] <= second["vs-fastest-ci-high"]
+    assert second["verdict"] == decision.SLOWER
+
+
+def test_costs_follow_the_price_table(table: pd.DataFrame) -> None:
+    prices = decision.load_prices()
+    row = table[(table["obj-type"] == "shots") & (table["num-workers"] == 1) & (table["series"] == "ros3-1.14")].iloc[0]
+    assert (row["gets"], row["bytes"]) == (720, 15_000_000)
+    per_read = 720 * prices.get_per_1000 / 1000 + 15_000_000 / 2**30 * prices.transfer_per_gb["internet"]
+    assert row[decision.cost_column("internet")] == pytest.approx(1000 * per_read)
+    assert row[decision.cost_column("same region")] == pytest.approx(720 * prices.get_per_1000)
+    assert prices.as_of and prices.source.startswith("https://")
+
+
+def _cases(times: dict[str, list[float]]) -> analysis.Dataset:
+    rows = [
+        [1, "o", t, 1, t, 1, t, 0, 1, "shots", 1, t] + [name, k]
+        for name, ts in times.items() for k, t in enumerate(ts)
+    ]
+    df = pd.DataFrame(rows, columns=[*analysis.UPSTREAM_COLUMNS, "backend", "trial"])
+    return analysis._assemble(
+        [analysis.Input("x", Path("<x>"), "run")], [df], [df[["backend", "obj-type", "pb-size", "num-workers", "trial", "total-runtime"]].copy()], [], {}
+    )
+
+
+def test_overlapping_trials_are_no_clear_difference() -> None:
+    t = decision.decision_table(_cases({"a": [1.0, 1.2, 1.4, 1.1], "b": [1.05, 1.3, 1.0, 1.25], "c": [3.0, 3.1, 3.2, 3.05]}))
+    assert list(t["verdict"]) == [decision.FASTEST, decision.UNCLEAR, decision.SLOWER]
+
+
+def test_one_trial_claims_nothing() -> None:
+    t = decision.decision_table(_cases({"a": [1.0], "b": [2.0]}))
+    assert list(t["verdict"]) == [decision.FASTEST, decision.ONE_TRIAL]
+    assert np.isnan(t["runtime-ci-low"]).all()
+
+
+def test_failed_cases_are_left_out() -> None:
+    cases = pd.DataFrame({"total-runtime": [1.0, np.nan, 2.0], "status": ["ok", "failed", "partial"]})
+    assert list(decision.usable_cases(cases)["total-runtime"]) == [1.0]
+
+
+def test_answers_name_the_fastest_per_mode(table: pd.DataFrame) -> None:
+    lines = decision.answers(table)
+    assert lines[0].startswith("shots: ros3-2.0 with 2 workers") and "× the limit" in lines[0]
+    assert lines[1].startswith("signals: ros3-2.0 with 4 workers")
+
+
+def test_findings_are_few_ranked_and_significant() -> None:
+    ds = analysis.load([f"fixture={RUN}"])
+    lines = decision.findings(ds, decision.decision_table(ds))
+    assert 0 < len(lines) <= decision.MAX_FINDINGS
+    assert all("95 % CI" in line for line in lines)
+    effects = [float(line.split("× ")[0].split()[-1]) for line in lines]
+    assert effects == sorted(effects, reverse=True)  # all ratios > 1 here, so larger first
+    assert "shots, 2 workers: ros3-1.14 takes 1.19× the runtime of ros3-2.0" in " ".join(lines)
+
+
+def test_single_trial_reference_gets_a_finding_over_worker_counts() -> None:
+    from shotbench.report import reference_inputs
+
+    ds = analysis.load(reference_inputs())
+    table = decision.decision_table(ds)
+    assert set(table["verdict"]) == {decision.FASTEST, decision.ONE_TRIAL}
+    lines = decision.findings(ds, table)
+    assert lines == [
+        "signals: across 6 worker counts, old-ros3-1.14 takes a median 1.48× the runtime of new-ros3-2.0dev "
+        "(95 % CI over worker counts 1.22–2.02×)."
+    ]

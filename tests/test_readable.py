@@ -1,0 +1,93 @@
+"""A rendered run report can be read: every multi-series figure names its series, axes have labels.
+
+The check reads the Bokeh documents embedded in the HTML, so it sees what a browser would draw.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import holoviews as hv
+import pandas as pd
+import pytest
+
+from shotbench import plots
+from shotbench.htmlcheck import figures, legend_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "tests" / "data" / "run-fixture"
+
+
+def _two_lines(**opts: object) -> str:
+    plots.setup()
+    df = pd.DataFrame({"num-workers": [1, 2], "t": [2.0, 1.0]})
+    a = hv.Curve(df, plots.WORKERS, "t", label="ros3-1.14").opts(color=plots.PALETTE[0])
+    b = hv.Curve(df.assign(t=[3.0, 2.0]), plots.WORKERS, "t", label="ros3-2.0").opts(color=plots.PALETTE[1])
+    return plots.show((a * b).opts(hv.opts.Overlay(ylabel="Total runtime [s]", **opts))).text
+
+
+def test_a_figure_without_legend_is_reported() -> None:
+    assert legend_problems(_two_lines(show_legend=False)) == ["an untitled figure: 2 coloured series and no legend"]
+
+
+def test_a_figure_with_one_entry_per_series_passes() -> None:
+    html = _two_lines(title="t", legend_position="right")
+    (fig,) = figures(html)
+    assert fig.legend == ["ros3-1.14", "ros3-2.0"] and fig.xlabel == "Number of Dask workers"
+    assert legend_problems(html) == []
+
+
+def test_many_lines_keep_their_legend() -> None:
+    """HoloViews drops the legend past 25 glyphs unless told otherwise; 13 lines of curve + markers."""
+    table = pd.DataFrame(
+        [{"series": f"b{i}", "obj-type": "shots", "pb-size": pb, "num-workers": w, "total-runtime": 1.0 + i + pb / 1e9 + 1 / w,
+          "norm-tot-runtime": 1.0, "trials": 1} for i in range(8) for pb in (0, 268435456) for w in (1, 2)]
+    )
+    html = plots.show(plots.runtime_plot(table, "shots", plots.colors(table["series"]))).text
+    assert legend_problems(html) == []
+    assert len(figures(html)[0].legend) == 17  # 16 lines and the linear-scaling reference
+
+
+@pytest.fixture(scope="module")
+def run_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("run-report")
+    done = subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "report", "--input", f"fixture={RUN}", "--output", str(out), "--no-code"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.mark.slow
+def test_every_figure_of_a_run_report_has_a_legend_per_series(run_report: Path) -> None:
+    html = (run_report / "ros3-backends.html").read_text(encoding="utf-8")
+    found = figures(html)
+    assert len(found) >= 10
+    assert legend_problems(html) == []
+    assert sum(len(f.series_colors) > 1 for f in found) >= 8
+
+
+@pytest.mark.slow
+def test_run_report_opens_with_the_decision_and_few_findings(run_report: Path) -> None:
+    from shotbench import decision
+
+    html = (run_report / "ros3-backends.html").read_text(encoding="utf-8")
+    assert html.index("Decision: which backend") < html.index(">Inputs<") < html.index("performance ratio")
+    findings = html.split("<strong>Findings</strong>")[1].split("</ol>")[0]
+    assert 0 < findings.count("<li>") <= decision.MAX_FINDINGS
+    table = pd.read_csv(run_report / "decision.csv")
+    assert {"rank", "verdict", "vs-limit", "gets", decision.cost_column("internet")} <= set(table.columns)
+    assert decision.one_line(table).startswith("shots: ros3-2.0 with 2 workers")
+    assert "as of " + decision.load_prices().as_of in html
+
+
+@pytest.mark.slow
+def test_run_report_has_a_screenshot(run_report: Path) -> None:
+    from PIL import Image
+
+    png = run_report / "ros3-backends.png"
+    with Image.open(png) as im:
+        assert im.width >= 1200 and im.height > 5000  # the whole page, not one screen
