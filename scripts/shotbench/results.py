@@ -22,12 +22,17 @@ UPSTREAM_COLUMNS = [
 WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
+    # issue 11: requests and bytes counted by the client (shotbench.accounting)
+    "client-gets", "client-heads", "client-bytes",
 ]
 CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "backend", "obj-type", "num-workers", "pb-size",
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
     "started", "finished", "harness-overhead",
+    # issue 11: client-side sums; bytes-needed = signal payload bytes the tasks returned
+    "client-gets", "client-heads", "client-bytes", "bytes-needed", "amplification",
+    "request-p50-ms", "request-p99-ms",
 ]
 
 
@@ -53,6 +58,8 @@ def worker_rows(
             "run-id": run_id, "case-id": case.case_id, "trial": case.trial,
             "dask-worker": r.get("dask-worker", ""), "bytes-read": int(r["bytes"]),
             "open-time": float(r["open"]), "error": _clean(r.get("error", "")),
+            "client-gets": r.get("client-gets", ""), "client-heads": r.get("client-heads", ""),
+            "client-bytes": r.get("client-bytes", ""),
         })
     return rows
 

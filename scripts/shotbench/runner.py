@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from shotbench import plan as planmod
 from shotbench.backends import registry
+from shotbench.accounting import case_columns
 from shotbench.backends.base import Backend, Source
 from shotbench.errors import UserError
 from shotbench.paths import state_dir
@@ -276,6 +277,7 @@ class Runner:
             "hdf5-version": hdf5, "h5py-version": h5v,
             "errors": (f"{len(errors)} errors; first: {errors[0]}"[:500] if errors else ""),
             "started": utc_iso(out.get("started", started)), "finished": utc_iso(out.get("finished")),
+            **case_columns(raw),
         }
         return CaseResult(row, rows)
 

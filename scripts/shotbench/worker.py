@@ -106,6 +106,9 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
     address = _worker_address()
     rows: list[dict[str, Any]] = []
     perf = time.perf_counter
+    meter = getattr(backend, "meter", None)
+    if meter is not None:
+        meter.drain()  # requests made before this task (warm-up, listing) are not its own
     try:
         for part in task.parts:
             t0 = perf()
@@ -121,10 +124,14 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                         fh = backend.open(key, items[0].size)
                         open_time += perf() - o0
                         with fh:
-                            for it in items:
-                                d, n = read_signal(fh, it.shot, it.signal)
-                                ndsets += d
-                                nbytes += n
+                            try:
+                                for it in items:
+                                    d, n = read_signal(fh, it.shot, it.signal)
+                                    ndsets += d
+                                    nbytes += n
+                            finally:
+                                if meter is not None:
+                                    meter.before_close()
                     except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
                         error = error or scrub(f"{key}: {type(exc).__name__}: {exc}")[:300]
             else:
@@ -134,11 +141,15 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                         nbytes += backend.fetch(it.key, it.start, it.length)
                     except Exception as exc:  # noqa: BLE001
                         error = error or scrub(f"{it.key}: {type(exc).__name__}: {exc}")[:300]
-            rows.append({
-                "worker#": task.index, "obj-id": part.obj_id, "time": perf() - t0,
+            elapsed = perf() - t0
+            row = {
+                "worker#": task.index, "obj-id": part.obj_id, "time": elapsed,
                 "objs": nobjs, "dsets": ndsets, "bytes": nbytes, "open": open_time,
                 "error": error, "dask-worker": address,
-            })
+            }
+            if meter is not None:
+                row.update(meter.drain().row())
+            rows.append(row)
     finally:
         backend.end_task()
     return rows

@@ -52,6 +52,10 @@ class FsspecBackend(Backend):
         # s3fs builds its aiobotocore client and loads the S3 model on first use (~0.5 s):
         # a long-lived application pays that once, so it happens here, before any clock.
         self.fs.connect()
+        if self.meter is not None:
+            from shotbench.accounting import attach_botocore
+
+            attach_botocore(self.fs.s3, self.meter)
         try:
             self.fs.info(self.source.bucket)
         except Exception:  # noqa: BLE001 - a real failure shows up in the measured reads
