@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "report": "shotbench.report",
     "reports": "shotbench.report",
     "transfer": "shotbench.transfer.cli",
+    "anatomy": "shotbench.anatomy.cli",
 }
 
 
