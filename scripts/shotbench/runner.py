@@ -297,6 +297,9 @@ class Runner:
                 what = f"{float(r['total-runtime']):.3f}s eff {float(r['harness-efficiency']):.2f}"
                 if r.get("gets", "") != "":
                     what += f" GETs {r['gets']}"
+                if r.get("client-gets", "") != "":
+                    amp = r.get("amplification", "")
+                    what += f" client GETs {r['client-gets']}" + (f" amp {float(amp):.1f}x" if amp != "" else "")
             else:
                 what = "FAILED"
             if r.get("errors"):
