@@ -88,3 +88,8 @@ def strace() -> Path:
 def unshare() -> Path:
     """unshare (util-linux), to give one probe a private mount namespace with a smaller CA bundle."""
     return program("unshare", "install util-linux.")
+
+
+def openssl() -> Path:
+    """openssl, to make the embedded server's private CA and certificate (Debian package `openssl`)."""
+    return program("openssl", "run `scripts/apt-ensure.sh openssl` (needs root or sudo).")

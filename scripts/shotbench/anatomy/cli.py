@@ -180,7 +180,8 @@ def _target(args: argparse.Namespace, say: Any) -> tuple[Any, str, str, int, Any
     shots = state_dir() / "anatomy-shots"
     make_dataset(shots, shots=1, seed=0)
     stack = contextlib.ExitStack()
-    info = stack.enter_context(embedded_server(state_dir() / "anatomy-server"))
+    info = stack.enter_context(embedded_server(state_dir() / ("anatomy-server-tls" if args.tls else "anatomy-server"),
+                                               tls=args.tls))
     s3 = info.s3config()
     loc = parse_location("s3://anatomy/shots/")
     stage(shots, loc, s3, jobs=2, progress=False, create_bucket=True)
@@ -224,6 +225,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--data", metavar="s3://bucket/key", help="one shot file on any S3 endpoint (default: embedded server)")
     p.add_argument("--out", metavar="DIR", help="folder for anatomy.json (default data/runs/<time>-anatomy)")
     p.add_argument("--no-strace", action="store_true", help="skip the traced run")
+    p.add_argument("--tls", action="store_true", help="serve the embedded server over https (private CA)")
     p.set_defaults(func=cmd_anatomy)
 
 

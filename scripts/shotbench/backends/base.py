@@ -131,6 +131,7 @@ def s3_from_environ() -> Any:
         "access_key": env.get("AWS_ACCESS_KEY_ID") or None,
         "secret_key": env.get("AWS_SECRET_ACCESS_KEY") or None,
         "session_token": env.get("AWS_SESSION_TOKEN") or None,
+        "ca_bundle": env.get("AWS_CA_BUNDLE") or None,
     }
     try:
         from shotbench.store.s3 import S3Config

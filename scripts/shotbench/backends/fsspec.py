@@ -21,13 +21,16 @@ def make_filesystem(s3: Any) -> Any:
     aiohttp session from the wrong event loop, and a real application keeps one anyway."""
     import s3fs
 
-    key = (s3.endpoint_url, s3.region, s3.access_key, s3.secret_key, s3.session_token)
+    ca = getattr(s3, "ca_bundle", None)
+    key = (s3.endpoint_url, s3.region, s3.access_key, s3.secret_key, s3.session_token, ca)
     fs = _FILESYSTEMS.get(key)
     if fs is not None:
         return fs
     client_kwargs: dict[str, Any] = {"region_name": s3.region or "us-east-1"}
     if s3.endpoint_url:
         client_kwargs["endpoint_url"] = s3.endpoint_url
+    if ca:
+        client_kwargs["verify"] = ca
     fs = s3fs.S3FileSystem(
         key=s3.access_key,
         secret=s3.secret_key,

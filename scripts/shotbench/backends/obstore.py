@@ -29,6 +29,10 @@ def make_store(s3: Any, bucket: str) -> Any:
     else:
         kw["skip_signature"] = True
     client = {"allow_http": True, "connect_timeout": "5s", "timeout": "120s"}
+    ca = getattr(s3, "ca_bundle", None)
+    if ca:  # a private CA (the embedded server over https)
+        with open(ca) as fh:
+            client["root_certificate"] = fh.read()
     return S3Store(bucket, client_options=client, **kw)
 
 
