@@ -25,7 +25,6 @@ from typing import Any
 from shotbench.errors import UserError
 
 DEFAULT_BACKENDS = ["ros3-1.14", "ros3-2.0", "ros3-2.2", "fsspec", "obstore"]
-SYSTEM_CA = "/etc/ssl/certs/ca-certificates.crt"
 
 
 def _probe_cmd(python: Path, backend: str, bucket: str, key: str, size: int, opens: int) -> list[str]:
@@ -46,6 +45,8 @@ def _run(cmd: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
 
 def one_cert_bundle(folder: Path) -> Path:
     """The first certificate of the system bundle, alone (a valid, minimal trust store)."""
+    from shotbench.store.tls import SYSTEM_CA
+
     text = Path(SYSTEM_CA).read_text()
     end = text.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")
     start = text.rindex("-----BEGIN CERTIFICATE-----", 0, end)
@@ -95,6 +96,7 @@ def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, 
     from shotbench.anatomy.strace import TRACE, phases
     from shotbench.backends import registry
     from shotbench.runner import _child_env
+    from shotbench.store import tls as _tls
 
     port, _tls = endpoint_port(s3.endpoint_url)
     results: dict[str, Any] = {}
@@ -107,23 +109,27 @@ def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, 
                 raise UserError(f"the Python of backend {name} ({python}) does not exist; run `make envs`.")
             env = _child_env({**s3.env_vars(), **cls.process_env(s3)})
             cmd = _probe_cmd(python, name, bucket, key, size, opens)
+            ros3 = name.startswith("ros3")
+            private_ca = getattr(s3, "ca_bundle", None)
+
+            def wrap(c: list[str]) -> list[str]:
+                return _tls.with_system_bundle(_tls.trusting(private_ca, folder), c) if ros3 and private_ca else c
+
             say(f"  {name}: clean run ({opens} opens)")
-            clean = _run(cmd, env, name)
+            clean = _run(wrap(cmd), env, name)
             traced: list[dict[str, Any]] = []
             if strace:
                 say(f"  {name}: under strace")
                 log = folder / f"{name}.strace"
-                _run([str(which.strace()), "-f", "-ttt", "-T", "-yy", "-s", "16", "-e", f"trace={TRACE}",
-                      "-o", str(log), *cmd], env, f"{name} under strace")
+                _run(wrap([str(which.strace()), "-f", "-ttt", "-T", "-yy", "-s", "16", "-e", f"trace={TRACE}",
+                           "-o", str(log), *cmd]), env, f"{name} under strace")
                 traced = phases(log, port, opens)
                 log.unlink()  # request lines can name the access key: never kept
             small = None
-            if name.startswith("ros3"):
+            if ros3:
                 say(f"  {name}: with a one-certificate system CA bundle (private mount namespace)")
-                ca = one_cert_bundle(folder)
-                inner = f'mount --bind "$0" {SYSTEM_CA} && exec "$@"'
-                small = _run([str(which.unshare()), "-rm", "sh", "-c", inner, str(ca), *cmd], env,
-                             f"{name} with a small CA bundle")
+                ca = Path(private_ca) if private_ca else one_cert_bundle(folder)
+                small = _run(_tls.with_system_bundle(ca, cmd), env, f"{name} with a small CA bundle")
             results[name] = {"summary": summarize(clean, traced, small), "clean": clean, "strace": traced,
                              "one_cert_bundle": small}
     return results

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from shotbench.errors import UserError
 
+SYSTEM_CA = "/etc/ssl/certs/ca-certificates.crt"
+
 
 @dataclass(frozen=True)
 class TlsFiles:
@@ -58,3 +60,22 @@ def client_env(ca: Path | str) -> dict[str, str]:
     all of them (see the README, *https*)."""
     ca = str(ca)
     return {"AWS_CA_BUNDLE": ca, "SSL_CERT_FILE": ca, "CURL_CA_BUNDLE": ca}
+
+
+def with_system_bundle(bundle: Path | str, cmd: list[str]) -> list[str]:
+    """`cmd` in a private mount namespace (unprivileged) where the system CA bundle is `bundle`.
+
+    libhdf5's ROS3 drivers trust only the system bundle (1.14: libcurl's built-in path, no
+    variable; 2.x: aws-c-io's fixed list of paths, and HDF5 exposes no TLS setting), so this
+    is the one way to change what they trust without changing the machine."""
+    from shotbench import which
+
+    inner = f'mount --bind "$0" {SYSTEM_CA} && exec "$@"'
+    return [str(which.unshare()), "-rm", "sh", "-c", inner, str(bundle), *cmd]
+
+
+def trusting(ca: Path | str, folder: Path) -> Path:
+    """A bundle of the system CAs plus a private CA (written into `folder`)."""
+    path = Path(folder) / "system-plus-private.crt"
+    path.write_text(Path(SYSTEM_CA).read_text().rstrip("\n") + "\n" + Path(ca).read_text())
+    return path
