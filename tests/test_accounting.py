@@ -150,3 +150,15 @@ def test_client_columns_filled_against_an_endpoint_without_access_log(
         assert c["gets"] == "" and c["get-bytes"] == ""  # the bench read no server log
         assert int(c["client-gets"]) > 0 and int(c["client-bytes"]) > 0, c
         assert float(c["amplification"]) >= 1.0
+
+
+@pytest.mark.slow
+def test_https_embedded_server_is_read_by_every_client(tmp_path: Path, shot_dir: Path) -> None:
+    """Over https (private CA) every backend, ROS3 included, reads the files and is counted."""
+    backends = _available(["obstore", "fsspec", "ros3-1.14", "ros3-2.0"])
+    run = _run(tmp_path, shot_dir, backends, {}, "--tls")
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["data"]["endpoint"].startswith("https://") and meta["config"]["tls"] is True
+    for c in read_csv(run / "cases.csv"):
+        assert not c["errors"], c
+        assert _close(int(c["client-gets"]), int(c["gets"])), (c["backend"], c["client-gets"], c["gets"])
