@@ -133,9 +133,12 @@ def test_client_counts_agree_with_the_access_log(tmp_path: Path, shot_dir: Path)
         gets, client = int(c["gets"]), int(c["client-gets"])
         assert gets > 0 and _close(client, gets), (c["backend"], c["obj-type"], client, gets)
         assert _close(int(c["client-bytes"]), int(c["get-bytes"])), (c["backend"], c["client-bytes"], c["get-bytes"])
-        assert int(c["bytes-needed"]) > 0 and float(c["amplification"]) >= 1.0
+        assert int(c["bytes-needed"]) > 0 and float(c["amplification"]) > 0
     workers = read_csv(run / "workers.csv")
     assert all(w["client-gets"] != "" and w["client-bytes"] != "" for w in workers)
+    for w in workers:  # ROS3 (libhdf5 >= 1.14.3) reads the whole 2 MB file at every open
+        if w["backend"].startswith("ros3"):
+            assert int(w["client-bytes"]) >= int(w["wrkr-num-objs"]) * 2_000_000, w
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ A meter accumulates; `drain()` hands over what happened since the last drain.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import statistics
 import struct
@@ -147,9 +148,13 @@ def parse_debug_line(line: str) -> tuple[str, int] | None:
     return None
 
 
-def _is_debug_output(line: str) -> bool:
-    """Lines the 2.x driver prints with debugging on: ' -- …' and indented header lists."""
-    return line.startswith((" -- ", "-- ", "    ", "\t"))
+_HEADER = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+: ")
+
+
+def _is_debug_output(line: str, in_headers: bool) -> bool:
+    """Lines the 2.x driver prints with debugging on: ' -- …', indented URL parts, and the
+    'Name: value' header lines that follow ' -- request headers:' / ' -- response headers:'."""
+    return line.startswith((" -- ", "-- ", "    - ")) or (in_headers and bool(_HEADER.match(line)))
 
 
 class Ros3DebugMeter(Meter):
@@ -181,6 +186,7 @@ class Ros3DebugMeter(Meter):
         os.close(write_fd)
         self._offset = 0
         self._partial = b""
+        self._in_headers = False
 
     def _consume(self) -> None:
         size = os.fstat(self._read_fd).st_size
@@ -193,8 +199,10 @@ class Ros3DebugMeter(Meter):
             hit = parse_debug_line(line)
             if hit is not None:
                 self.record(hit[0], hit[1])
-            elif not _is_debug_output(line):
+            elif not _is_debug_output(line, self._in_headers):
                 passed.append(line)
+            if line.startswith((" -- ", "-- ")):
+                self._in_headers = line.rstrip().endswith("headers:")
         if passed:
             os.write(self._forward, "".join(passed).encode(errors="replace"))
         if self._offset > self.ROTATE_BYTES and not self._partial:
