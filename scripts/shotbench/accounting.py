@@ -6,8 +6,9 @@ offers, so the counts exist against AWS or any other S3 service too:
 
 - libhdf5 2.x ROS3 (`Ros3DebugMeter`): the driver's documented `HDF5_ROS3_VFD_DEBUG`
   channel prints one line per HEAD and per ranged GET (with its size) on stderr,
-  synchronously in the calling thread. The worker points its stderr at a pipe, parses the
-  lines and forwards everything else; request headers it prints are swallowed, never stored.
+  synchronously in the calling thread. The worker points its stderr at a private file,
+  parses the lines and passes everything else on; request headers are dropped. aws-c-s3
+  splits each ranged GET into 8 MiB parts, one HTTP GET each, and they are counted so.
 - libhdf5 1.14 ROS3 (`SocketMeter`): it has no runtime log (its stats and debug output
   are compile-time switches), so its TCP sockets to the endpoint are read with
   `getsockopt(TCP_INFO)` just before each file is closed (1.14 keeps one libcurl
@@ -66,12 +67,12 @@ class Meter:
         self._lock = threading.Lock()
         self._counts = Counts()
 
-    def record(self, op: str, nbytes: int, seconds: float | None = None) -> None:
+    def record(self, op: str, nbytes: int, seconds: float | None = None, requests: int = 1) -> None:
         with self._lock:
             if op == "HEAD":
-                self._counts.heads += 1
+                self._counts.heads += requests
             else:
-                self._counts.gets += 1
+                self._counts.gets += requests
             self._counts.bytes += max(int(nbytes), 0)
             if seconds is not None:
                 self._counts.request_ms.append(seconds * 1000.0)
@@ -132,6 +133,13 @@ def attach_botocore(client: Any, meter: Meter) -> None:
 
 
 DEBUG_VAR = "HDF5_ROS3_VFD_DEBUG"
+AWS_C_S3_PART_SIZE = 8 * 1024 * 1024  # aws-c-s3's default part size; HDF5 2.x does not set one
+
+
+def http_gets(size: int, part_size: int = AWS_C_S3_PART_SIZE) -> int:
+    """HTTP GETs aws-c-s3 sends for one ranged GET of `size` bytes: it splits the range into
+    parts of `part_size` (the first part starts at the range start)."""
+    return max(1, -(-int(size) // part_size))
 
 
 def parse_debug_line(line: str) -> tuple[str, int] | None:
@@ -198,7 +206,8 @@ class Ros3DebugMeter(Meter):
         for line in data[:end].decode(errors="replace").splitlines(keepends=True):
             hit = parse_debug_line(line)
             if hit is not None:
-                self.record(hit[0], hit[1])
+                op, size = hit
+                self.record(op, size, requests=http_gets(size) if op == "GET" else 1)
             elif not _is_debug_output(line, self._in_headers):
                 passed.append(line)
             if line.startswith((" -- ", "-- ")):
