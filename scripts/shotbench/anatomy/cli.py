@@ -98,7 +98,7 @@ def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, 
     from shotbench.runner import _child_env
     from shotbench.store import tls as _tls
 
-    port, _tls = endpoint_port(s3.endpoint_url)
+    port, _ = endpoint_port(s3.endpoint_url)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="shotbench-anatomy-") as tmp:
         folder = Path(tmp)
