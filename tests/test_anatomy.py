@@ -19,6 +19,7 @@ from test_runner import bench_env
 
 TRACE = """\
 7899  1795450617.086896 newfstatat(AT_FDCWD</tmp>, "/.shotbench-mark/open-1", 0x7ffd2a538a50, 0) = -1 ENOENT (No such file or directory) <0.000007>
+7899  1795450617.086898 openat(AT_FDCWD</tmp>, "/etc/ssl/certs", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY) = 7</etc/ssl/certs> <0.000010>
 7899  1795450617.086900 openat(AT_FDCWD</tmp>, "/etc/ssl/certs/ca-certificates.crt", O_RDONLY) = 6</etc/ssl/certs/ca-certificates.crt> <0.000010>
 7899  1795450617.086950 read(6</etc/ssl/certs/ca-certificates.crt>, "-----BEGIN CERTI"..., 4096) = 4096 <0.000005>
 7899  1795450617.087400 close(6</etc/ssl/certs/ca-certificates.crt>) = 0 <0.000004>

@@ -57,7 +57,8 @@ def open_phases(calls: list[Call], start: float, end: float, port: int) -> dict[
     inside = [c for c in calls if start <= c.ts < end]
     ca_ms, ca_loads, opened = 0.0, 0, {}
     for c in inside:
-        if c.call == "openat" and _CA.search(c.args.split(",", 2)[1] if "," in c.args else ""):
+        if (c.call == "openat" and "O_DIRECTORY" not in c.args
+                and _CA.search(c.args.split(",", 2)[1] if "," in c.args else "")):
             fd = c.result()
             if fd is not None and fd >= 0:
                 opened[fd] = c.ts
