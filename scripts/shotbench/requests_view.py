@@ -61,7 +61,7 @@ def anatomy_table(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def latest_anatomy(runs: Path) -> Path | None:
-    """The newest anatomy.json under the runs folder, if any."""
-    found = sorted(Path(runs).glob("*/anatomy.json"))
+def latest_anatomy(folder: Path) -> Path | None:
+    """The newest anatomy.json under `folder` (data/anatomy), if any."""
+    found = sorted(Path(folder).glob("*/anatomy.json"))
     return found[-1] if found else None

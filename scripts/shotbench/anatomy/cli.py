@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -197,7 +198,7 @@ def _target(args: argparse.Namespace, say: Any) -> tuple[Any, str, str, int, Any
 
 
 def cmd_anatomy(args: argparse.Namespace) -> int:
-    from shotbench.paths import runs_dir
+    from shotbench.paths import data_dir
     from shotbench.provenance import utc_iso
 
     def say(text: str) -> None:
@@ -208,10 +209,14 @@ def cmd_anatomy(args: argparse.Namespace) -> int:
     s3, bucket, key, size, keep = _target(args, say)
     with keep:
         results = run_anatomy(args.backends, s3, bucket, key, size, args.opens, strace=not args.no_strace, say=say)
-    out = Path(args.out) if args.out else runs_dir() / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-anatomy"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = Path(args.out) if args.out else data_dir() / "anatomy" / f"{stamp}-{'https' if args.tls else 'http'}"
     out.mkdir(parents=True, exist_ok=True)
-    doc = {"created": utc_iso(), "endpoint": s3.public()["endpoint"], "object": {"bucket": bucket, "key": key, "size": size},
-           "opens": args.opens, "backends": results}
+    from shotbench.provenance import machine_info
+
+    doc = {"created": utc_iso(), "endpoint": s3.public()["endpoint"], "tls": bool(args.tls),
+           "object": {"bucket": bucket, "key": key, "size": size}, "opens": args.opens,
+           "machine": machine_info(), "load_average": list(os.getloadavg()), "backends": results}
     (out / "anatomy.json").write_text(json.dumps(doc, indent=1) + "\n")
     say(table(results))
     say(f"anatomy: {out / 'anatomy.json'}")
@@ -229,7 +234,7 @@ def register(subparsers: Any) -> None:
                    choices=[n for n in registry.names() if registry.get(n).reads_hdf5 and n != "local"])
     p.add_argument("--opens", type=int, default=10, help="opens per backend (the first is process-cold)")
     p.add_argument("--data", metavar="s3://bucket/key", help="one shot file on any S3 endpoint (default: embedded server)")
-    p.add_argument("--out", metavar="DIR", help="folder for anatomy.json (default data/runs/<time>-anatomy)")
+    p.add_argument("--out", metavar="DIR", help="folder for anatomy.json (default data/anatomy/<time>-<http|https>)")
     p.add_argument("--no-strace", action="store_true", help="skip the traced run")
     p.add_argument("--tls", action="store_true", help="serve the embedded server over https (private CA)")
     p.set_defaults(func=cmd_anatomy)
