@@ -17,7 +17,7 @@ BROWSER_DEPS := chromium
 
 bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG))
 
-.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness \
+.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness anatomy \
         bench-transfer report reports report-reference lab test test-fast clean
 
 help: ## Show this map of the repository's commands
@@ -52,6 +52,9 @@ bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETW
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))
+
+anatomy: envs tools ## Where one open's time goes, per backend (TLS=1 for https; DATA=s3://bucket/key.h5)
+	@$(SB) anatomy $(if $(TLS),--tls) $(if $(DATA),--data $(DATA))
 
 bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PROFILE=quick|medium|full)
 	@$(SB) transfer --install-only
