@@ -158,7 +158,8 @@ def test_client_columns_filled_against_an_endpoint_without_access_log(
         assert not c["errors"], c
         assert c["gets"] == "" and c["get-bytes"] == ""  # the bench read no server log
         assert int(c["client-gets"]) > 0 and int(c["client-bytes"]) > 0, c
-        assert float(c["amplification"]) >= 1.0
+        if c["backend"].startswith("ros3"):  # whole file per open: more bytes than the signals
+            assert float(c["amplification"]) > 1.0, c
 
 
 @pytest.mark.slow
@@ -170,4 +171,8 @@ def test_https_embedded_server_is_read_by_every_client(tmp_path: Path, shot_dir:
     assert meta["data"]["endpoint"].startswith("https://") and meta["config"]["tls"] is True
     for c in read_csv(run / "cases.csv"):
         assert not c["errors"], c
-        assert _close(int(c["client-gets"]), int(c["gets"])), (c["backend"], c["client-gets"], c["gets"])
+        assert _close(int(c["client-bytes"]), int(c["get-bytes"])), (c["backend"], c["client-bytes"], c["get-bytes"])
+        # 1.14 counts requests as TCP segments; a TLS handshake flight now and then takes two
+        tolerance = 0.05 if c["backend"] == "ros3-1.14" else 0.02
+        gets, client = int(c["gets"]), int(c["client-gets"])
+        assert abs(client - gets) <= tolerance * gets, (c["backend"], client, gets)
