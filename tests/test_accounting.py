@@ -157,7 +157,10 @@ def test_client_columns_filled_against_an_endpoint_without_access_log(
 ) -> None:
     loc, cfg, _ = staged_shots
     backends = _available(["obstore", "fsspec", "ros3-1.14", "ros3-2.0"])
-    run = _run(tmp_path, shot_dir, backends, cfg.env_vars(), "--data", loc.uri())
+    run = _run(tmp_path, shot_dir, backends, cfg.env_vars(), "--data", loc.uri(), "--anatomy")
+    anatomy = json.loads((run / "anatomy.json").read_text())
+    assert set(anatomy["backends"]) == set(backends)
+    assert all(b["summary"]["gets_per_open"] >= 1 for n, b in anatomy["backends"].items() if n.startswith("ros3"))
     for c in read_csv(run / "cases.csv"):
         assert not c["errors"], c
         assert c["gets"] == "" and c["get-bytes"] == ""  # the bench read no server log

@@ -219,6 +219,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 folder.write_meta(meta)
         finally:
             drivers.stop(timeout=20.0 if status == "complete" else 2.0)
+        if getattr(args, "anatomy", False) and status == "complete":
+            from shotbench.anatomy.cli import after_bench
+
+            after_bench(folder.path, prep.backends, wl, 10, say)
     rows = folder.cases()
     say("")
     say(summary_table(rows))
@@ -253,6 +257,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--data", metavar="s3://bucket/prefix", help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder")
     p.add_argument("--network", default="none", help="latency emulation in front of the embedded server, e.g. s3-same-region")
     p.add_argument("--tls", action="store_true", help="serve the embedded server over https (a private CA; TLS handshakes are measured)")
+    p.add_argument("--anatomy", action="store_true", help="after the cases, write anatomy.json (see `shotbench anatomy`) into the run folder")
     p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
     p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
     p.add_argument("--runs-dir", help=argparse.SUPPRESS)

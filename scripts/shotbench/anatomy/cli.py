@@ -164,6 +164,32 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def write(out: Path, results: dict[str, Any], s3: Any, bucket: str, key: str, size: int, opens: int) -> Path:
+    """anatomy.json: the results with the endpoint (never credentials), object, machine and load."""
+    from shotbench.provenance import machine_info, utc_iso
+
+    doc = {"created": utc_iso(), "endpoint": s3.public()["endpoint"], "tls": bool(getattr(s3, "ca_bundle", None)),
+           "object": {"bucket": bucket, "key": key, "size": size}, "opens": opens,
+           "machine": machine_info(), "load_average": list(os.getloadavg()), "backends": results}
+    path = Path(out) / "anatomy.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
+def after_bench(run: Path, backends: list[str], workload: Any, opens: int, say: Any) -> Path | None:
+    """`bench --anatomy`: the anatomy of the run's S3 backends on its first file, into the run folder."""
+    from shotbench.backends import registry
+
+    names = [b for b in backends if registry.get(b).reads_hdf5 and registry.get(b).needs_s3]
+    if not names or workload.s3 is None or not workload.files:
+        return None
+    first = workload.files[0]
+    say(f"anatomy of an open ({', '.join(names)}; {opens} opens of {first.key})")
+    results = run_anatomy(names, workload.s3, workload.source.bucket, first.key, int(first.size), opens, say=say)
+    say(table(results))
+    return write(run, results, workload.s3, workload.source.bucket, first.key, int(first.size), opens)
+
+
 def _target(args: argparse.Namespace, say: Any) -> tuple[Any, str, str, int, Any]:
     """(S3 settings, bucket, key, size, context manager keeping the server up)."""
     import contextlib
@@ -199,7 +225,6 @@ def _target(args: argparse.Namespace, say: Any) -> tuple[Any, str, str, int, Any
 
 def cmd_anatomy(args: argparse.Namespace) -> int:
     from shotbench.paths import data_dir
-    from shotbench.provenance import utc_iso
 
     def say(text: str) -> None:
         print(text, flush=True)
@@ -212,12 +237,7 @@ def cmd_anatomy(args: argparse.Namespace) -> int:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = Path(args.out) if args.out else data_dir() / "anatomy" / f"{stamp}-{'https' if args.tls else 'http'}"
     out.mkdir(parents=True, exist_ok=True)
-    from shotbench.provenance import machine_info
-
-    doc = {"created": utc_iso(), "endpoint": s3.public()["endpoint"], "tls": bool(args.tls),
-           "object": {"bucket": bucket, "key": key, "size": size}, "opens": args.opens,
-           "machine": machine_info(), "load_average": list(os.getloadavg()), "backends": results}
-    (out / "anatomy.json").write_text(json.dumps(doc, indent=1) + "\n")
+    write(out, results, s3, bucket, key, size, args.opens)
     say(table(results))
     say(f"anatomy: {out / 'anatomy.json'}")
     return 0
