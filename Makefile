@@ -14,6 +14,7 @@ RUN     ?=
 SHOTS   ?= 24
 BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config
 BROWSER_DEPS := chromium
+TOOL_DEPS    := strace openssl util-linux
 
 bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG))
 
@@ -28,6 +29,7 @@ venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
 
 tools: venv ## Build the embedded S3 server (versitygw) and toxiproxy into ~/.cache/shotbench
+	@scripts/apt-ensure.sh $(TOOL_DEPS)
 	@$(SB) server install
 
 envs: venv ## Build libhdf5 1.14/2.0/2.2 with ROS3 and h5py against each (cached; seconds when warm)
