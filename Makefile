@@ -14,10 +14,11 @@ RUN     ?=
 SHOTS   ?= 24
 BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config
 BROWSER_DEPS := chromium
+TOOL_DEPS    := strace openssl util-linux
 
 bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG))
 
-.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness \
+.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness anatomy \
         bench-transfer report reports report-reference lab test test-fast rehearse clean
 
 help: ## Show this map of the repository's commands
@@ -28,6 +29,7 @@ venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
 
 tools: venv ## Build the embedded S3 server (versitygw) and toxiproxy into ~/.cache/shotbench
+	@scripts/apt-ensure.sh $(TOOL_DEPS)
 	@$(SB) server install
 
 envs: venv ## Build libhdf5 1.14/2.0/2.2 with ROS3 and h5py against each (cached; seconds when warm)
@@ -52,6 +54,9 @@ bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETW
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))
+
+anatomy: envs tools ## Where one open's time goes, per backend (TLS=1 for https; DATA=s3://bucket/key.h5)
+	@$(SB) anatomy $(if $(TLS),--tls) $(if $(DATA),--data $(DATA))
 
 bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PROFILE=quick|medium|full)
 	@$(SB) transfer --install-only

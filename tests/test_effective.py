@@ -80,7 +80,7 @@ def test_hit_rate_is_upstreams_formula() -> None:
 def test_new_columns_follow_the_existing_ones() -> None:
     assert tuple(WORKER_COLUMNS[:12]) == analysis.UPSTREAM_COLUMNS
     start = WORKER_COLUMNS.index(COLUMNS[0])
-    assert WORKER_COLUMNS[:start] == WORKER_COLUMNS[: WORKER_COLUMNS.index("error") + 1]
+    assert start > WORKER_COLUMNS.index("error")
     assert WORKER_COLUMNS[start : start + len(COLUMNS)] == COLUMNS
 
 

@@ -507,13 +507,15 @@ def case_metrics(ds: Dataset) -> pd.DataFrame:
     speed a backend reaches (1 = as fast as fetching the same bytes with no HDF5 at all).
     """
     c = ds.cases.copy()
-    for col in ("gets", "get-bytes", "harness-efficiency", "raw-get-runtime", "task-time-sum", "errors"):
+    for col in ("gets", "get-bytes", "harness-efficiency", "raw-get-runtime", "task-time-sum", "errors",
+                "client-gets", "client-bytes", "amplification"):
         if col not in c.columns:
             c[col] = np.nan
         c[col] = pd.to_numeric(c[col], errors="coerce")
     missing_eff = c["harness-efficiency"].isna() & c["task-time-sum"].notna()
     c.loc[missing_eff, "harness-efficiency"] = c["task-time-sum"] / (c["num-workers"] * c["total-runtime"])
     c["MB"] = c["get-bytes"] / 1e6
+    c["client-MB"] = c["client-bytes"] / 1e6
     grouped = c.groupby(KEYS + ["series"], sort=False)
     out = grouped.agg(
         trials=("trial", "nunique"),
@@ -524,6 +526,9 @@ def case_metrics(ds: Dataset) -> pd.DataFrame:
             "MB": ("MB", "median"),
             "harness-efficiency": ("harness-efficiency", "median"),
             "errors": ("errors", "sum"),
+            "client-gets": ("client-gets", "median"),  # issue 11: counted by the client
+            "client-MB": ("client-MB", "median"),
+            "amplification": ("amplification", "median"),
         },
     ).reset_index()
     raw = out[out["backend"] == RAW_GET].groupby(["label", "obj-type", "num-workers"])["total-runtime"].median()

@@ -43,7 +43,7 @@ class Prepared:
 
 @contextlib.contextmanager
 def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir: Path | None,
-            local_copies: Path | None) -> Iterator[Prepared]:
+            local_copies: Path | None, tls: bool = False) -> Iterator[Prepared]:
     """Server (if embedded), files, staging, pre-flight, inventory; yields the workload."""
     from shotbench.runner import Workload, inventory, mirror_locally
     from shotbench.store.s3 import S3Config, parse_location, preflight
@@ -60,7 +60,8 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             say(f"synthetic shot files: {cfg.shots} in {shots_dir} (made if missing)")
             make_dataset(shots_dir, shots=cfg.shots, signals=cfg.signals, file_size=cfg.file_size,
                          page_size=cfg.page_size, seed=0)
-            info = stack.enter_context(embedded_server(state_dir() / "bench-server", network=network))
+            info = stack.enter_context(embedded_server(state_dir() / ("bench-server-tls" if tls else "bench-server"),
+                                                       network=network, tls=tls))
             say(f"embedded S3 server: {info.endpoint_url} (network: {network})")
             s3 = info.s3config()
             loc = parse_location(f"s3://{EMBEDDED_BUCKET}/{EMBEDDED_PREFIX}")
@@ -70,6 +71,8 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
         else:
             if network != "none":
                 raise UserError("--network emulates latency in front of the embedded server only; drop --network or --data.")
+            if tls:
+                raise UserError("--tls serves the embedded server over https; drop --tls or --data (set AWS_CA_BUNDLE for your own endpoint's CA).")
             loc = parse_location(data)
             s3 = S3Config.from_env() if loc.kind == "s3" else None
             local_dir = str(local_copies) if local_copies else ""
@@ -133,17 +136,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
         cfg = profiles.BenchConfig(**meta["config"]["bench"])
         data_arg = meta["config"]["data"]
         network = meta["config"]["network"]
+        tls = bool(meta["config"].get("tls", False))
         scheduler = meta["config"].get("scheduler") or args.scheduler
         shots_dir = Path(meta["config"]["shots_dir"]) if meta["config"].get("shots_dir") else None
         local_copies = Path(meta["config"]["local_copies"]) if meta["config"].get("local_copies") else None
     else:
         cfg = _config_from_args(args)
         data_arg, network, scheduler = args.data, args.network, args.scheduler
+        tls = bool(args.tls)
         shots_dir = Path(args.shots_dir) if args.shots_dir else None
         local_copies = Path(args.local_copies) if args.local_copies else None
 
     check_envs(cfg.backends)
-    with prepare(cfg, data_arg, network, shots_dir, local_copies) as prep:
+    with prepare(cfg, data_arg, network, shots_dir, local_copies, tls) as prep:
         wl = prep.workload
         reads = {b: registry.get(b).reads_hdf5 for b in prep.backends}
         matrix = cfg.matrix()
@@ -175,7 +180,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             meta = {
                 "run_id": run_id, "started": utc_iso(), "finished": None, "status": "running",
                 "config": {"bench": cfg.to_dict(), "profile": cfg.profile, "data": data_arg,
-                           "network": network, "scheduler": scheduler,
+                           "network": network, "tls": tls, "scheduler": scheduler,
                            "shots_dir": str(shots_dir) if shots_dir else None,
                            "local_copies": str(local_copies) if local_copies else None,
                            "backends": prep.backends, "cases": len(cases)},
@@ -215,6 +220,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 folder.write_meta(meta)
         finally:
             drivers.stop(timeout=20.0 if status == "complete" else 2.0)
+        if getattr(args, "anatomy", False) and status == "complete":
+            from shotbench.anatomy.cli import after_bench
+
+            after_bench(folder.path, prep.backends, wl, 10, say)
     rows = folder.cases()
     say("")
     say(summary_table(rows))
@@ -255,6 +264,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--config", metavar="FILE.toml", help="TOML file overriding the profile")
     p.add_argument("--data", metavar="s3://bucket/prefix", help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder")
     p.add_argument("--network", default="none", help="latency emulation in front of the embedded server, e.g. s3-same-region")
+    p.add_argument("--tls", action="store_true", help="serve the embedded server over https (a private CA; TLS handshakes are measured)")
+    p.add_argument("--anatomy", action="store_true", help="after the cases, write anatomy.json (see `shotbench anatomy`) into the run folder")
     p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
     p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
     p.add_argument("--runs-dir", help=argparse.SUPPRESS)

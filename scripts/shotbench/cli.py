@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "reports": "shotbench.report",
     "transfer": "shotbench.transfer.cli",
     "compare": "shotbench.compare",
+    "anatomy": "shotbench.anatomy.cli",
 }
 
 

@@ -24,6 +24,8 @@ UPSTREAM_COLUMNS = [
 WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
+    # issue 11: requests and bytes counted by the client (shotbench.accounting)
+    "client-gets", "client-heads", "client-bytes",
 ]
 # issue 10 (effective settings): what libhdf5 did, read back after open (shotbench.effective)
 WORKER_COLUMNS += EFFECTIVE_COLUMNS
@@ -35,6 +37,9 @@ CASE_COLUMNS = [
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
     "started", "finished", "harness-overhead",
+    # issue 11: client-side sums; bytes-needed = signal payload bytes the tasks returned
+    "client-gets", "client-heads", "client-bytes", "bytes-needed", "amplification",
+    "request-p50-ms", "request-p99-ms",
 ]
 # issue 10 (effective settings): the requested 2.2 ROS3 block cache (-1 default, 0 off, else bytes)
 CASE_COLUMNS += ["block-cache"]
@@ -64,6 +69,8 @@ def worker_rows(
             "open-time": float(r["open"]), "error": _clean(r.get("error", "")),
             **{c: r.get(c, "") for c in EFFECTIVE_COLUMNS},
             "index-time": r.get("index-time", ""), "index-bytes": r.get("index-bytes", ""),
+            "client-gets": r.get("client-gets", ""), "client-heads": r.get("client-heads", ""),
+            "client-bytes": r.get("client-bytes", ""),
         })
     return rows
 

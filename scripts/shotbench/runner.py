@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from shotbench import plan as planmod
 from shotbench.backends import registry
+from shotbench.accounting import case_columns
 from shotbench.backends.base import Backend, Source
 from shotbench.errors import UserError
 from shotbench.paths import state_dir
@@ -40,14 +41,16 @@ class DriverError(RuntimeError):
 class DriverProc:
     """`<env python> -m shotbench.worker --serve`, spoken to with JSON lines."""
 
-    def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None) -> None:
+    def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
+                 prefix: list[str] | None = None) -> None:
         self.name, self.python, self.env, self.log, self.scheduler = name, python, env, log, scheduler
+        self.prefix = list(prefix or [])  # e.g. a mount namespace that trusts a private CA
         self.proc: subprocess.Popen[str] | None = None
         self.versions: dict[str, str] = {}
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [str(self.python), "-m", "shotbench.worker", "--serve"]
+        cmd = [*self.prefix, str(self.python), "-m", "shotbench.worker", "--serve"]
         if self.scheduler:
             cmd += ["--scheduler", self.scheduler]
         self._logfh = open(self.log, "a")
@@ -131,13 +134,25 @@ class Drivers:
                     other = registry.get(name)
                     if other.env_key() == key:
                         extra.update(other.process_env(self.s3))
-            drv = DriverProc(key, cls.python(), _child_env(extra), self.log_dir / f"driver-{key}.log", self.scheduler)
+            drv = DriverProc(key, cls.python(), _child_env(extra), self.log_dir / f"driver-{key}.log", self.scheduler,
+                             self._trust_prefix(cls))
             drv.start()
             self.drivers[key] = drv
         elif not drv.alive():
             self.live = OrderedDict((k, v) for k, v in self.live.items() if k[0] != key)
             drv.start()
         return drv
+
+    def _trust_prefix(self, cls: type[Backend]) -> list[str]:
+        """ROS3 drivers trust only the system CA bundle: over https to the embedded server they
+        run in a mount namespace whose system bundle also holds its private CA."""
+        ca = getattr(self.s3, "ca_bundle", None)
+        if not ca or not cls.name.startswith("ros3"):
+            return []
+        from shotbench.store import tls
+
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        return tls.with_system_bundle(tls.trusting(ca, self.log_dir), [])
 
     def reserve(self, env_key: str, workers: int) -> None:
         """Evict least recently used warm clusters so idle processes stay within budget."""
@@ -284,6 +299,7 @@ class Runner:
             "hdf5-version": hdf5, "h5py-version": h5v,
             "errors": (f"{len(errors)} errors; first: {errors[0]}"[:500] if errors else ""),
             "started": utc_iso(out.get("started", started)), "finished": utc_iso(out.get("finished")),
+            **case_columns(raw),
         }
         return CaseResult(row, rows)
 
@@ -303,6 +319,9 @@ class Runner:
                 what = f"{float(r['total-runtime']):.3f}s eff {float(r['harness-efficiency']):.2f}"
                 if r.get("gets", "") != "":
                     what += f" GETs {r['gets']}"
+                if r.get("client-gets", "") != "":
+                    amp = r.get("amplification", "")
+                    what += f" client GETs {r['client-gets']}" + (f" amp {float(amp):.1f}x" if amp != "" else "")
             else:
                 what = "FAILED"
             if r.get("errors"):

@@ -78,3 +78,18 @@ def program(name: str, hint: str) -> Path:
     if found:
         return found
     raise ToolMissing(f"{name} is not installed; {hint}")
+
+
+def strace() -> Path:
+    """strace, for the system-call timing of `shotbench anatomy` (Debian package `strace`)."""
+    return program("strace", "run `scripts/apt-ensure.sh strace` (needs root or sudo).")
+
+
+def unshare() -> Path:
+    """unshare (util-linux), to give one probe a private mount namespace with a smaller CA bundle."""
+    return program("unshare", "install util-linux.")
+
+
+def openssl() -> Path:
+    """openssl, to make the embedded server's private CA and certificate (Debian package `openssl`)."""
+    return program("openssl", "run `scripts/apt-ensure.sh openssl` (needs root or sudo).")

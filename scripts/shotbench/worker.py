@@ -109,6 +109,9 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
     address = _worker_address()
     rows: list[dict[str, Any]] = []
     perf = time.perf_counter
+    meter = getattr(backend, "meter", None)
+    if meter is not None:
+        meter.drain()  # requests made before this task (warm-up, listing) are not its own
     try:
         for part in task.parts:
             t0 = perf()
@@ -126,11 +129,15 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                         fh = backend.open(key, items[0].size)
                         open_time += perf() - o0
                         with fh:
-                            for it in items:
-                                d, n = backend.read_signal(fh, it.shot, it.signal)
-                                ndsets += d
-                                nbytes += n
-                            readback.add(*backend.read_back(fh))
+                            try:
+                                for it in items:
+                                    d, n = backend.read_signal(fh, it.shot, it.signal)
+                                    ndsets += d
+                                    nbytes += n
+                                readback.add(*backend.read_back(fh))
+                            finally:
+                                if meter is not None:
+                                    meter.before_close()
                     except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
                         error = error or scrub(error_cell(key, exc))[:300]
                     keys.append(key)
@@ -142,13 +149,16 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                     except Exception as exc:  # noqa: BLE001
                         error = error or scrub(f"{it.key}: {type(exc).__name__}: {exc}")[:300]
             elapsed = perf() - t0
-            rows.append({
+            row = {
                 "worker#": task.index, "obj-id": part.obj_id, "time": elapsed,
                 "objs": nobjs, "dsets": ndsets, "bytes": nbytes, "open": open_time,
                 "error": error, "dask-worker": address,
                 **(readback.columns() if backend.reads_hdf5 else {}),
                 **index_columns(backend, keys),
-            })
+            }
+            if meter is not None:
+                row.update(meter.drain().row())
+            rows.append(row)
     finally:
         backend.end_task()
     return rows

@@ -88,9 +88,20 @@ class Backend:
     # --- worker side -------------------------------------------------------------------
     def setup(self, s3: Any) -> None:
         """Import libraries and create long-lived clients, before any clock starts."""
+        self.meter = self.make_meter(s3)
         import h5py  # noqa: F401
 
         self.s3 = s3
+
+    def make_meter(self, s3: Any) -> Any:
+        """The client-side request counter (`shotbench.accounting`); None when nothing goes to S3.
+
+        Runs before h5py is imported: a meter may have to set the library's variables first."""
+        if self.source.kind != "s3":
+            return None
+        from shotbench.accounting import Meter
+
+        return Meter()
 
     def open(self, key: str, size: int) -> Any:
         """An open h5py.File for `key` (caller closes it)."""
@@ -145,6 +156,7 @@ def s3_from_environ() -> Any:
         "access_key": env.get("AWS_ACCESS_KEY_ID") or None,
         "secret_key": env.get("AWS_SECRET_ACCESS_KEY") or None,
         "session_token": env.get("AWS_SESSION_TOKEN") or None,
+        "ca_bundle": env.get("AWS_CA_BUNDLE") or None,
     }
     try:
         from shotbench.store.s3 import S3Config

@@ -12,7 +12,7 @@ import tempfile
 from typing import Any
 
 from shotbench.backends.base import Backend
-from shotbench.backends.obstore import make_store
+from shotbench.backends.obstore import get_object, make_store
 
 
 class DownloadBackend(Backend):
@@ -29,9 +29,7 @@ class DownloadBackend(Backend):
         self._tmp = tempfile.mkdtemp(prefix="shotbench-dl-")
 
     def _download(self, key: str) -> Any:
-        import obstore
-
-        data = obstore.get(self.store, key).bytes()
+        data = get_object(self.store, key, self.meter)
         if self.options["target"] == "memory":
             import io
 

@@ -21,13 +21,16 @@ def make_filesystem(s3: Any) -> Any:
     aiohttp session from the wrong event loop, and a real application keeps one anyway."""
     import s3fs
 
-    key = (s3.endpoint_url, s3.region, s3.access_key, s3.secret_key, s3.session_token)
+    ca = getattr(s3, "ca_bundle", None)
+    key = (s3.endpoint_url, s3.region, s3.access_key, s3.secret_key, s3.session_token, ca)
     fs = _FILESYSTEMS.get(key)
     if fs is not None:
         return fs
     client_kwargs: dict[str, Any] = {"region_name": s3.region or "us-east-1"}
     if s3.endpoint_url:
         client_kwargs["endpoint_url"] = s3.endpoint_url
+    if ca:
+        client_kwargs["verify"] = ca
     fs = s3fs.S3FileSystem(
         key=s3.access_key,
         secret=s3.secret_key,
@@ -52,6 +55,10 @@ class FsspecBackend(Backend):
         # s3fs builds its aiobotocore client and loads the S3 model on first use (~0.5 s):
         # a long-lived application pays that once, so it happens here, before any clock.
         self.fs.connect()
+        if self.meter is not None:
+            from shotbench.accounting import attach_botocore
+
+            attach_botocore(self.fs.s3, self.meter)
         try:
             self.fs.info(self.source.bucket)
         except Exception:  # noqa: BLE001 - a real failure shows up in the measured reads

@@ -48,6 +48,7 @@ class KerchunkBackend(ReadersBackend):
         self.s3 = s3
         self.fs = make_filesystem(s3)
         self.fs.connect()
+        self.count_s3fs(s3, self.fs)
         self.async_fs: Any = None
         folder = self.options["index_dir"] or os.path.join(os.environ.get("TMPDIR", "/tmp"), "shotbench-kerchunk")
         self.index_dir = Path(folder)

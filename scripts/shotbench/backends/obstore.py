@@ -29,14 +29,33 @@ def make_store(s3: Any, bucket: str) -> Any:
     else:
         kw["skip_signature"] = True
     client = {"allow_http": True, "connect_timeout": "5s", "timeout": "120s"}
+    ca = getattr(s3, "ca_bundle", None)
+    if ca:  # a private CA (the embedded server over https)
+        with open(ca) as fh:
+            client["root_certificate"] = fh.read()
     return S3Store(bucket, client_options=client, **kw)
+
+
+def nbytes(data: Any) -> int:
+    return len(memoryview(data))
+
+
+def get_object(store: Any, key: str, meter: Any = None) -> Any:
+    """The whole object's bytes in one GET, counted by `meter` when given."""
+    import obstore
+
+    def call() -> Any:
+        return obstore.get(store, key).bytes()
+
+    return meter.timed(call, nbytes) if meter is not None else call()
 
 
 class ObstoreFile(io.RawIOBase):
     """Seekable read-only file over ranged GETs, with an optional aligned block cache."""
 
-    def __init__(self, store: Any, key: str, size: int, block_size: int = 0) -> None:
+    def __init__(self, store: Any, key: str, size: int, block_size: int = 0, meter: Any = None) -> None:
         self._store, self._key, self._size = store, key, size
+        self._meter = meter
         self._pos = 0
         self._block = int(block_size)
         self._cache: dict[int, memoryview] = {}
@@ -58,7 +77,11 @@ class ObstoreFile(io.RawIOBase):
     def _get(self, start: int, length: int) -> memoryview:
         import obstore
 
-        return memoryview(obstore.get_range(self._store, self._key, start=start, length=length))
+        def call() -> Any:
+            return obstore.get_range(self._store, self._key, start=start, length=length)
+
+        data = self._meter.timed(call, nbytes) if self._meter is not None else call()
+        return memoryview(data)
 
     def _block_view(self, index: int) -> memoryview:
         view = self._cache.get(index)
@@ -107,4 +130,4 @@ class ObstoreBackend(Backend):
         self.store = make_store(s3, self.source.bucket)
 
     def open(self, key: str, size: int) -> Any:
-        return self.h5file(ObstoreFile(self.store, key, size, int(self.options["block_size"])))
+        return self.h5file(ObstoreFile(self.store, key, size, int(self.options["block_size"]), self.meter))

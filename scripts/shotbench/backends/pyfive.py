@@ -27,6 +27,7 @@ class PyfiveBackend(ReadersBackend):
         self.s3 = s3
         self.fs = make_filesystem(s3)
         self.fs.connect()
+        self.count_s3fs(s3, self.fs)
 
     def open(self, key: str, size: int) -> Any:
         import pyfive

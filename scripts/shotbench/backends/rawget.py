@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from shotbench.backends.base import Backend
-from shotbench.backends.obstore import make_store
+from shotbench.backends.obstore import nbytes, get_object, make_store
 
 
 class RawGetBackend(Backend):
@@ -20,6 +20,7 @@ class RawGetBackend(Backend):
 
     def setup(self, s3: Any) -> None:
         self.s3 = s3
+        self.meter = self.make_meter(s3)
         if self.source.kind == "s3":
             import obstore  # noqa: F401
 
@@ -33,7 +34,7 @@ class RawGetBackend(Backend):
         import obstore
 
         if start == 0 and length < 0:
-            data = obstore.get(self.store, key).bytes()
+            data = get_object(self.store, key, self.meter)
         else:
-            data = obstore.get_range(self.store, key, start=start, length=length)
-        return len(memoryview(data))
+            data = self.meter.timed(lambda: obstore.get_range(self.store, key, start=start, length=length), nbytes)
+        return nbytes(data)

@@ -32,6 +32,14 @@ class ReadersBackend(Backend):
 
         return readers_env.ensure()
 
+    def count_s3fs(self, s3: Any, fs: Any) -> None:
+        """Client-side request accounting for readers that go through s3fs (botocore events)."""
+        self.meter = self.make_meter(s3)
+        if self.meter is not None:
+            from shotbench.accounting import attach_botocore
+
+            attach_botocore(fs.s3, self.meter)
+
     def arrays(self, fh: Any, shot: str, name: str, scales: bool = True) -> list[Any]:
         """The signal's values, then (unless `scales` is False) its dimension scales' values."""
         return h5py_arrays(fh, shot, name, scales)

@@ -22,6 +22,13 @@ class Ros3Backend(Backend):
             return {}
         return dict(ros3_env(s3))
 
+    def make_meter(self, s3: Any) -> Any:
+        from shotbench import accounting
+
+        if self.env == "hdf5-1.14":
+            return accounting.SocketMeter(s3.endpoint_url)
+        return accounting.ros3_debug_meter()
+
     def setup(self, s3: Any) -> None:
         super().setup(s3)
         from shotbench import ros3

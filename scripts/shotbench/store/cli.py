@@ -29,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     start = sub.add_parser("start", help="start it (or show the running one); prints endpoint and credentials file")
     start.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    start.add_argument("--tls", action="store_true",
+                       help="serve https with a certificate from a private CA made in the state folder")
     start.add_argument(
         "--network", default="none", choices=list(network.PROFILES),
         help="put toxiproxy in front with this latency profile (default: none)",
@@ -86,7 +88,7 @@ def _describe(info: server.ServerInfo) -> None:
 
 def _start(args: argparse.Namespace) -> int:
     was = server.status()
-    info = server.start(port=args.port, network=args.network)
+    info = server.start(port=args.port, network=args.network, tls=args.tls)
     print("embedded S3 server " + ("already running" if was else "started"))
     _describe(info)
     return 0

@@ -41,6 +41,7 @@ class S3Config:
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     session_token: str | None = field(default=None, repr=False)
+    ca_bundle: str | None = None  # PEM file of a private CA to trust (embedded server over https)
 
     def public(self) -> dict[str, str | None]:
         """What may be printed or stored in results: never the secret, key masked."""
@@ -71,6 +72,7 @@ class S3Config:
             access_key=frozen.access_key if frozen else None,
             secret_key=frozen.secret_key if frozen else None,
             session_token=frozen.token if frozen else None,
+            ca_bundle=os.environ.get("AWS_CA_BUNDLE") or None,
         )
 
     def is_local(self) -> bool:
@@ -101,6 +103,7 @@ class S3Config:
             aws_secret_access_key=self.secret_key,
             aws_session_token=self.session_token,
             config=config,
+            **({"verify": self.ca_bundle} if self.ca_bundle else {}),
         )
 
     def env_vars(self) -> dict[str, str]:
@@ -115,6 +118,10 @@ class S3Config:
         if self.endpoint_url:
             env["AWS_ENDPOINT_URL_S3"] = self.endpoint_url
             env["AWS_ENDPOINT_URL"] = self.endpoint_url
+        if self.ca_bundle:
+            from shotbench.store.tls import client_env
+
+            env.update(client_env(self.ca_bundle))
         return env
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from shotbench.errors import UserError
 from shotbench.paths import state_dir
 from shotbench.store import network
+from shotbench.store import tls as _tls
 from shotbench.store.s3 import DEFAULT_REGION, S3Config, mask
 
 HEALTH_PATH = "/health"
@@ -55,6 +56,7 @@ class ServerInfo:
     proxy_pid: int | None = None
     proxy_api_port: int | None = None
     state: Path | None = None
+    ca_bundle: str | None = None  # https: the private CA clients must trust
 
     def s3config(self) -> S3Config:
         return S3Config(
@@ -62,6 +64,7 @@ class ServerInfo:
             region=self.region,
             access_key=self.access_key,
             secret_key=self.secret_key,
+            ca_bundle=self.ca_bundle,
         )
 
     def public(self) -> dict[str, str | int | None]:
@@ -143,9 +146,17 @@ def _pid_alive(pid: int, name: str) -> bool:
 _LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via an HTTP proxy
 
 
-def _healthy(port: int, timeout: float = 1.0) -> bool:
+def _healthy(port: int, timeout: float = 1.0, ca: str | None = None) -> bool:
+    if ca:
+        import ssl
+
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca)))
+        url = f"https://127.0.0.1:{port}{HEALTH_PATH}"
+    else:
+        opener, url = _LOCAL, f"http://127.0.0.1:{port}{HEALTH_PATH}"
     try:
-        with _LOCAL.open(f"http://127.0.0.1:{port}{HEALTH_PATH}", timeout=timeout) as resp:
+        with opener.open(url, timeout=timeout) as resp:
             return resp.status == 200
     except OSError:
         return False
@@ -175,7 +186,7 @@ def status(state: Path | None = None) -> ServerInfo | None:
     rec = _read_state(st)
     if not rec or not _pid_alive(rec["pid"], "versitygw"):
         return None
-    if not _healthy(rec["upstream_port"]):
+    if not _healthy(rec["upstream_port"], ca=rec.get("tls_ca")):
         return None
     if rec.get("proxy_pid") and not _pid_alive(rec["proxy_pid"], "toxiproxy"):
         return None
@@ -197,6 +208,7 @@ def status(state: Path | None = None) -> ServerInfo | None:
         proxy_pid=rec.get("proxy_pid"),
         proxy_api_port=rec.get("proxy_api_port"),
         state=st,
+        ca_bundle=rec.get("tls_ca"),
     )
 
 
@@ -218,7 +230,8 @@ def _launch_byte_counter(st: Path, private: bool) -> tuple[subprocess.Popen, int
 
 
 def _launch(
-    binary: Path, st: Path, port: int, access: str, secret: str, private: bool, statsd_port: int
+    binary: Path, st: Path, port: int, access: str, secret: str, private: bool, statsd_port: int,
+    tls: "_tls.TlsFiles | None" = None,
 ) -> subprocess.Popen:
     root = st / "data"
     root.mkdir(parents=True, exist_ok=True)
@@ -241,6 +254,7 @@ def _launch(
         "--access-log", str(access_log),
         "--metrics-service-name", "shotbench",
         "--metrics-statsd-servers", f"127.0.0.1:{statsd_port}",
+        *(["--cert", str(tls.cert), "--key", str(tls.key)] if tls else []),
         "posix",
         "--io-buffer-size", str(IO_BUFFER_SIZE),
         str(root),
@@ -255,7 +269,7 @@ def _launch(
         log.close()
 
 
-def _wait_healthy(proc: subprocess.Popen, port: int, st: Path) -> None:
+def _wait_healthy(proc: subprocess.Popen, port: int, st: Path, ca: str | None = None) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -264,7 +278,7 @@ def _wait_healthy(proc: subprocess.Popen, port: int, st: Path) -> None:
                 f"the embedded S3 server exited at start ({' '.join(tail)[-300:]}); see {st / 'versitygw.log'} "
                 "and retry `shotbench server start`."
             )
-        if _healthy(port, timeout=0.5):
+        if _healthy(port, timeout=0.5, ca=ca):
             return
         time.sleep(0.05)
     _terminate(proc.pid, "versitygw")
@@ -285,21 +299,22 @@ def _locked(st: Path) -> Iterator[None]:
 
 
 def start(
-    state: Path | None = None, port: int = 0, network: str = "none", private: bool = False
+    state: Path | None = None, port: int = 0, network: str = "none", private: bool = False, tls: bool = False
 ) -> ServerInfo:
     """Start the server (idempotent: a healthy running one is returned as it is).
 
     `private=True` ties the processes to the calling thread's life (Linux parent-death
-    signal), for tests and benchmark runs that must not leave servers behind.
+    signal), for tests and benchmark runs that must not leave servers behind. `tls=True`
+    serves https with a certificate from the state folder's private CA (`store.tls`).
     """
     network_profile = _check_network(network)
     st = _state(state)
     with _locked(st):
-        return _start_locked(st, port, network, network_profile, private)
+        return _start_locked(st, port, network, network_profile, private, tls)
 
 
 def _start_locked(
-    st: Path, port: int, network: str, network_profile: "_network.Profile | None", private: bool
+    st: Path, port: int, network: str, network_profile: "_network.Profile | None", private: bool, tls: bool = False
 ) -> ServerInfo:
     from shotbench import tools
 
@@ -310,18 +325,26 @@ def _start_locked(
                 f"the embedded server is already running with network '{running.network}'; "
                 f"stop it with `shotbench server stop` to start it with '{network}'."
             )
+        if bool(running.ca_bundle) != tls:
+            raise UserError(
+                f"the embedded server is already running over {'https' if running.ca_bundle else 'http'}; "
+                "stop it with `shotbench server stop` to start it the other way."
+            )
         return running
     _cleanup_stale(st)
     binary = tools.versitygw()
     access, secret = _credentials(st)
+    tls_files = _tls.ensure(st) if tls else None
+    ca = str(tls_files.ca) if tls_files else None
+    scheme = "https" if tls else "http"
     counter, statsd_port = _launch_byte_counter(st, private)
     proc = None
     try:
         for _attempt in range(3):  # a free port can be taken between probe and bind
             upstream = port or free_port()
-            proc = _launch(binary, st, upstream, access, secret, private, statsd_port)
+            proc = _launch(binary, st, upstream, access, secret, private, statsd_port, tls_files)
             try:
-                _wait_healthy(proc, upstream, st)
+                _wait_healthy(proc, upstream, st, ca)
                 break
             except UserError:
                 if port or "address already in use" not in (st / "versitygw.log").read_text(errors="replace"):
@@ -334,13 +357,14 @@ def _start_locked(
         "pid": proc.pid,
         "upstream_port": upstream,
         "port": upstream,
-        "endpoint_url": f"http://127.0.0.1:{upstream}",
+        "endpoint_url": f"{scheme}://127.0.0.1:{upstream}",
         "region": DEFAULT_REGION,
         "root": str(st / "data"),
         "access_log": str(st / "access.log"),
         "network": network,
         "binary": str(binary),
         "counter_pid": counter.pid,
+        "tls_ca": ca,
     }
     if network_profile is not None:
         try:
@@ -351,7 +375,7 @@ def _start_locked(
             raise
         rec.update(
             port=proxy.listen_port,
-            endpoint_url=f"http://127.0.0.1:{proxy.listen_port}",
+            endpoint_url=f"{scheme}://127.0.0.1:{proxy.listen_port}",
             proxy_pid=proxy.pid,
             proxy_api_port=proxy.api_port,
         )
@@ -429,9 +453,9 @@ def stop(state: Path | None = None) -> bool:
 
 
 @contextlib.contextmanager
-def embedded_server(state: Path, network: str = "none") -> Iterator[ServerInfo]:
+def embedded_server(state: Path, network: str = "none", tls: bool = False) -> Iterator[ServerInfo]:
     """A private server for the duration of a block (tests, one benchmark run)."""
-    info = start(state, network=network, private=True)
+    info = start(state, network=network, private=True, tls=tls)
     try:
         yield info
     finally:
