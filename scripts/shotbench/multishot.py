@@ -197,3 +197,59 @@ def reference_inputs() -> list[str]:
     base = data_dir() / "fixtures" / "mdsplusbench"
     return [f"old-ros3-1.14={base / 'multi-shot-ec2-s3.csv.gz'}",
             f"new-ros3-2.0dev={base / 'multi-shot-ec2-s3-libaws.csv.gz'}"]
+
+
+def single_shot_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a run the single-shot analysis reads (a `layouts` run has others).
+
+    Many-shot rows (layout shot/signal) and partial reads belong to this module's report;
+    when several single-shot file families remain, the family joins the backend name so
+    16 MB and 256 MB files never share a line.
+    """
+    if "layout" not in df.columns:
+        return df
+    layout = df["layout"].fillna("").astype(str)
+    out = df[~layout.isin(LAYOUTS) & df["obj-type"].astype(str).isin(ORDERS)].copy()
+    family = out["file-family"].fillna("").astype(str) if "file-family" in out.columns else None
+    if family is not None and family.nunique() > 1:
+        out["backend"] = out["backend"].fillna("").astype(str) + " · " + family
+    return out
+
+
+def partial_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the partial-read workload (k signals of a shot, file opened once or per signal)."""
+    return df[df["obj-type"].astype(str).str.startswith("partial-")].copy()
+
+
+def partial_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Partial reads: median case runtime and opens per task, per family, backend, mode and
+    page buffer; `each ÷ once` is the cost of reopening the file for every signal."""
+    part = partial_rows(df)
+    if part.empty:
+        return part
+    cases = part.groupby(["file-family", "backend", "obj-type", "pb-size", "num-workers", "trial"], dropna=False).agg(
+        runtime=("total-runtime", "max"), open_time=("open-file-time", "sum"), signals=("tot-num-obj", "max"))
+    table = cases.groupby(level=[0, 1, 2, 3, 4]).median().unstack("obj-type")
+    if ("runtime", "partial-each") in table.columns and ("runtime", "partial-once") in table.columns:
+        table[("each ÷ once", "")] = table[("runtime", "partial-each")] / table[("runtime", "partial-once")]
+    return table
+
+
+def load_partial(spec: str | Iterable[str] | Mapping[str, str | Path]) -> pd.DataFrame:
+    """The partial-read table of every shotbench input (empty for upstream CSVs)."""
+    frames = []
+    for source in parse_sources(spec):
+        if schema_of(read_header(source.path)) != "shotbench":
+            continue
+        df = partial_rows(pd.read_csv(source.path, low_memory=False))
+        frames.append(df.assign(backend=source.label + " " + df["backend"].fillna("").astype(str)))
+    return partial_table(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
+
+
+def has_many_shot_rows(run: Path) -> bool:
+    """A run folder whose workers.csv holds many-shot or partial-read rows (a `layouts` run)."""
+    path = Path(run) / "workers.csv"
+    if not path.is_file() or schema_of(read_header(path)) != "shotbench":
+        return False
+    df = pd.read_csv(path, usecols=["layout", "obj-type"], low_memory=False)
+    return bool(df["layout"].isin(LAYOUTS).any() or df["obj-type"].astype(str).str.startswith("partial-").any())

@@ -367,6 +367,10 @@ def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None 
     params = {**kind.params(run, out_dir, hide_code), **(extra or {})}
     html_path = render_notebook(kind.notebook_path, params, out_dir, kind.stem, hide_code)
     print(f"  {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {time.monotonic() - t0:.0f} s)", flush=True)
+    if kind.name == "ros3" and multishot.has_many_shot_rows(run):  # a `layouts` run: its many-shot half
+        many = render_notebook(repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK, {"inputs": params["inputs"]},
+                               out_dir, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code)  # fmt: skip
+        print(f"  {many}", flush=True)
     write_index(rendered_entries())
     return html_path
 

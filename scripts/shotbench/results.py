@@ -22,12 +22,16 @@ UPSTREAM_COLUMNS = [
 WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
+    # issue 12 (layouts): upstream many-shot timings and which file family a row read
+    "open-file-time", "read-data-time", "gather-time", "layout", "file-family",
 ]
 CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "backend", "obj-type", "num-workers", "pb-size",
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
     "started", "finished", "harness-overhead",
+    # issue 12 (layouts)
+    "layout", "file-family", "gather-time",
 ]
 
 
@@ -37,9 +41,12 @@ def _clean(text: str) -> str:
 
 def worker_rows(
     raw: Iterable[dict[str, Any]], *, case: Any, total: float, tot_num_obj: int,
-    run_id: str, hdf5: str, h5py_version: str,
+    run_id: str, hdf5: str, h5py_version: str, layout: str = "", family: str = "", gather: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Upstream-schema rows from what the tasks returned (plus our columns)."""
+    """Upstream-schema rows from what the tasks returned (plus our columns).
+
+    `layout`/`family` name the files a `layouts` run read; `gather` is the case's gather-time.
+    """
     rows = []
     for r in raw:
         t, nobjs, nd = float(r["time"]), int(r["objs"]), int(r["dsets"])
@@ -53,6 +60,8 @@ def worker_rows(
             "run-id": run_id, "case-id": case.case_id, "trial": case.trial,
             "dask-worker": r.get("dask-worker", ""), "bytes-read": int(r["bytes"]),
             "open-time": float(r["open"]), "error": _clean(r.get("error", "")),
+            "open-file-time": float(r["open"]), "read-data-time": float(r.get("read", t - float(r["open"]))),
+            "gather-time": "" if gather is None else gather, "layout": layout, "file-family": family,
         })
     return rows
 
