@@ -51,6 +51,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
     backends = list(cfg.backends)
     with contextlib.ExitStack() as stack:
         access_log: Path | None = None
+        made: set[str] | None = None  # the files a `layouts` run made (its keys below the prefix)
         if data is None:
             from shotbench.store.server import embedded_server
             from shotbench.store.stage import stage
@@ -58,7 +59,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
 
             if cfg.families:
                 shots_dir = Path(shots_dir or data_dir() / "layouts")
-                make_families(cfg, shots_dir)
+                made = make_families(cfg, shots_dir)
             else:
                 shots_dir = Path(shots_dir or data_dir() / "shots")
                 say(f"synthetic shot files: {cfg.shots} in {shots_dir} (made if missing)")
@@ -78,6 +79,8 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             s3 = S3Config.from_env() if loc.kind == "s3" else None
             local_dir = str(local_copies) if local_copies else ""
         objs = preflight(loc, s3)
+        if data is None and made is not None:  # files of other family sizes may linger in the bucket
+            objs = [o for o in objs if o.key[len(loc.prefix):] in made]
         if loc.kind == "local":
             source = Source("local", local_dir=str(loc.path))
             dropped = [b for b in backends if registry.get(b).needs_s3]
@@ -108,17 +111,21 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
         yield Prepared(workload, record, backends)
 
 
-def make_families(cfg: profiles.BenchConfig, root: Path) -> None:
-    """Each file family of a `layouts` run in its own folder under `root` (kept if already made)."""
+def make_families(cfg: profiles.BenchConfig, root: Path) -> set[str]:
+    """Each file family of a `layouts` run in its own folder under `root` (kept if already made);
+    returns the files' paths relative to `root`, the keys this run reads below its prefix."""
     from shotbench.synth import check_space, estimate_bytes, make_dataset
 
     shapes = cfg.family_shapes()
     need = sum(estimate_bytes(f.shots, f.signals, f.file_size, f.page_size, f.layout) for f in shapes.values())
     check_space(root, need)
     say(f"file families in {root} (made if missing, up to {need / 1e9:.1f} GB): {', '.join(shapes)}")
+    made: set[str] = set()
     for fam in shapes.values():
-        make_dataset(root / fam.name, shots=fam.shots, signals=fam.signals, file_size=fam.file_size,
-                     page_size=fam.page_size, paging=fam.paging, seed=0, layout=fam.layout)  # fmt: skip
+        paths = make_dataset(root / fam.name, shots=fam.shots, signals=fam.signals, file_size=fam.file_size,
+                             page_size=fam.page_size, paging=fam.paging, seed=0, layout=fam.layout)  # fmt: skip
+        made.update(p.relative_to(root).as_posix() for p in paths)
+    return made
 
 
 def family_of(key: str) -> str:

@@ -26,6 +26,7 @@ class Family:
     paging: str  # paged | unpaged
     shots: int
     signals: int = 61
+    page_buffers: tuple[int, ...] = ()  # this family's own page-buffer sizes; () = the run's
 
     @property
     def many_shot(self) -> bool:
@@ -39,14 +40,32 @@ class Family:
         return asdict(self)
 
 
-def family(name: str, shots_single: int, shots_many: int, big: int) -> Family:
+@dataclass(frozen=True)
+class Sizes:
+    """What a profile scales: file counts, the big file size, and the many-shot files' shape.
+
+    Many-shot files hold `many_shots` shots of `many_file_size` bytes of payload budget each,
+    in `many_page_size` pages, read with `many_page_buffers` (() = the run's page buffers).
+    """
+
+    single_shots: int = 8
+    big: int = 256 * MB
+    many_shots: int = 32
+    many_file_size: int = 16 * MB
+    many_page_size: int = 8 * MB
+    many_page_buffers: tuple[int, ...] = ()
+
+
+def family(name: str, z: Sizes) -> Family:
     """The named families of the `layouts` profiles, sized by the profile."""
+    shots_single, shots_many, big = z.single_shots, z.many_shots, z.big
+    many = (z.many_file_size, z.many_page_size, "paged", shots_many, 61, tuple(z.many_page_buffers))
     known = {
         "single-16MB": Family("single-16MB", "single", 16 * MB, 8 * MB, "paged", shots_single),
         "single-big-paged": Family("single-big-paged", "single", big, 8 * MB, "paged", max(2, shots_single // 4)),
         "single-big-unpaged": Family("single-big-unpaged", "single", big, 8 * MB, "unpaged", max(2, shots_single // 4)),
-        "many-shot-layout": Family("many-shot-layout", "shot", 16 * MB, 8 * MB, "paged", shots_many),
-        "many-signal-layout": Family("many-signal-layout", "signal", 16 * MB, 8 * MB, "paged", shots_many),
+        "many-shot-layout": Family("many-shot-layout", "shot", *many),
+        "many-signal-layout": Family("many-signal-layout", "signal", *many),
     }  # fmt: skip
     if name not in known:
         raise UserError(f"unknown file family {name!r}; families are {', '.join(known)}.")
@@ -56,6 +75,6 @@ def family(name: str, shots_single: int, shots_many: int, big: int) -> Family:
 NAMES = ("single-16MB", "single-big-paged", "single-big-unpaged", "many-shot-layout", "many-signal-layout")
 
 
-def resolve(names: list[str], shots_single: int, shots_many: int, big: int) -> dict[str, Family]:
+def resolve(names: list[str], sizes: Sizes) -> dict[str, Family]:
     """The families a config names, in order."""
-    return {n: family(n, shots_single, shots_many, big) for n in names}
+    return {n: family(n, sizes) for n in names}

@@ -282,7 +282,8 @@ def plan_cases(matrix: Matrix, seed: int, reads_hdf5: dict[str, bool]) -> list[C
             modes = [m for m in matrix.modes if shape is None or not shape.many_shot or m in MODES]
             for backend in matrix.backends:
                 hdf5 = reads_hdf5[backend]
-                pbs = [p for p in matrix.page_buffers if shape is None or shape.accepts_page_buffer(p)] or [0]
+                wanted = (shape.page_buffers or matrix.page_buffers) if shape is not None else matrix.page_buffers
+                pbs = [p for p in wanted if shape is None or shape.accepts_page_buffer(p)] or [0]
                 for mode in modes:
                     for w in matrix.workers:
                         for pb in dict.fromkeys(pbs) if hdf5 else [0]:

@@ -51,11 +51,18 @@ class BenchConfig:
     # issue 12: file families measured side by side (families.py); [] = the one synthetic workload
     families: list[str] = field(default_factory=list)
     family_shots: int = 8  # files of each single-shot family (the big ones get a quarter, at least 2)
-    family_many_shots: int = 32  # shots in each many-shot file
     family_big_size: int = 256_000_000  # bytes of the big single-shot files
+    family_many_shots: int = 32  # shots in each many-shot file
+    family_many_file_size: int = 16_000_000  # payload budget per shot, as a single-shot file of this size
+    family_many_page_size: int = 8_000_000  # file-space page size of the many-shot files
+    family_many_page_buffers: list[int] = field(default_factory=list)  # [] = the run's page buffers
 
     def family_shapes(self) -> dict[str, Any]:
-        return fammod.resolve(list(self.families), self.family_shots, self.family_many_shots, self.family_big_size)
+        sizes = fammod.Sizes(
+            self.family_shots, self.family_big_size, self.family_many_shots, self.family_many_file_size,
+            self.family_many_page_size, tuple(self.family_many_page_buffers),
+        )  # fmt: skip
+        return fammod.resolve(list(self.families), sizes)
 
     def matrix(self) -> Matrix:
         return Matrix(
@@ -82,12 +89,16 @@ PROFILES: dict[str, dict[str, Any]] = {
     # File shapes side by side (issue 12): 16 MB files, 256 MB files paged and unpaged, and a
     # many-shot file in shot and in signal layout, every backend, both upstream orders plus the
     # partial read (8 signals of a shot, file opened once / once per signal). Sized for a 2-core
-    # machine in about 20 minutes: 2 workers, one trial, a 16 MB page buffer (two pages) so the
-    # 120 MB many-shot files are 8x the buffer, as upstream's 3.7 GB files were 14x theirs.
+    # machine in about 20 minutes: 2 workers, one trial, a 64 MB page buffer (8 pages, upstream's
+    # smaller one). The many-shot files are upstream's shape scaled down by 8: 1 MB pages and an
+    # 8 MB page buffer (8 pages, as upstream's 64 MB held 8 of its 8 MB pages), 48 shots of
+    # 4 MB-file payload, so a file is about 10x its buffer, as upstream's 3.7 GB were 14x theirs.
     "layouts": {
         "families": list(fammod.NAMES), "modes": list(ALL_MODES), "workers": [2], "trials": 1,
-        "page_buffers": [16_000_000], "signals_files": 4, "signals_names": 16,
-        "family_shots": 8, "family_many_shots": 32, "family_big_size": 256_000_000,
+        "page_buffers": [64_000_000], "signals_files": 4, "signals_names": 16,
+        "family_shots": 8, "family_big_size": 256_000_000, "family_many_shots": 48,
+        "family_many_file_size": 4_000_000, "family_many_page_size": 1_000_000,
+        "family_many_page_buffers": [8_000_000],
     },
     # The same at upstream sizes: 500-shot files (about 2 GB each here), 1-16 workers, 64 MB and
     # 264 MB page buffers, three trials.
