@@ -137,3 +137,42 @@ def test_notebook_has_a_parameters_cell_and_no_stored_outputs() -> None:
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert "parameters" in code[0].metadata.get("tags", [])
     assert all(not c.outputs and c.execution_count is None for c in code)
+
+
+def _run_folder(tmp_path: Path) -> Path:
+    """A layouts run's workers.csv: single-shot families, many-shot layouts, partial reads."""
+    from shotbench.results import WORKER_COLUMNS
+
+    rows = []
+    for fam, layout, mode, runtime in [
+        ("single-16MB", "single", "shots", 1.0), ("single-big-paged", "single", "shots", 4.0),
+        ("single-16MB", "single", "partial-once", 0.2), ("single-16MB", "single", "partial-each", 0.9),
+        ("many-shot-layout", "shot", "shots", 2.0), ("many-shot-layout", "shot", "signals", 20.0),
+        ("many-signal-layout", "signal", "shots", 15.0), ("many-signal-layout", "signal", "signals", 3.0),
+    ]:  # fmt: skip
+        for w in (1, 2):
+            rows.append({"worker#": w, "obj-id": "*", "open+read-data-time": runtime, "wrkr-num-objs": 2,
+                         "mean-obj-time": runtime / 2, "num-dsets": 4, "mean-dset-time": runtime / 4,
+                         "pb-size": 8_000_000, "num-workers": 2, "obj-type": mode, "tot-num-obj": 8,
+                         "total-runtime": runtime, "backend": "ros3-2.0", "trial": 1, "open-file-time": 0.01,
+                         "read-data-time": runtime - 0.01, "gather-time": 0.05, "layout": layout,
+                         "file-family": fam})  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    pd.DataFrame(rows, columns=WORKER_COLUMNS).to_csv(run / "workers.csv", index=False)
+    return run
+
+
+def test_a_layouts_run_splits_into_single_shot_many_shot_and_partial_tables(tmp_path: Path) -> None:
+    run = _run_folder(tmp_path)
+    assert multishot.has_many_shot_rows(run)
+    df = pd.read_csv(run / "workers.csv")
+    single = multishot.single_shot_rows(df)
+    assert set(single["obj-type"]) == {"shots"} and set(single["backend"]) == {
+        "ros3-2.0 · single-16MB", "ros3-2.0 · single-big-paged"}  # families never share a line
+    table = multishot.groups(multishot.load([f"here={run}"]))
+    assert len(table) == 4 and set(table["source"]) == {"here ros3-2.0"}
+    h = multishot.headline(table, workers=2)
+    assert h.loc[("here ros3-2.0", "shot"), "signals"] == 20.0
+    partial = multishot.load_partial([f"here={run}"])
+    assert partial[("each ÷ once", "")].iloc[0] == pytest.approx(4.5)
