@@ -111,7 +111,8 @@ def load_one(source: Source) -> pd.DataFrame:
         df["trial"] = 0
         df["source"] = source.label
     else:
-        df = df[df["layout"].isin(LAYOUTS)].copy()
+        # raw-get reads the file's bytes, the same in both orders: it is the run's ceiling, not a case here
+        df = df[df["layout"].isin(LAYOUTS) & (df["backend"].astype(str) != "raw-get")].copy()
         if df.empty:
             raise UserError(f"{source.path} holds no many-shot cases (layout shot or signal); run the `layouts` profile.")
         df["tot-runtime"] = df["total-runtime"]
@@ -168,9 +169,10 @@ def describe(df: pd.DataFrame, keys: list[str] | None = None) -> pd.DataFrame:
     return df.groupby(keys, sort=True)[DESCRIBED].describe()
 
 
-def headline(table: pd.DataFrame, workers: int = 1, pb_size: int | None = None) -> pd.DataFrame:
-    """Runtime by layout (rows) × order (columns) per source, at one worker count and the
-    largest page buffer unless given: the layout × order effect in one table."""
+def headline(table: pd.DataFrame, workers: int | None = None, pb_size: int | None = None) -> pd.DataFrame:
+    """Runtime by layout (rows) × order (columns) per source, at the smallest worker count and
+    the largest page buffer unless given: the layout × order effect in one table."""
+    workers = int(table["num-workers"].min()) if workers is None else workers
     rows = table[table["num-workers"] == workers]
     if pb_size is None:
         pb_size = int(rows["pb-size"].max()) if not rows.empty else 0
