@@ -117,3 +117,10 @@ def test_layouts_profile_plans_every_family_with_fitting_page_buffers() -> None:
     assert not {c.mode for c in cases if c.family.startswith("many")} & set(plan.PARTIAL_MODES)
     assert {c.mode for c in cases if c.family == "single-16MB"} == set(plan.ALL_MODES)
     assert len({c.case_id for c in cases}) == len(cases)
+
+
+def test_an_unknown_family_is_one_sentence() -> None:
+    from shotbench.errors import UserError
+
+    with pytest.raises(UserError, match="unknown file family 'many-zarr'; families are single-16MB"):
+        profiles.load("layouts", overrides={"families": ["many-zarr"]})

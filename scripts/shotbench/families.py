@@ -59,11 +59,12 @@ class Sizes:
 def family(name: str, z: Sizes) -> Family:
     """The named families of the `layouts` profiles, sized by the profile."""
     shots_single, shots_many, big = z.single_shots, z.many_shots, z.big
+    n_big = max(2, min(16, shots_single // 4))  # a quarter of the files, 2 to 16: they are large
     many = (z.many_file_size, z.many_page_size, "paged", shots_many, 61, tuple(z.many_page_buffers))
     known = {
         "single-16MB": Family("single-16MB", "single", 16 * MB, 8 * MB, "paged", shots_single),
-        "single-big-paged": Family("single-big-paged", "single", big, 8 * MB, "paged", max(2, shots_single // 4)),
-        "single-big-unpaged": Family("single-big-unpaged", "single", big, 8 * MB, "unpaged", max(2, shots_single // 4)),
+        "single-big-paged": Family("single-big-paged", "single", big, 8 * MB, "paged", n_big),
+        "single-big-unpaged": Family("single-big-unpaged", "single", big, 8 * MB, "unpaged", n_big),
         "many-shot-layout": Family("many-shot-layout", "shot", *many),
         "many-signal-layout": Family("many-signal-layout", "signal", *many),
     }  # fmt: skip

@@ -50,7 +50,7 @@ class BenchConfig:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # issue 12: file families measured side by side (families.py); [] = the one synthetic workload
     families: list[str] = field(default_factory=list)
-    family_shots: int = 8  # files of each single-shot family (the big ones get a quarter, at least 2)
+    family_shots: int = 8  # files of each single-shot family (the big ones a quarter of that, 2 to 16)
     family_big_size: int = 256_000_000  # bytes of the big single-shot files
     family_many_shots: int = 32  # shots in each many-shot file
     family_many_file_size: int = 16_000_000  # payload budget per shot, as a single-shot file of this size
