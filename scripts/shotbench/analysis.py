@@ -16,8 +16,8 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from shotbench.errors import UserError
 from shotbench import multishot
+from shotbench.errors import UserError
 
 UPSTREAM_COLUMNS: tuple[str, ...] = (
     "worker#",
