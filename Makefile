@@ -69,7 +69,7 @@ report: venv ## Render the report of the latest run (or RUN=data/runs/<id>) into
 reports: report-reference ## Re-render every run and the upstream study; write reports/index.html
 	@$(SB) reports
 
-report-reference: venv ## Render the upstream MDSplusBench study (old vs new ROS3) into reports/mdsplusbench
+report-reference: venv ## Render the upstream MDSplusBench single-shot and many-shot studies (old vs new ROS3) into reports/mdsplusbench
 	@$(SB) report --reference
 
 lab: venv ## Open the notebooks in JupyterLab

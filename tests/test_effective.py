@@ -25,7 +25,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {
         "paged": make_shot_file(out / "paged.h5", 1160505001, signals=12, file_size=2_000_000, page_size=1_000_000),
         "flat": make_shot_file(out / "flat.h5", 1160505002, signals=12, file_size=2_000_000,
-                               page_size=1_000_000, layout="default"),
+                               page_size=1_000_000, paging="unpaged"),
     }
 
 

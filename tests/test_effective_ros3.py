@@ -89,7 +89,7 @@ def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_serv
 
     local = tmp_path / "flat"
     local.mkdir()
-    make_shot_file(local / "flat-64mb.h5", 1160505003, signals=61, file_size=64_000_000, layout="default")
+    make_shot_file(local / "flat-64mb.h5", 1160505003, signals=61, file_size=64_000_000, paging="unpaged")
     stage(local, parse_location(f"s3://{s3_bucket}/flat/"), s3_server.s3config(), jobs=2, progress=False)
     matrix = plan.Matrix(backends=["ros3-2.2"], modes=["signals"], workers=[1], page_buffers=[0],
                          block_caches=[0, -1], trials=1, files=1, signals=3)

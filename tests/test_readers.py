@@ -105,7 +105,7 @@ def default_layout_shots(s3_server, s3_bucket, tmp_path_factory):
     from shotbench.synth import make_dataset
 
     folder = tmp_path_factory.mktemp("default-layout")
-    make_dataset(folder, shots=2, signals=12, file_size=2_000_000, page_size=1_000_000, seed=1, layout="default")
+    make_dataset(folder, shots=2, signals=12, file_size=2_000_000, page_size=1_000_000, seed=1, paging="unpaged")
     cfg = s3_server.s3config()
     loc = parse_location(f"s3://{s3_bucket}/default-layout/")
     stage(folder, loc, cfg, jobs=2, progress=False)

@@ -147,3 +147,12 @@ def test_mistake_found_inside_the_notebook_is_one_sentence(tmp_path: Path) -> No
     assert done.stderr.strip().splitlines() == [
         "shotbench: Baseline 'ros3-9' matches no input; choose one of: ros3-1.14, ros3-2.0, raw-get."
     ]
+
+
+def test_reference_renders_the_many_shot_study_too(reference_report: Path) -> None:
+    html = (reference_report / "multi-shot.html").read_text(encoding="utf-8")
+    assert figure_count(html) == 8 and not external_resources(html)
+    groups = pd.read_csv(reference_report / "groups.csv")
+    assert len(groups) == 80
+    index = (reference_report.parent / "index.html").read_text(encoding="utf-8")
+    assert 'href="mdsplusbench/multi-shot.html"' in index

@@ -149,7 +149,7 @@ def test_same_seed_gives_byte_identical_files_and_another_seed_does_not(tmp_path
 def test_default_layout_is_not_paged_but_same_size_and_same_data(
     paged: list[Path], tmp_path: Path
 ) -> None:
-    default = make_dataset(tmp_path, shots=4, seed=0, layout="default", **SMALL)
+    default = make_dataset(tmp_path, shots=4, seed=0, paging="unpaged", **SMALL)
     assert [p.name for p in default] == [p.name for p in paged]
     for d, p in zip(default, paged):
         assert d.stat().st_size == 2_000_000
@@ -207,3 +207,114 @@ def test_cli_rejects_bad_parameters_with_one_sentence(
     err = capsys.readouterr().err.strip()
     assert err.startswith("shotbench: ") and err.count("\n") == 0
     assert not list(tmp_path.glob("*.h5"))
+
+
+# ---------------------------------------------------------------------------------------
+# File shapes where the drivers differ: larger files, 4 MB pages, no paging, many-shot files.
+
+
+@pytest.mark.parametrize(
+    ("file_size", "page_size", "paging"),
+    [(16_000_000, 4_000_000, "paged"), (64_000_000, 8_000_000, "paged"), (32_000_000, 4_000_000, "unpaged")],
+)
+def test_larger_sizes_and_page_sizes_are_what_libhdf5_reads_back(
+    tmp_path: Path, file_size: int, page_size: int, paging: str
+) -> None:
+    (path,) = make_dataset(tmp_path, shots=1, file_size=file_size, page_size=page_size, paging=paging)
+    assert path.stat().st_size == file_size
+    with h5py.File(path, "r") as f:
+        fcpl = f.id.get_create_plist()
+        paged = fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE
+        assert paged == (paging == "paged")
+        if paged:
+            assert fcpl.get_file_space_page_size() == page_size
+        _, _, signals = _shot(f)
+        assert len(signals) == 61
+        stored = sum(d.id.get_storage_size() for d in _datasets(f))
+    # the payload grows with the file: a good part of the raw-data space holds signal bytes
+    assert stored > 0.35 * (file_size - page_size)
+
+
+def _storage_order(path: Path) -> list[tuple[int, str, str]]:
+    """(file offset, shot, signal) of every signal stored outside its object header, by offset."""
+    found: list[tuple[int, str, str]] = []
+
+    def visit(name: str, obj: object) -> None:
+        if isinstance(obj, h5py.Dataset) and "/signals/" in name:
+            offset = obj.id.get_offset()
+            if offset is None and obj.chunks:
+                offset = obj.id.get_chunk_info(0).byte_offset
+            if offset is not None:
+                parts = name.split("/")
+                found.append((offset, parts[1], parts[3]))
+
+    with h5py.File(path, "r") as f:
+        f.visititems(visit)
+    return sorted(found)
+
+
+def _runs(order: list[tuple[int, str, str]], field: int) -> int:
+    """Stretches of consecutive datasets on disk with the same shot (1) or signal (2)."""
+    return 1 + sum(a[field] != b[field] for a, b in zip(order, order[1:]))
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("many")
+    return {
+        layout: make_dataset(out, shots=8, seed=0, layout=layout, **SMALL)[0]
+        for layout in ("shot", "signal")
+    }
+
+
+def test_many_shot_files_store_data_shot_by_shot_or_signal_by_signal(many: dict[str, Path]) -> None:
+    by_shot = _storage_order(many["shot"])
+    by_signal = _storage_order(many["signal"])
+    assert len(by_shot) == len(by_signal) > 40
+    shots = len({o[1] for o in by_shot})
+    names = len({o[2] for o in by_shot})
+    # about one stretch per shot in shot layout (small datasets may fill the end of an earlier
+    # page), one per signal in signal layout; the other key changes at almost every dataset
+    assert _runs(by_shot, 1) <= 2 * shots and 3 * _runs(by_shot, 1) < _runs(by_signal, 1)
+    assert _runs(by_signal, 2) <= names + 2 and 3 * _runs(by_signal, 2) < _runs(by_shot, 2)
+
+
+def test_many_shot_file_holds_the_single_shot_files_shots_with_shared_scales(
+    many: dict[str, Path], paged: list[Path]
+) -> None:
+    assert many["shot"].name == "shot8_sig12_shot.h5"
+    with h5py.File(many["signal"], "r") as f:
+        fcpl = f.id.get_create_plist()
+        assert fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE
+        assert fcpl.get_file_space_page_size() == SMALL["page_size"]
+        assert len(f["shots"]) == 8
+        for single in paged:  # the first 4 of the same seed's shots, same data
+            with h5py.File(single, "r") as g:
+                shot, _, signals = _shot(g)
+                packed = f[f"shots/{shot}/signals"]
+                assert list(packed) == list(signals)
+                for name in signals:
+                    np.testing.assert_array_equal(packed[name][()], signals[name][()])
+                    assert packed[name].attrs["shot"] == int(shot)
+        shot = next(iter(f["shots"]))
+        scales = [k for k in f[f"shots/{shot}"] if k.startswith("time_")]
+        dsets = f[f"shots/{shot}/signals"].values()
+        users = [d for d in dsets if d.ndim and d.dims[0].keys() == ["time"]]
+        assert 0 < len(scales) < len(users)  # one time scale per distinct clock, shared by signals
+
+
+def test_many_shot_files_are_byte_identical_for_the_same_seed(tmp_path: Path, many: dict[str, Path]) -> None:
+    time.sleep(1.1)  # libhdf5 timestamps have one-second resolution
+    (again,) = make_dataset(tmp_path, shots=8, seed=0, layout="signal", **SMALL)
+    assert again.read_bytes() == many["signal"].read_bytes()
+    assert again.read_bytes() != many["shot"].read_bytes()
+
+
+def test_too_little_disk_space_is_refused_before_writing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    for layout in ("single", "shot"):
+        argv = ["synth", "--out", str(tmp_path / layout), "--shots", "1000000",
+                "--file-size", "1000000000", "--layout", layout]  # fmt: skip
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "GB are free" in err and "--shots" in err
+        assert not list(tmp_path.rglob("*.h5*")) and not list(tmp_path.rglob(".*partial"))

@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from shotbench import multishot
 from shotbench.errors import UserError
 
 UPSTREAM_COLUMNS: tuple[str, ...] = (
@@ -289,7 +290,7 @@ def _prepare_frame(df: pd.DataFrame, label: str, path: Path) -> tuple[pd.DataFra
 
 def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
     path = inp.path / "workers.csv"
-    df = _read_csv(path, "workers.csv from a shotbench run")
+    df = multishot.single_shot_rows(_read_csv(path, "workers.csv from a shotbench run"))
     check_schema(df, path)
     notes = _correct_legacy(df, inp.label)
     for col, default in (("backend", ""), ("trial", 0), ("error", "")):
@@ -305,7 +306,7 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
             raise UserError(f"{meta} is not valid JSON; restore it or delete it to report without metadata.") from None
     case_file = inp.path / "cases.csv"
     if case_file.is_file() and case_file.stat().st_size > 0:
-        cases = _read_csv(case_file, "cases.csv from a shotbench run")
+        cases = multishot.single_shot_rows(_read_csv(case_file, "cases.csv from a shotbench run"))
         missing = [c for c in KEYS[1:] + ["trial", "total-runtime"] if c not in cases.columns]
         if missing:
             raise UserError(f"{case_file} lacks the columns {', '.join(missing)}; it was not written by shotbench bench.")

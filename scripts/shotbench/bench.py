@@ -51,20 +51,25 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
     backends = list(cfg.backends)
     with contextlib.ExitStack() as stack:
         access_log: Path | None = None
+        made: set[str] | None = None  # the files a `layouts` run made (its keys below the prefix)
         if data is None:
             from shotbench.store.server import embedded_server
             from shotbench.store.stage import stage
             from shotbench.synth import make_dataset
 
-            shots_dir = Path(shots_dir or data_dir() / "shots")
-            say(f"synthetic shot files: {cfg.shots} in {shots_dir} (made if missing)")
-            make_dataset(shots_dir, shots=cfg.shots, signals=cfg.signals, file_size=cfg.file_size,
-                         page_size=cfg.page_size, seed=0)
+            if cfg.families:
+                shots_dir = Path(shots_dir or data_dir() / "layouts")
+                made = make_families(cfg, shots_dir)
+            else:
+                shots_dir = Path(shots_dir or data_dir() / "shots")
+                say(f"synthetic shot files: {cfg.shots} in {shots_dir} (made if missing)")
+                make_dataset(shots_dir, shots=cfg.shots, signals=cfg.signals, file_size=cfg.file_size,
+                             page_size=cfg.page_size, seed=0)
             info = stack.enter_context(embedded_server(state_dir() / ("bench-server-tls" if tls else "bench-server"),
                                                        network=network, tls=tls))
             say(f"embedded S3 server: {info.endpoint_url} (network: {network})")
             s3 = info.s3config()
-            loc = parse_location(f"s3://{EMBEDDED_BUCKET}/{EMBEDDED_PREFIX}")
+            loc = parse_location(f"s3://{EMBEDDED_BUCKET}/{'layouts/' if cfg.families else EMBEDDED_PREFIX}")
             stage(shots_dir, loc, s3, jobs=8, progress=False, create_bucket=True)
             access_log = Path(info.access_log)
             local_dir = str(shots_dir)
@@ -77,6 +82,8 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             s3 = S3Config.from_env() if loc.kind == "s3" else None
             local_dir = str(local_copies) if local_copies else ""
         objs = preflight(loc, s3)
+        if data is None and made is not None:  # files of other family sizes may linger in the bucket
+            objs = [o for o in objs if o.key[len(loc.prefix):] in made]
         if loc.kind == "local":
             source = Source("local", local_dir=str(loc.path))
             dropped = [b for b in backends if registry.get(b).needs_s3]
@@ -95,6 +102,9 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
         signal_files = planmod.sample_signals(
             planmod.sample_files(files, cfg.signals_files, cfg.seed), cfg.signals_names, cfg.seed)
         workload = Workload(source, files, signal_files, s3, access_log, loc.bucket if loc.kind == "s3" else None)
+        if cfg.families:
+            workload.families = cfg.family_shapes()
+            workload.family_files = split_families(files, workload.families, cfg)
         record = {
             "location": loc.uri(), "embedded": data is None, "network": network,
             "files": len(files), "bytes": sum(f.size for f in files),
@@ -102,6 +112,42 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             **({"endpoint": s3.public()["endpoint"], "region": s3.region} if s3 is not None else {}),
         }
         yield Prepared(workload, record, backends)
+
+
+def make_families(cfg: profiles.BenchConfig, root: Path) -> set[str]:
+    """Each file family of a `layouts` run in its own folder under `root` (kept if already made);
+    returns the files' paths relative to `root`, the keys this run reads below its prefix."""
+    from shotbench.synth import check_space, estimate_bytes, make_dataset
+
+    shapes = cfg.family_shapes()
+    need = sum(estimate_bytes(f.shots, f.signals, f.file_size, f.page_size, f.layout) for f in shapes.values())
+    check_space(root, need)
+    say(f"file families in {root} (made if missing, up to {need / 1e9:.1f} GB): {', '.join(shapes)}")
+    made: set[str] = set()
+    for fam in shapes.values():
+        paths = make_dataset(root / fam.name, shots=fam.shots, signals=fam.signals, file_size=fam.file_size,
+                             page_size=fam.page_size, paging=fam.paging, seed=0, layout=fam.layout)  # fmt: skip
+        made.update(p.relative_to(root).as_posix() for p in paths)
+    return made
+
+
+def family_of(key: str) -> str:
+    """A family's files live in a folder named after it (the key's last folder)."""
+    parts = key.replace("\\", "/").split("/")
+    return parts[-2] if len(parts) > 1 else ""
+
+
+def split_families(files: list[Any], shapes: dict[str, Any], cfg: profiles.BenchConfig) -> dict[str, tuple[list[Any], list[Any]]]:
+    """Per family: its files, and what `signals` mode reads (a seeded sample; every shot of a many-shot file)."""
+    out = {}
+    for name, fam in shapes.items():
+        mine = [f for f in files if family_of(f.key) == name]
+        if not mine:
+            raise UserError(f"no files of family {name} at the data location; remove it from families or make it.")
+        sig = mine if fam.many_shot else planmod.sample_signals(
+            planmod.sample_files(mine, cfg.signals_files, cfg.seed), cfg.signals_names, cfg.seed)
+        out[name] = (mine, sig)
+    return out
 
 
 def check_envs(backends: list[str]) -> None:
@@ -240,7 +286,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backends", nargs="+", metavar="NAME", help=f"subset of: {' '.join(registry.names())}")
-    p.add_argument("--modes", nargs="+", choices=list(planmod.MODES))
+    p.add_argument("--modes", nargs="+", choices=list(planmod.ALL_MODES))
     p.add_argument("--workers", nargs="+", type=int, metavar="N", help="Dask worker counts, e.g. 1 2 4")
     p.add_argument("--page-buffers", nargs="+", metavar="BYTES",
                    help='e.g. 0 default 268435456 (0 is off on every libhdf5; "default" is the library\'s own, 64 MiB on 2.x ROS3)')

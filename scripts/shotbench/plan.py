@@ -15,6 +15,11 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 MODES = ("shots", "signals")
+# The partial-read workload (issue 12): k signals of one single-shot file, the file opened once
+# for all of them, or once per signal; and the layouts of many-shot files.
+PARTIAL_MODES = ("partial-once", "partial-each")
+ALL_MODES = MODES + PARTIAL_MODES
+PARTIAL_SIGNALS = 8  # k: signals a partial read takes from a shot
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ class Task:
 
     index: int
     parts: tuple[Part, ...]
+    whole: bool = False  # one row for the whole task (many-shot files, partial reads)
+    reopen: bool = False  # with `whole`: open the file for every part, not once for the task
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,7 @@ class Case:
     pb_size: int
     chunk_cache: int
     block_cache: int | None = None  # 2.2 ROS3 block cache; None for backends without one
+    family: str = ""  # file family of a `layouts` run (see families.py); "" = the one workload
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -208,7 +216,14 @@ def rawget_tasks(mode: str, files: Sequence[ShotFile], shot: ShotFile | None, wo
     ]
 
 
+def is_many_shot(files: Sequence[ShotFile]) -> bool:
+    """Several shots in one file: the files of a many-shot family share one key."""
+    return len({f.key for f in files}) < len(files)
+
+
 def case_tasks(case: Case, files: Sequence[ShotFile], seed: int, reads_hdf5: bool) -> list[Task]:
+    if is_many_shot(files) or case.mode in PARTIAL_MODES:
+        return _shaped_tasks(case, files, seed, reads_hdf5)
     shot = pick_shot(files, seed, case.trial, case.workers) if case.mode == "shots" else None
     if not reads_hdf5:
         return rawget_tasks(case.mode, files, shot, case.workers)
@@ -218,8 +233,23 @@ def case_tasks(case: Case, files: Sequence[ShotFile], seed: int, reads_hdf5: boo
     return signals_tasks(files, case.workers)
 
 
+def _shaped_tasks(case: Case, files: Sequence[ShotFile], seed: int, reads_hdf5: bool) -> list[Task]:
+    """Many-shot files and partial reads; raw-get reads the file's bytes once either way."""
+    shot = pick_shot(files, seed, case.trial, case.workers)
+    if not reads_hdf5:
+        return rawget_tasks("shots", files, shot, case.workers)
+    if case.mode in PARTIAL_MODES:
+        return partial_tasks(case.mode, shot, case.workers, seed, case.trial)
+    return many_shot_tasks(case.mode, files, case.workers, seed, case.trial)
+
+
 def tot_num_obj(mode: str, files: Sequence[ShotFile]) -> int:
-    """Upstream's `tot-num-obj`: signals in `signals` mode, 1 in `shots` mode."""
+    """Upstream's `tot-num-obj`: signals in `signals` mode, 1 in `shots` mode; in a many-shot
+    file the shots (`shots`) or signal names (`signals`); in a partial read, its signals."""
+    if mode in PARTIAL_MODES:
+        return min(PARTIAL_SIGNALS, max((len(f.signals) for f in files), default=0))
+    if is_many_shot(files):
+        return len(files) if mode == "shots" else len(all_signals(files))
     return len(all_signals(files)) if mode == "signals" else 1
 
 
@@ -236,6 +266,7 @@ class Matrix:
     trials: int = 1
     files: int = 0  # files used in `signals` mode (seeded sample; 0 = all)
     signals: int = 0  # signal names used in `signals` mode (seeded sample; 0 = all)
+    families: dict[str, Any] = field(default_factory=dict)  # name -> families.Family; {} = one workload
 
 
 def setting_token(value: int) -> str:
@@ -258,28 +289,34 @@ def plan_cases(
     block_cache = block_cache or {}
     for trial in range(1, matrix.trials + 1):
         combos = []
-        for backend in matrix.backends:
-            hdf5 = reads_hdf5[backend]
-            bcs: list[int | None] = list(matrix.block_caches) if block_cache.get(backend) else [None]
-            for mode in matrix.modes:
-                for w in matrix.workers:
-                    for pb in matrix.page_buffers if hdf5 else [0]:
-                        for cc in matrix.chunk_caches if hdf5 else [0]:
-                            for bc in bcs:
-                                combos.append((backend, mode, w, pb, cc, bc))
+        for fam in matrix.families or {"": None}:
+            shape = matrix.families.get(fam)
+            modes = [m for m in matrix.modes if shape is None or not shape.many_shot or m in MODES]
+            for backend in matrix.backends:
+                hdf5 = reads_hdf5[backend]
+                bcs: list[int | None] = list(matrix.block_caches) if block_cache.get(backend) else [None]
+                wanted = (shape.page_buffers or matrix.page_buffers) if shape is not None else matrix.page_buffers
+                pbs = [p for p in wanted if shape is None or shape.accepts_page_buffer(p)] or [0]
+                for mode in modes:
+                    for w in matrix.workers:
+                        for pb in dict.fromkeys(pbs) if hdf5 else [0]:
+                            for cc in matrix.chunk_caches if hdf5 else [0]:
+                                for bc in bcs:
+                                    combos.append((fam, backend, mode, w, pb, cc, bc))
         seeded(seed, "order", trial).shuffle(combos)
-        for backend, mode, w, pb, cc, bc in combos:
+        for fam, backend, mode, w, pb, cc, bc in combos:
             order += 1
-            cid = f"t{trial}-{backend}-{mode}-w{w}-pb{setting_token(pb)}-cc{cc}"
+            cid = f"t{trial}-{fam + '-' if fam else ''}{backend}-{mode}-w{w}-pb{setting_token(pb)}-cc{cc}"
             if bc is not None and bc >= 0:
                 cid += f"-bc{setting_token(bc)}"
-            cases.append(Case(cid, trial, order, backend, mode, w, pb, cc, bc))
+            cases.append(Case(cid, trial, order, backend, mode, w, pb, cc, bc, fam))
     return cases
 
 
 def rawget_case_id(case: Case) -> str:
     """The raw-get case measuring the same work as `case`."""
-    return f"t{case.trial}-raw-get-{case.mode}-w{case.workers}-pb0-cc0"
+    fam = f"{case.family}-" if case.family else ""
+    return f"t{case.trial}-{fam}raw-get-{case.mode}-w{case.workers}-pb0-cc0"
 
 
 def task_to_json(task: Task) -> dict[str, Any]:
@@ -290,4 +327,40 @@ def task_from_json(data: dict[str, Any]) -> Task:
     return Task(
         int(data["index"]),
         tuple(Part(p["obj_id"], tuple(Item(**it) for it in p["items"])) for p in data["parts"]),
+        bool(data.get("whole", False)),
+        bool(data.get("reopen", False)),
     )
+
+
+# --------------------------------------------------------------------------------------
+# Many-shot files and partial reads (issue 12)
+
+
+def many_shot_objects(mode: str, shots: Sequence[ShotFile]) -> list[Part]:
+    """Upstream's objects of one many-shot file: a shot with all its signals (`shots`), or a
+    signal across every shot holding it (`signals`); each with its dataset reads."""
+    if mode == "shots":
+        return [Part(f.shot, tuple(shot_items(f))) for f in sorted(shots, key=lambda f: f.shot)]
+    return [
+        Part(name, tuple(Item(f.key, f.size, f.shot, name) for f in sorted(shots, key=lambda f: f.shot) if name in f.signals))
+        for name in all_signals(shots)
+    ]
+
+
+def many_shot_tasks(mode: str, shots: Sequence[ShotFile], workers: int, seed: int, trial: int) -> list[Task]:
+    """As upstream: the objects in a seeded random order, split evenly across the workers;
+    each task opens the file once and reads its objects (one row per task)."""
+    objs = many_shot_objects(mode, shots)
+    seeded(seed, "many", mode, trial).shuffle(objs)
+    return [Task(i + 1, tuple(batch), whole=True) for i, batch in enumerate(split_balanced(objs, workers))]
+
+
+def partial_tasks(mode: str, f: ShotFile, workers: int, seed: int, trial: int, k: int = PARTIAL_SIGNALS) -> list[Task]:
+    """k seeded signals of one shot file, split across the workers; `partial-once` opens the
+    file once per task for all of them, `partial-each` once per signal."""
+    names = sorted(seeded(seed, "partial", trial).sample(list(f.signals), min(k, len(f.signals))))
+    items = [Item(f.key, f.size, f.shot, n) for n in names]
+    return [
+        Task(i + 1, tuple(Part(it.signal, (it,)) for it in batch), whole=True, reopen=mode == "partial-each")
+        for i, batch in enumerate(split_balanced(items, workers))
+    ]

@@ -23,7 +23,8 @@ from typing import Any
 
 from shotbench.backends import registry
 from shotbench.errors import UserError
-from shotbench.plan import MODES, Matrix
+from shotbench import families as fammod
+from shotbench.plan import ALL_MODES, MODES, Matrix
 
 MIB = 1024 * 1024
 
@@ -50,6 +51,21 @@ class BenchConfig:
     signals: int = 61
     max_live_workers: int = 16  # idle warm worker processes kept across cases before evicting
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # issue 12: file families measured side by side (families.py); [] = the one synthetic workload
+    families: list[str] = field(default_factory=list)
+    family_shots: int = 8  # files of each single-shot family (the big ones a quarter of that, 2 to 16)
+    family_big_size: int = 256_000_000  # bytes of the big single-shot files
+    family_many_shots: int = 32  # shots in each many-shot file
+    family_many_file_size: int = 16_000_000  # payload budget per shot, as a single-shot file of this size
+    family_many_page_size: int = 8_000_000  # file-space page size of the many-shot files
+    family_many_page_buffers: list[int] = field(default_factory=list)  # [] = the run's page buffers
+
+    def family_shapes(self) -> dict[str, Any]:
+        sizes = fammod.Sizes(
+            self.family_shots, self.family_big_size, self.family_many_shots, self.family_many_file_size,
+            self.family_many_page_size, tuple(self.family_many_page_buffers),
+        )  # fmt: skip
+        return fammod.resolve(list(self.families), sizes)
 
     def matrix(self) -> Matrix:
         return Matrix(
@@ -58,6 +74,7 @@ class BenchConfig:
             chunk_caches=list(self.chunk_caches),
             block_caches=[size_setting(v, "block_caches") for v in self.block_caches],
             trials=self.trials, files=self.signals_files, signals=self.signals_names,
+            families=self.family_shapes(),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +106,27 @@ PROFILES: dict[str, dict[str, Any]] = {
     "full": {
         "workers": [1, 2, 4, 8, 16, 24, 32, 48, 64], "trials": 3, "signals_files": 0, "signals_names": 0,
         "shots": 500, "max_live_workers": 64,
+    },
+    # File shapes side by side (issue 12): 16 MB files, 256 MB files paged and unpaged, and a
+    # many-shot file in shot and in signal layout, every backend, both upstream orders plus the
+    # partial read (8 signals of a shot, file opened once / once per signal). Sized for a 2-core
+    # machine in about 20 minutes: 2 workers, one trial, a 64 MB page buffer (8 pages, upstream's
+    # smaller one). The many-shot files are upstream's shape scaled down by 8: 1 MB pages and an
+    # 8 MB page buffer (8 pages, as upstream's 64 MB held 8 of its 8 MB pages), 48 shots of
+    # 4 MB-file payload, so a file is about 10x its buffer, as upstream's 3.7 GB were 14x theirs.
+    "layouts": {
+        "families": list(fammod.NAMES), "modes": list(ALL_MODES), "workers": [2], "trials": 1,
+        "page_buffers": [64_000_000], "signals_files": 4, "signals_names": 16,
+        "family_shots": 8, "family_big_size": 256_000_000, "family_many_shots": 48,
+        "family_many_file_size": 4_000_000, "family_many_page_size": 1_000_000,
+        "family_many_page_buffers": [8_000_000],
+    },
+    # The same at upstream sizes: 500-shot files (about 2 GB each here), 1-16 workers, 64 MB and
+    # 264 MB page buffers, three trials.
+    "layouts-full": {
+        "families": list(fammod.NAMES), "modes": list(ALL_MODES), "workers": [1, 2, 4, 8, 16], "trials": 3,
+        "page_buffers": [64_000_000, 264_000_000], "signals_files": 0, "signals_names": 0,
+        "family_shots": 500, "family_many_shots": 500, "family_big_size": 256_000_000,
     },
 }
 
@@ -128,9 +166,10 @@ def load(profile: str = "quick", config: Path | None = None, overrides: dict[str
 def validate(cfg: BenchConfig) -> None:
     for name in cfg.backends:
         registry.get(name)
-    bad = [m for m in cfg.modes if m not in MODES]
+    bad = [m for m in cfg.modes if m not in ALL_MODES]
     if bad:
-        raise UserError(f"unknown mode {bad[0]!r}; modes are {', '.join(MODES)}.")
+        raise UserError(f"unknown mode {bad[0]!r}; modes are {', '.join(ALL_MODES)}.")
+    cfg.family_shapes()  # unknown family names are one sentence
     if not cfg.backends or not cfg.modes or not cfg.workers:
         raise UserError("the matrix is empty; give at least one backend, mode and worker count.")
     if any(int(w) < 1 for w in cfg.workers):

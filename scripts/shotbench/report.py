@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from shotbench import analysis
+from shotbench import analysis, multishot
 from shotbench.errors import UserError
 from shotbench.htmlcheck import external_resources, figure_count
 from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir
@@ -212,12 +212,31 @@ def check_inputs(specs: list[str]) -> list[analysis.Input]:
         except (pd.errors.ParserError, UnicodeDecodeError, OSError):
             raise UserError(f"{path} is not a readable CSV; pass a per-worker CSV or a run folder.") from None
         missing = [c for c in analysis.UPSTREAM_COLUMNS if c not in header.columns]
-        if missing:
+        if missing and multishot.schema_of(header.columns) is None:
             raise UserError(
-                f"{path} is not a per-worker CSV in the upstream 12-column schema: it lacks the columns "
-                f"{', '.join(missing)}; pass a workers CSV from shotbench or MDSplusBench, or a run folder."
+                f"{path} is in neither upstream schema (the 12-column single-shot or the 20-column many-shot "
+                f"CSV) nor shotbench's: it lacks the columns {', '.join(missing)}; pass a workers CSV from "
+                "shotbench or MDSplusBench, or a run folder."
             )
     return inputs
+
+
+MULTI_SHOT_NOTEBOOK = "multi-shot.ipynb"
+
+
+def many_shot_inputs(specs: list[str]) -> bool:
+    """True when every input is an upstream many-shot CSV (rendered by the many-shot notebook)."""
+    kinds = {multishot.schema_of(multishot.read_header(s.path)) == "upstream" for s in multishot.parse_sources(specs)}
+    if len(kinds) > 1:
+        raise UserError("Many-shot and single-shot CSVs cannot share one report; render them with separate --input sets.")
+    return kinds == {True}
+
+
+def render_reference_many_shot(hide_code: bool) -> Path:
+    """The upstream many-shot study into reports/mdsplusbench/multi-shot.html."""
+    out = reports_dir() / REFERENCE_DIR
+    notebook = repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK
+    return render_notebook(notebook, {"inputs": multishot.reference_inputs()}, out, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code)
 
 
 @dataclass
@@ -293,6 +312,20 @@ def reference_entry() -> IndexEntry | None:
     )
 
 
+def reference_entries() -> list[IndexEntry]:
+    """The upstream single-shot and many-shot reports, those that have been rendered."""
+    entries = [e for e in (reference_entry(),) if e]
+    many = reports_dir() / REFERENCE_DIR / f"{Path(MULTI_SHOT_NOTEBOOK).stem}.html"
+    if many.is_file():
+        entries.append(IndexEntry(
+            kind="reference", run_id="MDSplusBench EC2 many-shot study", date="upstream",
+            location="S3 from an m5.4xlarge (two 3.7 GB files of 500 shots)",
+            backends="ROS3 libhdf5 1.14 (old), ROS3 2.0 development build (new)",
+            hdf5="1.14, 2.0-dev", status="published", report=many,
+        ))  # fmt: skip
+    return entries
+
+
 def rendered_entries() -> list[IndexEntry]:
     """Every run of every kind whose report exists, newest first; the upstream study last."""
     entries = []
@@ -302,8 +335,7 @@ def rendered_entries() -> list[IndexEntry]:
             if report.is_file():
                 entries.append(index_entry(kind, run, report))
     entries.sort(key=lambda e: (e.date, e.run_id), reverse=True)
-    reference = reference_entry()
-    entries = entries + [reference] if reference else entries
+    entries = entries + reference_entries()
     for entry in entries:
         entry.answer = _answer(entry.report.parent)
     return entries
@@ -364,6 +396,10 @@ def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None 
     params = {**kind.params(run, out_dir, hide_code), **(extra or {})}
     html_path = render_notebook(kind.notebook_path, params, out_dir, kind.stem, hide_code)
     print(f"  {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {time.monotonic() - t0:.0f} s)", flush=True)
+    if kind.name == "ros3" and multishot.has_many_shot_rows(run):  # a `layouts` run: its many-shot half
+        many = render_notebook(repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK, {"inputs": params["inputs"]},
+                               out_dir, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code)  # fmt: skip
+        print(f"  {many}", flush=True)
     write_index(rendered_entries())
     return html_path
 
@@ -391,14 +427,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         check_inputs(args.input)
         out = Path(args.output)
         kind = KINDS["ros3"]
-        params = {"inputs": args.input, "baseline": args.baseline}
+        notebook, stem, params = kind.notebook_path, kind.stem, {"inputs": args.input, "baseline": args.baseline}
+        if many_shot_inputs(args.input):
+            notebook, stem, params = repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK, Path(MULTI_SHOT_NOTEBOOK).stem, {"inputs": args.input}
         t0 = time.monotonic()
-        print(f"Rendering {kind.notebook} with {len(args.input)} input(s) into {out} ...", flush=True)
-        html_path = render_notebook(kind.notebook_path, params, out, args.name or kind.stem, hide)
+        print(f"Rendering {notebook.name} with {len(args.input)} input(s) into {out} ...", flush=True)
+        html_path = render_notebook(notebook, params, out, args.name or stem, hide)
         print(f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
-              f"figures), {html_path.with_suffix('.ipynb')}, {out / 'summary.csv'} and {out / 'decision.csv'} "
-              f"in {time.monotonic() - t0:.0f} s.")
+              f"figures), {html_path.with_suffix('.ipynb')} and its tables in {time.monotonic() - t0:.0f} s.")
         if args.reference:
+            many = render_reference_many_shot(hide)
+            print(f"Wrote {many} ({figure_count(many.read_text())} figures): the upstream many-shot study.")
             write_index(rendered_entries())
         return 0
     if args.latest or args.run:

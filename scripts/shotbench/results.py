@@ -26,6 +26,8 @@ WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "bytes-read", "open-time", "error",
     # issue 11: requests and bytes counted by the client (shotbench.accounting)
     "client-gets", "client-heads", "client-bytes",
+    # issue 12 (layouts): upstream many-shot timings and which file family a row read
+    "open-file-time", "read-data-time", "gather-time", "layout", "file-family",
 ]
 # issue 10 (effective settings): what libhdf5 did, read back after open (shotbench.effective)
 WORKER_COLUMNS += EFFECTIVE_COLUMNS
@@ -40,6 +42,8 @@ CASE_COLUMNS = [
     # issue 11: client-side sums; bytes-needed = signal payload bytes the tasks returned
     "client-gets", "client-heads", "client-bytes", "bytes-needed", "amplification",
     "request-p50-ms", "request-p99-ms",
+    # issue 12 (layouts)
+    "layout", "file-family", "gather-time",
 ]
 # issue 10 (effective settings): the requested 2.2 ROS3 block cache (-1 default, 0 off, else bytes)
 CASE_COLUMNS += ["block-cache"]
@@ -51,9 +55,12 @@ def _clean(text: str) -> str:
 
 def worker_rows(
     raw: Iterable[dict[str, Any]], *, case: Any, total: float, tot_num_obj: int,
-    run_id: str, hdf5: str, h5py_version: str,
+    run_id: str, hdf5: str, h5py_version: str, layout: str = "", family: str = "", gather: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Upstream-schema rows from what the tasks returned (plus our columns)."""
+    """Upstream-schema rows from what the tasks returned (plus our columns).
+
+    `layout`/`family` name the files a `layouts` run read; `gather` is the case's gather-time.
+    """
     rows = []
     for r in raw:
         t, nobjs, nd = float(r["time"]), int(r["objs"]), int(r["dsets"])
@@ -71,6 +78,8 @@ def worker_rows(
             "index-time": r.get("index-time", ""), "index-bytes": r.get("index-bytes", ""),
             "client-gets": r.get("client-gets", ""), "client-heads": r.get("client-heads", ""),
             "client-bytes": r.get("client-bytes", ""),
+            "open-file-time": float(r["open"]), "read-data-time": float(r.get("read", t - float(r["open"]))),
+            "gather-time": "" if gather is None else gather, "layout": layout, "file-family": family,
         })
     return rows
 

@@ -183,9 +183,18 @@ class Workload:
     s3: Any  # S3Config or None (local data)
     access_log: Path | None
     bucket: str | None
+    families: dict[str, Any] = field(default_factory=dict)  # name -> families.Family (`layouts` runs)
+    family_files: dict[str, tuple[list[ShotFile], list[ShotFile]]] = field(default_factory=dict)
 
-    def files_for(self, mode: str) -> list[ShotFile]:
-        return self.signal_files if mode == "signals" else self.files
+    def files_for(self, mode: str, family: str = "") -> list[ShotFile]:
+        """The files a case reads; a family's own files (and signals sample) in a `layouts` run."""
+        files, signal_files = self.family_files[family] if family else (self.files, self.signal_files)
+        return signal_files if mode == "signals" else files
+
+    def shape(self, family: str) -> tuple[str, str]:
+        """(layout, family) as the rows record them; ("", "") for the one-workload runs."""
+        fam = self.families.get(family)
+        return (fam.layout, fam.name) if fam is not None else ("", "")
 
 
 @dataclass
@@ -224,9 +233,12 @@ class Runner:
             return {"index_dir": str(self.folder.path / "index" / name)}
         return {}
 
-    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
+    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[dict[str, Any]],
+               gather: ShotFile | None = None) -> tuple[dict[str, Any], Any]:
         self.drivers.reserve(cls.env_key(), case.workers)
         prep = drv.request({"op": "prepare", "workers": case.workers, "spec": spec})
+        if gather is not None:  # upstream's gather-time: listed before the clock, timed on its own
+            prep["gather"] = drv.request({"op": "gather", "key": gather.key, "size": gather.size})["seconds"]
         link = prep.get("dashboard") or ""
         if link and link not in self.dashboards:
             self.dashboards.add(link)
@@ -239,6 +251,7 @@ class Runner:
             accesslog.settle(log, quiet=0.25)  # earlier requests' late lines land before the mark
             mark = accesslog.offset_marker(log)
         out = drv.request({"op": "run", "tasks": tasks})
+        out["gather"] = prep.get("gather")
         if log is not None:
             stats = accesslog.count_since(log, mark, bucket=self.workload.bucket, quiet=0.25)
         return out, stats
@@ -246,7 +259,7 @@ class Runner:
     def raw_get_runtime(self, case: Case) -> float | None:
         """The S3 ceiling for exactly this case's work, measured right after it."""
         cls = registry.get("raw-get")
-        files = self.workload.files_for(case.mode)
+        files = self.workload.files_for(case.mode, case.family)
         tasks = planmod.case_tasks(case, files, self.seed, reads_hdf5=False)
         drv = self.drivers.for_backend(cls)
         self.drivers.reserve(cls.env_key(), case.workers)
@@ -256,14 +269,16 @@ class Runner:
 
     def run_case(self, case: Case) -> CaseResult:
         cls = registry.get(case.backend)
-        files = self.workload.files_for(case.mode)
+        files = self.workload.files_for(case.mode, case.family)
+        layout, family = self.workload.shape(case.family)
         started = time.time()
         base = {
             "run-id": self.run_id, "case-id": case.case_id, "trial": case.trial, "order": case.order,
             "backend": case.backend, "obj-type": case.mode, "num-workers": case.workers,
-            "pb-size": case.pb_size, "chunk-cache": case.chunk_cache,
+            "pb-size": case.pb_size, "chunk-cache": case.chunk_cache, "layout": layout, "file-family": family,
             "block-cache": "" if case.block_cache is None else case.block_cache,
         }
+        many = planmod.is_many_shot(files) and cls.reads_hdf5
         try:
             drv = self.drivers.for_backend(cls)
             v = drv.versions
@@ -272,7 +287,8 @@ class Runner:
                 "env": cls.env_key(), **{k: v[k] for k in v if k not in ("python", "hdf5", "h5py")},
             })
             tasks = planmod.case_tasks(case, files, self.seed, cls.reads_hdf5)
-            out, stats = self._timed(drv, cls, case, self.spec(case), [planmod.task_to_json(t) for t in tasks])
+            out, stats = self._timed(drv, cls, case, self.spec(case), [planmod.task_to_json(t) for t in tasks],
+                                     files[0] if many else None)
         except (DriverError, UserError) as exc:
             row = {**base, "n-tasks": 0, "errors": " ".join(str(exc).split())[:500],
                    "started": utc_iso(started), "finished": utc_iso()}
@@ -280,8 +296,9 @@ class Runner:
         total = float(out["total"])
         raw = out["rows"]
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
+        gather = out.get("gather")
         rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
-                           run_id=self.run_id, hdf5=hdf5, h5py_version=h5v)
+                           run_id=self.run_id, hdf5=hdf5, h5py_version=h5v, layout=layout, family=family, gather=gather)
         errors = [r["error"] for r in rows if r["error"]]
         rg: float | None = total if not cls.reads_hdf5 else None
         if rg is None:
@@ -300,6 +317,7 @@ class Runner:
             "errors": (f"{len(errors)} errors; first: {errors[0]}"[:500] if errors else ""),
             "started": utc_iso(out.get("started", started)), "finished": utc_iso(out.get("finished")),
             **case_columns(raw),
+            "gather-time": "" if gather is None else gather,
         }
         return CaseResult(row, rows)
 
@@ -327,7 +345,7 @@ class Runner:
             if r.get("errors"):
                 what += f"  [{r['errors'][:120]}]"
             self.say(
-                f"[{done_before + i}/{total_cases}] {case.backend:<9} {case.mode:<7} w={case.workers:<2} "
+                f"[{done_before + i}/{total_cases}] {case.family + ' ' if case.family else ''}{case.backend:<9} {case.mode:<7} w={case.workers:<2} "
                 f"pb={_mib(case.pb_size):<7}{_bc(case.block_cache)} t{case.trial}  {what}  "
                 f"elapsed {_dur(elapsed)} ETA {_dur(eta)}"
             )
@@ -353,7 +371,7 @@ def _dur(s: float) -> str:
 
 def _inventory_key(source: Source, objs: list[Any]) -> str:
     h = hashlib.sha256(json.dumps(
-        ["v2", source.to_dict()] + [[o.key, o.size, getattr(o, "etag", None)] for o in objs]).encode())
+        ["v3", source.to_dict()] + [[o.key, o.size, getattr(o, "etag", None)] for o in objs]).encode())
     return h.hexdigest()[:16]
 
 
@@ -383,9 +401,9 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
             shots = shot_ids(fh)
             if not shots:
                 raise UserError(f"{o.key} holds no /shots/<id> group; point --data at single-shot HDF5 files.")
-            shot = shots[0]
-            names = tuple(signal_names(fh, shot))
-            out.append(ShotFile(o.key, int(o.size), shot, names, tuple(payload_bytes(fh, shot, n) for n in names)))
+            for shot in shots:  # one for single-shot files, every shot of a many-shot file
+                names = tuple(signal_names(fh, shot))
+                out.append(ShotFile(o.key, int(o.size), shot, names, tuple(payload_bytes(fh, shot, n) for n in names)))
         if len(objs) > 20 and (i % 50 == 0 or i == len(objs)):
             say(f"  listing signals: {i}/{len(objs)} files ({time.time() - t0:.0f}s)")
     cache.parent.mkdir(parents=True, exist_ok=True)
@@ -431,8 +449,10 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         if str(r.get("total-runtime", "")) == "":
             continue
-        groups.setdefault((r["backend"], r["obj-type"]), []).append(r)
-    lines = [f"{'backend':<10} {'mode':<8} {'cases':>5} {'median s':>9} {'x raw-get':>9} {'GETs':>7} {'MB':>8} {'eff':>5}"]
+        groups.setdefault((r.get("file-family") or "", r["backend"], r["obj-type"]), []).append(r)
+    width = max([len(k[0]) for k in groups] + [0])
+    fam = f"{'family':<{width}} " if width else ""
+    lines = [f"{fam}{'backend':<10} {'mode':<12} {'cases':>5} {'median s':>9} {'x raw-get':>9} {'GETs':>7} {'MB':>8} {'eff':>5}"]
 
     def med(vals: list[float]) -> float | None:
         vals = [v for v in vals if v == v]
@@ -444,7 +464,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         except (TypeError, ValueError):
             return float("nan")
 
-    for (backend, mode), rs in sorted(groups.items()):
+    for (family, backend, mode), rs in sorted(groups.items()):
         tot = med([num(r["total-runtime"]) for r in rs])
         ratio = med([num(r["total-runtime"]) / num(r["raw-get-runtime"]) for r in rs
                      if num(r.get("raw-get-runtime")) > 0])
@@ -456,7 +476,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
             return "-" if v is None else format(v, fmt)
 
         lines.append(
-            f"{backend:<10} {mode:<8} {len(rs):>5} {f(tot, '.3f'):>9} {f(ratio, '.2f'):>9} "
+            f"{f'{family:<{width}} ' if width else ''}{backend:<10} {mode:<12} {len(rs):>5} {f(tot, '.3f'):>9} {f(ratio, '.2f'):>9} "
             f"{f(gets, '.0f'):>7} {f(mb, '.1f'):>8} {f(eff, '.2f'):>5}"
         )
     return "\n".join(lines)

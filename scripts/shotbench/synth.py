@@ -1,4 +1,4 @@
-"""Synthetic single-shot HDF5 files shaped like the Alcator C-Mod files of the upstream study.
+"""Synthetic HDF5 shot files shaped like the Alcator C-Mod files of the upstream studies.
 
 The upstream files are not public, so local runs read look-alikes that exercise the same
 HDF5 code paths: `/shots/<SHOT_ID>/signals/<SIGNAL>` with a `shot` attribute, dimension
@@ -6,10 +6,10 @@ scales in `/shots/<SHOT_ID>` shared by checksum, deflate level 4 above 8 kB, pag
 aggregation with 8,000,000-byte pages and files of exactly 16,000,000 bytes.
 
 Exact size: sample counts are chosen from raw byte counts so that the deflated payload
-takes about three quarters of the raw-data pages (file_size - one metadata page). With
+takes about half of the raw-data pages (file_size - one metadata page). With
 paged aggregation libhdf5 ends the file on a page boundary, so a 16,000,000-byte file is
 simply its metadata page plus one raw-data page, as upstream. Whenever the file ends short
-of `file_size` (the non-paged layout, or paged files of more than two pages), the
+of `file_size` (unpaged files, or paged files of more than two pages), the
 end-of-allocation address in the superblock is raised to `file_size` (checksum recomputed)
 and the file extended with zeros: allocated but unused space, which is what the tail of
 the last page of a paged file is anyway. A payload that would not fit is a UserError.
@@ -18,19 +18,27 @@ Reproducibility: all objects are written with `track_times=False` in a fixed ord
 fixed format bounds; the one object libhdf5 always timestamps (the superblock extension
 that records the page strategy) gets its times set to the shot's date and its checksum
 recomputed, so the same seed gives byte-identical files.
+
+Many-shot files (upstream's `hdf5/multi-shot` study) pack the shots of a single-shot dataset
+into one file, in one of two storage orders: `shot` layout writes (hence stores) every signal
+of a shot before the next shot; `signal` layout writes one signal across every shot before
+the next signal. Hierarchy, scales and data are those of the single-shot files.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import errno
 import hashlib
 import os
+import shutil
 import struct
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -42,7 +50,8 @@ import numpy as np
 from shotbench.errors import UserError
 from shotbench.shotfile import HDF5_SIGNATURE, looks_like_hdf5, signal_names
 
-LAYOUTS = ("paged", "default")
+PAGINGS = ("paged", "unpaged")  # file-space strategy: paged aggregation or libhdf5's default
+LAYOUTS = ("single", "shot", "signal")  # one file per shot; one file stored shot by shot / signal by signal
 LIBVER = ("v110", "v110")  # readable by libhdf5 1.10+, i.e. every build we benchmark
 COMPRESS_ABOVE = 8_192  # bytes; "larger than 8 kB" as upstream
 COMPACT_UP_TO = 2_048  # bytes; tiny datasets live in their object header
@@ -50,7 +59,7 @@ DEFLATE_LEVEL = 4
 RAW_FILL = 1.2  # raw payload per byte of raw-data pages; deflate brings it to ~0.75
 MAX_DURATION = 2.0  # seconds of plasma in the longest synthetic shot
 MIN_SCALED_SAMPLES = 32
-GENERATOR = "shotbench-synth/1"  # bump when the bytes for a given seed change
+GENERATOR = "shotbench-synth/2"  # bump when the bytes for a given seed change
 _USER_ERRNOS = {errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR, errno.EROFS,
                 errno.ENOSPC, errno.EDQUOT}  # fmt: skip
 
@@ -376,35 +385,51 @@ def _scale(parent: h5py.Group, scales: dict[str, h5py.Dataset], label: str,
     return scales[key]
 
 
-def _write(path: Path, plan: ShotPlan, layout: str, page_size: int, seed: int, params: str) -> None:
-    fs = {"fs_strategy": "page", "fs_page_size": page_size} if layout == "paged" else {}
+def _write_signal(shot: h5py.Group, scales: dict[str, h5py.Dataset], sig: Signal, plan: ShotPlan,
+                  seed: int, chunk_bytes: int) -> None:  # fmt: skip
+    """One signal of one shot with its dimension scales (shared within the shot)."""
+    t = _time_vector(sig.timebase, plan) if sig.timebase else None
+    data = _waveform(sig, t, plan, seed)
+    ds = _dataset(shot["signals"], sig.name, data, chunk_bytes)
+    ds.attrs["shot"] = np.int64(plan.shot_id)
+    if sig.units:
+        ds.attrs["units"] = np.bytes_(sig.units)
+    if not sig.has_scales:
+        return
+    dims: list[tuple[str, np.ndarray]] = []
+    if t is not None:
+        dims.append(("time", t))
+    if sig.axis:
+        dims.append((sig.axis, np.asarray(AXES[sig.axis].values, dtype=AXES[sig.axis].dtype)))
+    for i, (label, values) in enumerate(dims):
+        ds.dims[i].attach_scale(_scale(shot, scales, label, values, chunk_bytes))
+
+
+def storage_order(plans: list[ShotPlan], layout: str) -> list[tuple[ShotPlan, Signal]]:
+    """The order datasets are written, hence stored: shot by shot, or signal by signal."""
+    if layout == "signal":
+        names = sorted({s.name for p in plans for s in p.signals})
+        return [(p, s) for n in names for p in plans for s in p.signals if s.name == n]
+    return [(p, s) for p in plans for s in p.signals]
+
+
+def _write(path: Path, plans: list[ShotPlan], paging: str, page_size: int, seed: int, params: str,
+           layout: str = "shot") -> None:  # fmt: skip
+    fs = {"fs_strategy": "page", "fs_page_size": page_size} if paging == "paged" else {}
     chunk_bytes = max(4_096, min(256_000, page_size // 32))
     with h5py.File(path, "w", libver=LIBVER, **fs) as f:
         f.attrs["source"] = np.bytes_(
             "shotbench synth: synthetic C-Mod-like shot, not measured data"
         )
         f.attrs["synth"] = np.bytes_(params)
-        shot = f.create_group(f"shots/{plan.shot_id}")
-        signals = shot.create_group("signals")
-        scales: dict[str, h5py.Dataset] = {}
-        for sig in plan.signals:
-            t = _time_vector(sig.timebase, plan) if sig.timebase else None
-            data = _waveform(sig, t, plan, seed)
-            ds = _dataset(signals, sig.name, data, chunk_bytes)
-            ds.attrs["shot"] = np.int64(plan.shot_id)
-            if sig.units:
-                ds.attrs["units"] = np.bytes_(sig.units)
-            if not sig.has_scales:
-                continue
-            dims: list[tuple[str, np.ndarray]] = []
-            if t is not None:
-                dims.append(("time", t))
-            if sig.axis:
-                dims.append(
-                    (sig.axis, np.asarray(AXES[sig.axis].values, dtype=AXES[sig.axis].dtype))
-                )
-            for i, (label, values) in enumerate(dims):
-                ds.dims[i].attach_scale(_scale(shot, scales, label, values, chunk_bytes))
+        groups: dict[int, tuple[h5py.Group, dict[str, h5py.Dataset]]] = {}
+        for plan in plans:
+            shot = f.create_group(f"shots/{plan.shot_id}")
+            shot.create_group("signals")
+            groups[plan.shot_id] = (shot, {})
+        for plan, sig in storage_order(plans, layout):
+            shot, scales = groups[plan.shot_id]
+            _write_signal(shot, scales, sig, plan, seed, chunk_bytes)
 
 
 # ---------------------------------------------------------------------------------------
@@ -505,12 +530,19 @@ def _pin_times(fh: BinaryIO, addr: int, stamp: int) -> None:
 # Public API
 
 
-def _check(shots: int, signals: int, file_size: int, page_size: int, layout: str, seed: int) -> int:
-    """Validate parameters; return the raw-data capacity the payload is sized against."""
+SECONDS_PER_MB = 0.04  # measured write rate on a busy 2-core machine (about 25 MB/s), for the estimate
+METADATA_PER_DATASET = 4_096  # bytes of object header, index and link per dataset, generously
+
+
+def _check(shots: int, signals: int, file_size: int, page_size: int, paging: str, seed: int,
+           layout: str = "single") -> int:  # fmt: skip
+    """Validate parameters; return the raw-data capacity each shot's payload is sized against."""
     if shots < 1:
         raise UserError("--shots must be at least 1.")
     if not 1 <= signals <= MAX_SIGNALS:
         raise UserError(f"--signals must be between 1 and {MAX_SIGNALS} (the C-Mod catalog).")
+    if paging not in PAGINGS:
+        raise UserError(f"--paging must be one of {', '.join(PAGINGS)}.")
     if layout not in LAYOUTS:
         raise UserError(f"--layout must be one of {', '.join(LAYOUTS)}.")
     if seed < 0:
@@ -525,6 +557,36 @@ def _check(shots: int, signals: int, file_size: int, page_size: int, layout: str
     return file_size - page_size
 
 
+def estimate_bytes(shots: int, signals: int, file_size: int, page_size: int, layout: str) -> int:
+    """Disk space the files will take: exact for single-shot files, an upper bound otherwise.
+
+    A many-shot file holds the payload of `shots` single-shot files of `file_size` bytes
+    (at most their raw-data pages) plus one metadata record per dataset, in whole pages.
+    """
+    if layout == "single":
+        return shots * file_size
+    raw = shots * (file_size - page_size) + shots * signals * 2 * METADATA_PER_DATASET
+    return (raw // page_size + 2) * page_size
+
+
+def check_space(out: Path, need: int) -> None:
+    """Refuse up front, in one sentence, when the disk under `out` cannot hold `need` bytes."""
+    probe = Path(out).absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if need > free:
+        raise UserError(
+            f"the files need about {need / 1e9:,.2f} GB but only {free / 1e9:,.2f} GB are free under "
+            f"{probe}; free some space, choose another --out, or ask for fewer --shots or a smaller --file-size."
+        )
+
+
+def estimate_seconds(need: int) -> float:
+    """Rough generation time for `need` bytes of files (shown before a long write starts)."""
+    return need / 1e6 * SECONDS_PER_MB
+
+
 def make_shot_file(
     path: Path,
     shot_id: int,
@@ -532,7 +594,7 @@ def make_shot_file(
     signals: int = MAX_SIGNALS,
     file_size: int = 16_000_000,
     page_size: int = 8_000_000,
-    layout: str = "paged",
+    paging: str = "paged",
     seed: int = 0,
 ) -> Path:
     """Write one shot file of exactly `file_size` bytes (atomically: a reader never sees half).
@@ -540,34 +602,78 @@ def make_shot_file(
     `index` is the file's position in the dataset; it only decides whether the file is one
     of those that carry fewer signals.
     """
-    capacity = _check(1, signals, file_size, page_size, layout, seed)
+    capacity = _check(1, signals, file_size, page_size, paging, seed)
     plan = plan_shot(shot_id, index, signals, capacity, seed)
-    day = dt.datetime.strptime(str(shot_id)[1:7], "%y%m%d").replace(tzinfo=dt.UTC)
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.partial")
-    try:
-        _write(
-            tmp, plan, layout, page_size, seed, _params(signals, file_size, page_size, layout, seed)
-        )
+    params = _params(signals, file_size, page_size, paging, seed)
+    with _atomic(Path(path)) as tmp:
+        _write(tmp, [plan], paging, page_size, seed, params)
         size = tmp.stat().st_size
         if size > file_size:
             raise UserError(
                 f"shot {shot_id} needs {size:,} bytes, more than --file-size {file_size:,}; "
                 "use a larger --file-size or --page-size, or fewer --signals."
             )
-        _finish(tmp, file_size, int(day.timestamp()))
+        _finish(tmp, file_size, _stamp(shot_id))
+    return Path(path)
+
+
+def _stamp(shot_id: int) -> int:
+    """The shot's date (from its number) as the one timestamp libhdf5 insists on writing."""
+    day = dt.datetime.strptime(str(shot_id)[1:7], "%y%m%d").replace(tzinfo=dt.UTC)
+    return int(day.timestamp())
+
+
+@contextlib.contextmanager
+def _atomic(path: Path) -> Iterator[Path]:
+    """A hidden temporary name that becomes `path` only when the body succeeds."""
+    tmp = path.with_name(f".{path.name}.partial")
+    try:
+        yield tmp
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    return path
 
 
-def _params(signals: int, file_size: int, page_size: int, layout: str, seed: int) -> str:
+def many_shot_name(shots: int, signals: int, layout: str) -> str:
+    """File name of a many-shot file, after upstream's shot500_sig70[_reorder].hdf5."""
+    return f"shot{shots}_sig{signals}_{layout}.h5"
+
+
+def make_many_shot_file(
+    path: Path,
+    shots: int,
+    signals: int = MAX_SIGNALS,
+    file_size: int = 16_000_000,
+    page_size: int = 8_000_000,
+    paging: str = "paged",
+    layout: str = "shot",
+    seed: int = 0,
+) -> Path:
+    """Write the shots of `make_dataset(shots, ...)` into one file, stored in `layout` order.
+
+    Same shot ids, signals and data as the single-shot files of the same seed; only the
+    packing differs. The file is as long as libhdf5 makes it (whole pages when paged).
+    """
+    capacity = _check(shots, signals, file_size, page_size, paging, seed, layout)
+    if layout == "single":
+        raise UserError("a many-shot file is stored in 'shot' or 'signal' layout; use --layout shot or signal.")
+    ids = make_shot_ids(shots, seed)
+    plans = [plan_shot(shot_id, i, signals, capacity, seed) for i, shot_id in enumerate(ids)]
+    params = _params(signals, file_size, page_size, paging, seed, shots, layout)
+    with _atomic(Path(path)) as tmp:
+        _write(tmp, plans, paging, page_size, seed, params, layout)
+        _finish(tmp, 0, _stamp(ids[0]))
+    return Path(path)
+
+
+def _params(signals: int, file_size: int, page_size: int, paging: str, seed: int,
+            shots: int = 1, layout: str = "single") -> str:  # fmt: skip
     """Generator version and parameters, stored in the file so a rerun knows what to keep."""
-    return (
+    text = (
         f"{GENERATOR} seed={seed} signals={signals} file_size={file_size} "
-        f"page_size={page_size} layout={layout}"
+        f"page_size={page_size} paging={paging}"
     )
+    return text if layout == "single" else f"{text} shots={shots} layout={layout}"
 
 
 def is_good_file(
@@ -588,24 +694,47 @@ def is_good_file(
         return False
 
 
+def _is_good_many(path: Path, params: str, shots: int) -> bool:
+    """A many-shot file from an earlier run with the same parameters and every shot present."""
+    try:
+        with h5py.File(path, "r") as f:
+            return f.attrs.get("synth") == params.encode() and len(f["shots"]) == shots
+    except (OSError, ValueError, KeyError):
+        return False
+
+
 def make_dataset(
     out: Path,
     shots: int,
     signals: int = MAX_SIGNALS,
     file_size: int = 16_000_000,
     page_size: int = 8_000_000,
-    layout: str = "paged",
+    paging: str = "paged",
     seed: int = 0,
     progress: bool = False,
+    layout: str = "single",
 ) -> list[Path]:
-    """Write `shots` files `<shot_id>.h5` into `out`, keeping good ones already there."""
-    capacity = _check(shots, signals, file_size, page_size, layout, seed)
+    """Write `shots` files `<shot_id>.h5` into `out` (layout "single"), or one many-shot file
+    holding them all (layout "shot" or "signal"); keep good files already there.
+
+    Free disk space is checked before anything is written.
+    """
+    capacity = _check(shots, signals, file_size, page_size, paging, seed, layout)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"{out} is a file; give --out a folder.")
     try:
+        if layout != "single":
+            path = out / many_shot_name(shots, signals, layout)
+            if _is_good_many(path, _params(signals, file_size, page_size, paging, seed, shots, layout), shots):
+                return [path]
+            need = estimate_bytes(shots, signals, file_size, page_size, layout)
+            check_space(out, need)
+            _say_estimate(need, progress)
+            out.mkdir(parents=True, exist_ok=True)
+            return [make_many_shot_file(path, shots, signals, file_size, page_size, paging, layout, seed)]
         out.mkdir(parents=True, exist_ok=True)
-        return _fill(out, shots, signals, file_size, page_size, layout, seed, capacity, progress)
+        return _fill(out, shots, signals, file_size, page_size, paging, seed, capacity, progress)
     except OSError as exc:
         if exc.errno not in _USER_ERRNOS:
             raise
@@ -615,32 +744,42 @@ def make_dataset(
         ) from None
 
 
+def _say_estimate(need: int, progress: bool) -> None:
+    if progress:
+        print(f"  writing about {need / 1e6:,.0f} MB, about {estimate_seconds(need):,.0f} s", file=sys.stderr)
+
+
 def _fill(
     out: Path,
     shots: int,
     signals: int,
     file_size: int,
     page_size: int,
-    layout: str,
+    paging: str,
     seed: int,
     capacity: int,
     progress: bool,
 ) -> list[Path]:
-    paths: list[Path] = []
     ids = make_shot_ids(shots, seed)
-    params = _params(signals, file_size, page_size, layout, seed)
-    started = time.perf_counter()
+    params = _params(signals, file_size, page_size, paging, seed)
+    todo: list[tuple[int, int, Path]] = []
+    paths: list[Path] = []
     for index, shot_id in enumerate(ids):
         path = out / f"{shot_id}.h5"
         names = [s.name for s in plan_shot(shot_id, index, signals, capacity, seed).signals]
         if not is_good_file(path, shot_id, names, file_size, params):
-            make_shot_file(path, shot_id, index, signals, file_size, page_size, layout, seed)
+            todo.append((index, shot_id, path))
         paths.append(path)
+    need = len(todo) * file_size
+    check_space(out, need)
+    _say_estimate(need, progress and need > 0)
+    started = time.perf_counter()
+    for done, (index, shot_id, path) in enumerate(todo, 1):
+        make_shot_file(path, shot_id, index, signals, file_size, page_size, paging, seed)
         if progress:
-            done = index + 1
-            eta = (time.perf_counter() - started) / done * (len(ids) - done)
-            print(f"\r  {done}/{len(ids)} files, ETA {eta:.0f} s ", end="", file=sys.stderr)
-    if progress:
+            eta = (time.perf_counter() - started) / done * (len(todo) - done)
+            print(f"\r  {done}/{len(todo)} files, ETA {eta:.0f} s ", end="", file=sys.stderr)
+    if progress and todo:
         print(file=sys.stderr)
     return paths
 
@@ -652,20 +791,29 @@ def _fill(
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "synth",
-        help="write synthetic C-Mod-like single-shot HDF5 files",
-        description="Write synthetic single-shot HDF5 files shaped like the upstream C-Mod "
-        "files (paged aggregation, exact size, shared dimension scales). Same seed, same bytes.",
+        help="write synthetic C-Mod-like HDF5 shot files (single-shot or many-shot)",
+        description="Write synthetic HDF5 shot files shaped like the upstream C-Mod files "
+        "(paged aggregation, exact size, shared dimension scales): one file per shot, or one "
+        "many-shot file stored shot by shot or signal by signal. Same seed, same bytes.",
     )
     p.add_argument("--out", type=Path, required=True, help="folder for the .h5 files")
-    p.add_argument("--shots", type=int, required=True, help="number of shot files")
-    p.add_argument("--signals", type=int, default=MAX_SIGNALS, help="signals per file (max 61)")
-    p.add_argument("--file-size", type=int, default=16_000_000, help="bytes per file")
+    p.add_argument("--shots", type=int, required=True, help="number of shots")
+    p.add_argument("--signals", type=int, default=MAX_SIGNALS, help="signals per shot (max 61)")
+    p.add_argument("--file-size", type=int, default=16_000_000,
+                   help="bytes per single-shot file; a many-shot file holds the payload of one such file per shot")
     p.add_argument("--page-size", type=int, default=8_000_000, help="file-space page size")
+    p.add_argument(
+        "--paging",
+        choices=PAGINGS,
+        default="paged",
+        help="paged aggregation (upstream) or libhdf5's default non-paged file space",
+    )
     p.add_argument(
         "--layout",
         choices=LAYOUTS,
-        default="paged",
-        help="paged aggregation (upstream) or libhdf5's default non-paged layout",
+        default="single",
+        help="single: one file per shot; shot/signal: one many-shot file stored shot by shot "
+        "or signal by signal",
     )
     p.add_argument("--seed", type=int, default=0, help="same seed gives byte-identical files")
     p.set_defaults(func=_run)
@@ -682,16 +830,21 @@ def _run(args: argparse.Namespace) -> int:
         args.signals,
         args.file_size,
         args.page_size,
-        args.layout,
+        args.paging,
         args.seed,
         progress=sys.stderr.isatty(),
+        layout=args.layout,
     )
     seconds = time.perf_counter() - started
     kept = sum(1 for p in paths if existing.get(p.name) == p.stat().st_mtime_ns)
     total = sum(p.stat().st_size for p in paths)
+    what = (
+        f"{len(paths)} shot files in {args.out}" if args.layout == "single"
+        else f"{paths[0]} ({args.shots} shots, {args.layout} layout)"
+    )
     print(
-        f"{len(paths)} shot files in {args.out} ({len(paths) - kept} written, {kept} kept): "
-        f"{total / 1e6:,.1f} MB, {args.layout} layout, page {args.page_size:,} B, "
+        f"{what} ({len(paths) - kept} written, {kept} kept): "
+        f"{total / 1e6:,.1f} MB, {args.paging}, page {args.page_size:,} B, "
         f"seed {args.seed}, {seconds:.1f} s"
     )
     return 0

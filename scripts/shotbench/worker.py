@@ -103,10 +103,14 @@ def _worker_address() -> str:
 def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
     """Read every part of one task, timing each; one small dict per CSV row."""
     from shotbench.effective import PartReadback
-    from shotbench.backends.unsupported import error_cell
 
     task = task_from_json(task_json)
     address = _worker_address()
+    if task.whole and backend.reads_hdf5:
+        try:
+            return [dict(read_whole(backend, task), **{"dask-worker": address})]
+        finally:
+            backend.end_task()
     rows: list[dict[str, Any]] = []
     perf = time.perf_counter
     meter = getattr(backend, "meter", None)
@@ -122,24 +126,9 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
             readback = PartReadback()
             if backend.reads_hdf5:
                 for key, group in groupby(part.items, key=lambda it: it.key):
-                    items = list(group)
                     nobjs += 1
-                    try:
-                        o0 = perf()
-                        fh = backend.open(key, items[0].size)
-                        open_time += perf() - o0
-                        with fh:
-                            try:
-                                for it in items:
-                                    d, n = backend.read_signal(fh, it.shot, it.signal)
-                                    ndsets += d
-                                    nbytes += n
-                                readback.add(*backend.read_back(fh))
-                            finally:
-                                if meter is not None:
-                                    meter.before_close()
-                    except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
-                        error = error or scrub(error_cell(key, exc))[:300]
+                    d, n, o, err = read_open(backend, key, list(group), readback)
+                    ndsets, nbytes, open_time, error = ndsets + d, nbytes + n, open_time + o, error or err
                     keys.append(key)
             else:
                 for it in part.items:
@@ -186,6 +175,87 @@ def index_files(spec: dict[str, Any], files: list[list[Any]]) -> int:
         except Exception:  # noqa: BLE001 - reported by the read, see above
             pass
     return built
+def read_open(backend: Any, key: str, items: list[Any], readback: Any = None) -> tuple[int, int, float, str]:
+    """Open one file, read `items` from it: (datasets, bytes, open seconds, error or "").
+
+    After the reads, what libhdf5 did goes into `readback` (effective settings, page-buffer
+    counters), and the client meter samples its connections before the file closes."""
+    from shotbench.backends.unsupported import error_cell
+
+    meter = getattr(backend, "meter", None)
+    ndsets = nbytes = 0
+    open_time = 0.0
+    try:
+        o0 = time.perf_counter()
+        fh = backend.open(key, items[0].size)
+        open_time = time.perf_counter() - o0
+        with fh:
+            try:
+                for it in items:
+                    d, n = backend.read_signal(fh, it.shot, it.signal)
+                    ndsets += d
+                    nbytes += n
+                if readback is not None:
+                    readback.add(*backend.read_back(fh))
+            finally:
+                if meter is not None:
+                    meter.before_close()
+    except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
+        return ndsets, nbytes, open_time, scrub(error_cell(key, exc))[:300]
+    return ndsets, nbytes, open_time, ""
+
+
+def read_whole(backend: Any, task: Any) -> dict[str, Any]:
+    """One row for a task that reads several objects: upstream's many-shot reader.
+
+    The task's items are read from one open file per run of the same key, so a many-shot task
+    (and `partial-once`) opens its file once; with `reopen` (`partial-each`, one part per
+    signal) the file is opened for every part. `open` is the summed open time, `read` the
+    rest; `objs` counts objects (shots, signals), not files.
+    """
+    from shotbench.effective import PartReadback
+
+    perf = time.perf_counter
+    meter = getattr(backend, "meter", None)
+    if meter is not None:
+        meter.drain()  # requests made before this task (warm-up, listing) are not its own
+    readback = PartReadback()
+    keys: list[str] = []
+    t0 = perf()
+    ndsets = nbytes = opens = 0
+    open_time = 0.0
+    error = ""
+    runs = [p.items for p in task.parts] if task.reopen else [[it for p in task.parts for it in p.items]]
+    for run in runs:
+        for key, group in groupby(run, key=lambda it: it.key):
+            d, n, o, err = read_open(backend, key, list(group), readback)
+            ndsets, nbytes, open_time, error, opens = ndsets + d, nbytes + n, open_time + o, error or err, opens + 1
+            keys.append(key)
+    total = perf() - t0
+    row = {
+        "worker#": task.index, "obj-id": "*", "time": total, "objs": len(task.parts), "dsets": ndsets,
+        "bytes": nbytes, "open": open_time, "read": total - open_time, "opens": opens, "error": error,
+        **readback.columns(), **index_columns(backend, sorted(set(keys))),
+    }
+    if meter is not None:
+        row.update(meter.drain().row())
+    return row
+
+
+def gather_time(spec: dict[str, Any], key: str, size: int) -> float:
+    """Upstream's `gather-time`: open the file and list every signal dataset (`visititems`)."""
+    import h5py
+
+    backend = backend_for(spec)
+    t0 = time.perf_counter()
+    found: list[str] = []
+    with backend.open(key, size) as fh:
+        fh.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) and "shot" in obj.attrs else None)
+    seconds = time.perf_counter() - t0
+    backend.end_task()
+    if not found:
+        raise RuntimeError(f"{key} holds no signal datasets")
+    return seconds
 
 
 def run_task(spec: dict[str, Any], task_json: dict[str, Any]) -> list[dict[str, Any]]:
@@ -442,6 +512,14 @@ class Driver:
         return {"rows": rows, "total": total, "info_time": info_time,
                 "wall": time.perf_counter() - e0}
 
+    def gather(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Time the listing of one file's signal datasets on a warm worker (before the clock)."""
+        assert self.current is not None, "prepare before gather"
+        client, names, spec = self.current
+        fut = client.submit(gather_time, spec, msg["key"], int(msg["size"]), workers=[names[0]],
+                            allow_other_workers=False, pure=False)  # fmt: skip
+        return {"seconds": float(fut.result())}
+
     def close(self, workers: int) -> None:
         pair = self.clusters.pop(workers, None)
         if pair:
@@ -481,6 +559,8 @@ def serve(scheduler: str | None) -> int:
                     reply({"ok": True, **driver.prepare(msg)})
                 elif op == "run":
                     reply({"ok": True, **driver.run(msg)})
+                elif op == "gather":
+                    reply({"ok": True, **driver.gather(msg)})
                 elif op == "upstream":
                     reply({"ok": True, **driver.upstream(msg)})
                 elif op == "close":
