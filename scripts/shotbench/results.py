@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from shotbench.status import task_status
+
 UPSTREAM_COLUMNS = [
     "worker#", "obj-id", "open+read-data-time", "wrkr-num-objs", "mean-obj-time", "num-dsets",
     "mean-dset-time", "pb-size", "num-workers", "obj-type", "tot-num-obj", "total-runtime",
@@ -22,12 +24,16 @@ UPSTREAM_COLUMNS = [
 WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
+    # issue 16 (failures): ok / failed / timeout
+    "status",
 ]
 CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "backend", "obj-type", "num-workers", "pb-size",
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
     "started", "finished", "harness-overhead",
+    # issue 16 (failures): ok / partial / failed; `errors` above is the count of failed tasks
+    "status", "first-error",
 ]
 
 
@@ -53,6 +59,7 @@ def worker_rows(
             "run-id": run_id, "case-id": case.case_id, "trial": case.trial,
             "dask-worker": r.get("dask-worker", ""), "bytes-read": int(r["bytes"]),
             "open-time": float(r["open"]), "error": _clean(r.get("error", "")),
+            "status": r.get("status") or task_status(r.get("error", "")),
         })
     return rows
 

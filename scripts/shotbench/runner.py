@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import select
 import signal
 import statistics
 import subprocess
@@ -25,9 +26,11 @@ from shotbench import plan as planmod
 from shotbench.backends import registry
 from shotbench.backends.base import Backend, Source
 from shotbench.errors import UserError
+from shotbench.lifeline import die_with_parent
 from shotbench.paths import state_dir
 from shotbench.plan import Case, ShotFile
 from shotbench.provenance import utc_iso
+from shotbench.status import FAILED, OK, TIMEOUT, case_status, row_status
 from shotbench.results import (
     RunFolder, efficiency, harness_overhead, task_time_sum, worker_rows,
 )
@@ -35,6 +38,20 @@ from shotbench.results import (
 
 class DriverError(RuntimeError):
     """The driver process of an environment failed (or exited)."""
+
+
+class DriverTimeout(DriverError):
+    """The driver did not answer within the deadline; its process group has been ended."""
+
+
+class ServerDown(UserError):
+    """The S3 endpoint stopped answering between cases: the run cannot go on."""
+
+    exit_code = 1
+
+
+HELLO_TIMEOUT = 180.0  # a driver imports h5py, numpy and dask before it answers
+PREPARE_TIMEOUT = 300.0  # starting and warming a LocalCluster (bounded; a dead scheduler ends here)
 
 
 class DriverProc:
@@ -54,19 +71,25 @@ class DriverProc:
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._logfh,
             text=True, env=self.env, start_new_session=True, bufsize=1,
+            preexec_fn=die_with_parent(),
         )
-        self.versions = self.request({"op": "hello"})["versions"]
+        self.versions = self.request({"op": "hello"}, timeout=HELLO_TIMEOUT)["versions"]
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def request(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def request(self, msg: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """One request, one reply line; with `timeout`, a driver that has not answered in time
+        is ended (with its Dask processes) and `DriverTimeout` raised."""
         if not self.alive() and msg.get("op") != "hello":
             self.start()
         assert self.proc and self.proc.stdin and self.proc.stdout
         try:
             self.proc.stdin.write(json.dumps(msg) + "\n")
             self.proc.stdin.flush()
+            if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
+                self.kill()
+                raise DriverTimeout(f"no answer from the {self.name} driver within {timeout:.0f} s")
             line = self.proc.stdout.readline()
         except (BrokenPipeError, OSError):
             line = ""
@@ -91,6 +114,12 @@ class DriverProc:
                 self.proc.wait(timeout=timeout)
         except Exception:  # noqa: BLE001 - fall through to ending the group
             pass
+        self.kill()
+
+    def kill(self) -> None:
+        """End the driver's process group (the driver and the Dask processes it started)."""
+        if self.proc is None:
+            return
         if self.alive():
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 with contextlib.suppress(ProcessLookupError):
@@ -193,6 +222,7 @@ class Runner:
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
     dashboards: set[str] = field(default_factory=set)
     say: Callable[[str], None] = print
+    task_timeout: float = 0.0  # seconds; 0 = derived per case from what its tasks read
 
     def spec(self, case: Case, backend: str | None = None) -> dict[str, Any]:
         name = backend or case.backend
@@ -202,9 +232,23 @@ class Runner:
             "options": self.options.get(name, {}),
         }
 
-    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
+    def deadline(self, tasks: list[Any]) -> float:
+        """Seconds a case's tasks may take before they are recorded as `timeout`.
+
+        `task_timeout` from the config when set; else derived from the most any one task
+        could read (every file it opens, whole, at a slow 2 MB/s) plus a minute of slack.
+        """
+        if self.task_timeout > 0:
+            return self.task_timeout
+        most = 0
+        for t in tasks:
+            most = max(most, sum(sum({it.key: it.size if it.length < 0 else it.length for it in p.items}.values())
+                                 for p in t.parts))
+        return 60.0 + most / 2e6
+
+    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[Any]) -> tuple[dict[str, Any], Any]:
         self.drivers.reserve(cls.env_key(), case.workers)
-        prep = drv.request({"op": "prepare", "workers": case.workers, "spec": spec})
+        prep = drv.request({"op": "prepare", "workers": case.workers, "spec": spec}, timeout=PREPARE_TIMEOUT)
         link = prep.get("dashboard") or ""
         if link and link not in self.dashboards:
             self.dashboards.add(link)
@@ -216,7 +260,9 @@ class Runner:
 
             accesslog.settle(log, quiet=0.25)  # earlier requests' late lines land before the mark
             mark = accesslog.offset_marker(log)
-        out = drv.request({"op": "run", "tasks": tasks})
+        limit = self.deadline(tasks)
+        out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks],
+                           "park_timeout": PREPARE_TIMEOUT}, timeout=limit + PREPARE_TIMEOUT / 10)
         if log is not None:
             stats = accesslog.count_since(log, mark, bucket=self.workload.bucket, quiet=0.25)
         return out, stats
@@ -228,9 +274,24 @@ class Runner:
         tasks = planmod.case_tasks(case, files, self.seed, reads_hdf5=False)
         drv = self.drivers.for_backend(cls)
         self.drivers.reserve(cls.env_key(), case.workers)
-        drv.request({"op": "prepare", "workers": case.workers, "spec": self.spec(case, "raw-get")})
-        out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks]})
+        drv.request({"op": "prepare", "workers": case.workers, "spec": self.spec(case, "raw-get")},
+                    timeout=PREPARE_TIMEOUT)
+        out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks]},
+                          timeout=self.deadline(tasks) + PREPARE_TIMEOUT / 10)
         return float(out["total"])
+
+    def check_server(self) -> None:
+        """Between cases: a dead S3 endpoint stops the run now, not after every client's retries."""
+        s3 = self.workload.s3
+        if s3 is None or not getattr(s3, "endpoint_url", None):
+            return
+        from shotbench.store.s3 import check_reachable
+
+        try:
+            check_reachable(s3)
+        except UserError as exc:
+            raise ServerDown(f"the S3 server stopped answering during the run ({exc}); "
+                             "fix it and finish with `shotbench bench --resume`.") from None
 
     def run_case(self, case: Case) -> CaseResult:
         cls = registry.get(case.backend)
@@ -241,6 +302,8 @@ class Runner:
             "backend": case.backend, "obj-type": case.mode, "num-workers": case.workers,
             "pb-size": case.pb_size, "chunk-cache": case.chunk_cache,
         }
+        tasks: list[Any] = []
+        v: dict[str, str] = {}
         try:
             drv = self.drivers.for_backend(cls)
             v = drv.versions
@@ -249,23 +312,27 @@ class Runner:
                 "env": cls.env_key(), **{k: v[k] for k in v if k not in ("python", "hdf5", "h5py")},
             })
             tasks = planmod.case_tasks(case, files, self.seed, cls.reads_hdf5)
-            out, stats = self._timed(drv, cls, case, self.spec(case), [planmod.task_to_json(t) for t in tasks])
+            out, stats = self._timed(drv, cls, case, self.spec(case), tasks)
+        except DriverTimeout as exc:
+            hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
+            rows = timeout_rows(tasks, case, str(exc), files, self.run_id, hdf5, h5v)
+            return CaseResult(failed_row(base, len(tasks), len(rows), f"timeout: {exc}", started), rows)
         except (DriverError, UserError) as exc:
-            row = {**base, "n-tasks": 0, "errors": " ".join(str(exc).split())[:500],
-                   "started": utc_iso(started), "finished": utc_iso()}
-            return CaseResult(row, [])
+            return CaseResult(failed_row(base, 0, 1, str(exc), started), [])
         total = float(out["total"])
         raw = out["rows"]
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
         rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                            run_id=self.run_id, hdf5=hdf5, h5py_version=h5v)
         errors = [r["error"] for r in rows if r["error"]]
+        ceiling_error = ""
         rg: float | None = total if not cls.reads_hdf5 else None
-        if rg is None:
+        if rg is None and not errors:
             try:
                 rg = self.raw_get_runtime(case)
             except (DriverError, UserError) as exc:
-                errors.append(f"raw-get: {exc}")
+                ceiling_error = f"raw-get: {exc}"
+        first = errors[0] if errors else ceiling_error
         tsum = task_time_sum(raw)
         row = {
             **base, "n-tasks": len(tasks), "total-runtime": total, "task-time-sum": tsum,
@@ -274,7 +341,9 @@ class Runner:
             "raw-get-runtime": "" if rg is None else rg,
             "gets": "" if stats is None else stats.gets, "get-bytes": "" if stats is None else stats.get_bytes,
             "hdf5-version": hdf5, "h5py-version": h5v,
-            "errors": (f"{len(errors)} errors; first: {errors[0]}"[:500] if errors else ""),
+            "errors": len(errors) + bool(ceiling_error),
+            "status": case_status([r["status"] for r in rows], bool(ceiling_error)),
+            "first-error": " ".join(first.split())[:500],
             "started": utc_iso(out.get("started", started)), "finished": utc_iso(out.get("finished")),
         }
         return CaseResult(row, rows)
@@ -285,26 +354,42 @@ class Runner:
         t0 = time.time()
         out = []
         for i, case in enumerate(cases, 1):
+            self.check_server()
             res = self.run_case(case)
+            if res.case_row["status"] != OK:
+                self.check_server()  # a case that failed because the server died is not recorded
             self.folder.append_case(res.rows, res.case_row)
             out.append(res.case_row)
             elapsed = time.time() - t0
             eta = elapsed / i * (len(cases) - i)
             r = res.case_row
-            if r.get("total-runtime", "") != "":
+            if r["status"] == OK:
                 what = f"{float(r['total-runtime']):.3f}s eff {float(r['harness-efficiency']):.2f}"
                 if r.get("gets", "") != "":
                     what += f" GETs {r['gets']}"
             else:
-                what = "FAILED"
-            if r.get("errors"):
-                what += f"  [{r['errors'][:120]}]"
+                what = f"{r['status'].upper()} ({r['errors']} errors)  [{r['first-error'][:120]}]"
             self.say(
                 f"[{done_before + i}/{total_cases}] {case.backend:<9} {case.mode:<7} w={case.workers:<2} "
                 f"pb={_mib(case.pb_size):<7} t{case.trial}  {what}  "
                 f"elapsed {_dur(elapsed)} ETA {_dur(eta)}"
             )
         return out
+
+
+def failed_row(base: dict[str, Any], n_tasks: int, errors: int, error: str, started: float) -> dict[str, Any]:
+    """The case row of a case that produced no measurement."""
+    return {**base, "n-tasks": n_tasks, "errors": errors, "status": FAILED,
+            "first-error": " ".join(error.split())[:500], "started": utc_iso(started), "finished": utc_iso()}
+
+
+def timeout_rows(tasks: list[Any], case: Case, error: str, files: list[ShotFile], run_id: str,
+                 hdf5: str, h5py_version: str) -> list[dict[str, Any]]:
+    """One `timeout` row per part of every task that did not report before the deadline."""
+    raw = [{"worker#": t.index, "obj-id": p.obj_id, "time": 0.0, "objs": 0, "dsets": 0, "bytes": 0,
+            "open": 0.0, "error": error, "status": TIMEOUT} for t in tasks for p in t.parts]
+    return worker_rows(raw, case=case, total=0.0, tot_num_obj=planmod.tot_num_obj(case.mode, files),
+                       run_id=run_id, hdf5=hdf5, h5py_version=h5py_version)
 
 
 def _mib(n: int) -> str:
@@ -395,10 +480,10 @@ def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Ca
 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """Per backend and mode: median total runtime, ratio to raw-get, GETs, MB."""
+    """Per backend and mode, over ok cases only: median total runtime, ratio to raw-get, GETs, MB."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        if str(r.get("total-runtime", "")) == "":
+        if row_status(r) != OK:
             continue
         groups.setdefault((r["backend"], r["obj-type"]), []).append(r)
     lines = [f"{'backend':<10} {'mode':<8} {'cases':>5} {'median s':>9} {'x raw-get':>9} {'GETs':>7} {'MB':>8} {'eff':>5}"]

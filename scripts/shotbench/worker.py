@@ -400,6 +400,10 @@ class Driver:
 
 def serve(scheduler: str | None) -> int:
     """Answer one JSON request per stdin line until `quit` or end of input."""
+    if os.getpgrp() == os.getpid():  # started by the orchestrator in a group of its own
+        from shotbench.lifeline import end_group_on
+
+        end_group_on()
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed goes to stderr, not into the protocol
     driver = Driver(scheduler)

@@ -212,6 +212,11 @@ def list_shot_files(loc: Location, cfg: S3Config | None = None) -> list[ShotObje
     return [o for o in objs if is_shot_name(o.key)]
 
 
+def check_reachable(cfg: S3Config) -> None:
+    """A TCP connect to the endpoint within CONNECT_TIMEOUT, or one sentence (UserError)."""
+    _check_reachable(cfg)
+
+
 def _check_reachable(cfg: S3Config) -> None:
     if not cfg.endpoint_url:
         return

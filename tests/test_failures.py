@@ -1,0 +1,243 @@
+"""A failure is never a measurement; one process per run folder; clean exits; one sentence for
+bad input. Real bench processes, real Dask clusters, real HDF5 files (local data, so these
+tests need neither the S3 server nor the ROS3 builds)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_bench_cli import assert_one_sentence, run_bench
+
+SLOW_TOML = """backends = ["local"]
+modes = ["signals", "shots"]
+workers = [1, 2]
+page_buffers = [0]
+chunk_caches = [1048576, 2097152, 4194304]
+trials = 3
+"""
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["SHOTBENCH_STATE"] = str(tmp_path / "state")
+    return env
+
+
+def _cases(run: Path) -> list[dict[str, str]]:
+    with open(run / "cases.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _only_run(tmp_path: Path) -> Path:
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def _leftovers(state: Path) -> list[str]:
+    """Live processes started for this test (they inherit its private SHOTBENCH_STATE)."""
+    needle = f"SHOTBENCH_STATE={state}".encode()
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")[:100].decode(errors="replace")
+                out.append(f"{proc.name} {cmdline}")
+        except OSError:
+            continue
+    return out
+
+
+@pytest.fixture
+def broken_shots(shot_dir: Path, tmp_path: Path) -> Path:
+    """Copies of the shot files whose metadata is overwritten after the inventory was cached,
+    so every read fails inside the measured tasks."""
+    folder = tmp_path / "broken"
+    shutil.copytree(shot_dir, folder)
+    proc = run_bench(["--data", str(folder), "--backends", "local", "--workers", "1", "--trials", "1",
+                      "--page-buffers", "0", "--modes", "shots"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    shutil.rmtree(tmp_path / "runs")
+    for f in folder.glob("*.h5"):
+        with open(f, "r+b") as fh:
+            fh.seek(4096)
+            fh.write(b"\0" * (f.stat().st_size // 2))
+    return folder
+
+
+def test_failed_cases_are_not_results(broken_shots: Path, tmp_path: Path) -> None:
+    args = ["--data", str(broken_shots), "--backends", "local", "--workers", "1", "--trials", "1",
+            "--page-buffers", "0"]
+    proc = run_bench(args, tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "2 of 2 cases failed" in proc.stderr and "--keep-going" in proc.stderr
+    run = _only_run(tmp_path)
+    rows = _cases(run)
+    assert {r["status"] for r in rows} == {"failed"}
+    assert all(int(r["errors"]) >= 1 and r["first-error"] for r in rows)
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "failed" and meta["errors"] == 2
+    with open(run / "workers.csv", newline="") as fh:
+        assert {r["status"] for r in csv.DictReader(fh)} == {"failed"}
+
+    from shotbench import analysis
+
+    ds = analysis.load([str(run)])
+    assert ds.cases.empty and ds.workers.empty
+    table = analysis.failed_table(ds)
+    assert len(table) == 2 and table["first-error"].str.len().min() > 0
+
+    shutil.rmtree(tmp_path / "runs")
+    kept = run_bench([*args, "--keep-going"], tmp_path)
+    assert kept.returncode == 0, kept.stderr
+    assert "2 of 2 cases failed" in kept.stdout
+
+
+def test_old_run_folders_with_text_errors_still_load(tmp_path: Path) -> None:
+    """Before the status column, `errors` held text; such a case is failed, never a runtime."""
+    from shotbench import analysis
+
+    src = Path(__file__).parent / "data" / "run-fixture"
+    run = tmp_path / "old"
+    shutil.copytree(src, run)
+    with open(run / "cases.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    cols = [c for c in rows[0] if c not in ("status", "first-error")]
+    rows[0]["errors"] = "16 errors; first: OverflowError: can't convert negative int to unsigned"
+    with open(run / "cases.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    ds = analysis.load([str(run)])
+    assert len(ds.cases) == len(rows) - 1
+    failed = analysis.failed_table(ds)
+    assert list(failed["errors"]) == [16]
+    assert failed["first-error"].iloc[0].startswith("OverflowError")
+    assert rows[0]["case-id"] not in set(ds.workers["case-id"])
+
+
+def test_run_folder_is_locked(shot_dir: Path, tmp_path: Path) -> None:
+    """A second process on a run in progress is refused with the holder's pid; after it is
+    gone, --resume runs each remaining case exactly once."""
+    from shotbench.locks import acquire, release
+
+    (tmp_path / "c.toml").write_text(SLOW_TOML)
+    env = _env(tmp_path)
+    cmd = [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
+           "--data", str(shot_dir), "--config", str(tmp_path / "c.toml")]
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            runs = list((tmp_path / "runs").glob("*/cases.csv"))
+            if runs and len(_cases(runs[0].parent)) >= 1:
+                break
+            time.sleep(0.2)
+        run = runs[0].parent
+        second = subprocess.run([*cmd[:6], "--resume", str(run)], env=env, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2, second.stderr
+        assert f"being resumed by pid {first.pid}" in second.stderr
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    fd = acquire(run / ".lock")  # the lock is free once its holder is gone
+    release(fd)
+    resumed = subprocess.run([*cmd[:6], "--resume", str(run)], env=env, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    ids = [r["case-id"] for r in _cases(run)]
+    assert len(ids) == 36 and len(set(ids)) == 36
+    assert json.loads((run / "run.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text(SLOW_TOML)
+    env = _env(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
+         "--data", str(shot_dir), "--config", str(tmp_path / "c.toml")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and not list((tmp_path / "runs").glob("*/cases.csv")):
+            time.sleep(0.2)
+        time.sleep(2)  # mid-run: Dask workers are up
+        assert any("shotbench.worker" in p for p in _leftovers(tmp_path / "state"))
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.time() + 10
+    while _leftovers(tmp_path / "state") and time.time() < deadline:
+        time.sleep(0.2)
+    assert _leftovers(tmp_path / "state") == []
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 130 and "--resume" in err and "Traceback" not in err
+        meta = json.loads(next((tmp_path / "runs").glob("*/run.json")).read_text())
+        assert meta["status"] == "interrupted"
+
+
+@pytest.mark.parametrize(
+    ("toml", "words"),
+    [
+        ('workers = "two"\n', ["workers", "integers"]),
+        ('[options.fsspec]\nblok_size = 5\n', ["blok_size", "block_size"]),
+        ('task_timeout = -1\n', ["task-timeout"]),
+    ],
+)
+def test_bad_config_values(toml: str, words: list[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(toml)
+    assert_one_sentence(run_bench(["--config", str(cfg)], tmp_path), tmp_path, *words)
+
+
+@pytest.mark.parametrize(
+    ("args", "word"),
+    [
+        (["--page-buffers", "-5", "--backends", "local"], "negative"),
+        (["--chunk-cache", "-1", "--backends", "local"], "negative"),
+        (["--workers", "100000", "--backends", "local"], "memory"),
+        (["--scheduler", "tcp://127.0.0.1:1", "--backends", "local"], "127.0.0.1:1"),
+    ],
+)
+def test_refused_before_any_work(args: list[str], word: str, tmp_path: Path) -> None:
+    t0 = time.time()
+    assert_one_sentence(run_bench(args, tmp_path), tmp_path, word)
+    assert time.time() - t0 < 20
+
+
+def test_corrupt_run_json_under_resume(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "20260101T000000Z-abcdef"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"run_id": "x", "config": {')
+    proc = run_bench(["--resume", str(run)], tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "damaged" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_runs_folder(shot_dir: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    runs.chmod(0o555)
+    try:
+        proc = run_bench(["--data", str(shot_dir), "--backends", "local"], tmp_path)
+    finally:
+        runs.chmod(0o755)
+    assert proc.returncode == 2 and "not writable" in proc.stderr and "Traceback" not in proc.stderr
