@@ -241,3 +241,77 @@ def test_read_only_runs_folder(shot_dir: Path, tmp_path: Path) -> None:
     finally:
         runs.chmod(0o755)
     assert proc.returncode == 2 and "not writable" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_run_whose_server_dies_ends_failed_within_a_minute(shot_dir: Path, tmp_path: Path) -> None:
+    """Killing the S3 server mid-run stops the run in seconds: rc 1, one sentence, status failed,
+    and no case credited with a runtime it did not measure."""
+    from shotbench.store import server
+    from shotbench.store.s3 import parse_location
+    from shotbench.store.stage import stage
+
+    state = tmp_path / "server"
+    with server.embedded_server(state) as info:
+        cfg = info.s3config()
+        cfg.boto3_client().create_bucket(Bucket="dies")
+        stage(shot_dir, parse_location("s3://dies/shots/"), cfg, jobs=4, progress=False)
+        (tmp_path / "c.toml").write_text(SLOW_TOML.replace('["local"]', '["fsspec", "obstore"]'))
+        env = {**_env(tmp_path), **cfg.env_vars()}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
+             "--data", "s3://dies/shots/", "--config", str(tmp_path / "c.toml")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                runs = list((tmp_path / "runs").glob("*/cases.csv"))
+                if runs and len(_cases(runs[0].parent)) >= 2:
+                    break
+                time.sleep(0.2)
+            server.stop(state)
+            killed = time.time()
+            _, err = proc.communicate(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert time.time() - killed < 60
+    assert proc.returncode == 1, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "stopped answering" in lines[0] and "--resume" in lines[0], err
+    run = runs[0].parent
+    assert json.loads((run / "run.json").read_text())["status"] == "failed"
+    rows = _cases(run)
+    assert len(rows) < 36 and all(r["status"] in ("ok", "failed", "partial") for r in rows)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_damaged_file_in_the_prefix_is_named(damage: str, shot_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    shutil.copytree(shot_dir, folder)
+    victim = sorted(folder.glob("*.h5"))[-1]
+    os.truncate(victim, 0 if damage == "empty" else victim.stat().st_size // 2)
+    proc = run_bench(["--data", str(folder), "--backends", "local"], tmp_path)
+    assert_one_sentence(proc, tmp_path, victim.name, damage)
+
+
+def test_endpoint_that_is_not_s3_is_named(tmp_path: Path) -> None:
+    web = subprocess.Popen([sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = web.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N ..."
+        port = line.split(" port ")[1].split()[0]
+        env = {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+               "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value", "AWS_REGION": "us-east-1"}
+        proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)
+    finally:
+        web.kill()
+        web.wait()
+    assert_one_sentence(proc, tmp_path, "not an S3 server")
+
+
+def test_synth_refuses_what_the_disk_cannot_hold(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "shotbench.cli", "synth", "--out", str(tmp_path / "big"),
+                           "--shots", "1000000"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "free" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not list((tmp_path / "big").glob("*.h5"))

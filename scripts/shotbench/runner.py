@@ -433,19 +433,33 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
     out: list[ShotFile] = []
     t0 = time.time()
     for i, o in enumerate(objs, 1):
-        with reader.open(o.key, o.size) as fh:
-            shots = shot_ids(fh)
-            if not shots:
-                raise UserError(f"{o.key} holds no /shots/<id> group; point --data at single-shot HDF5 files.")
-            shot = shots[0]
-            names = tuple(signal_names(fh, shot))
-            out.append(ShotFile(o.key, int(o.size), shot, names, tuple(payload_bytes(fh, shot, n) for n in names)))
+        try:
+            with reader.open(o.key, o.size) as fh:
+                shots = shot_ids(fh)
+                if not shots:
+                    raise UserError(f"{o.key} holds no /shots/<id> group; point --data at single-shot HDF5 files.")
+                shot = shots[0]
+                names = tuple(signal_names(fh, shot))
+                out.append(ShotFile(o.key, int(o.size), shot, names, tuple(payload_bytes(fh, shot, n) for n in names)))
+        except (OSError, KeyError, ValueError) as exc:
+            raise unreadable(o.key, o.size, exc) from None
         if len(objs) > 20 and (i % 50 == 0 or i == len(objs)):
             say(f"  listing signals: {i}/{len(objs)} files ({time.time() - t0:.0f}s)")
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps([{"key": f.key, "size": f.size, "shot": f.shot, "signals": list(f.signals),
                                   "weights": list(f.weights)} for f in out]))
     return out
+
+
+def unreadable(key: str, size: int, exc: BaseException) -> UserError:
+    """One sentence for a shot file the inventory cannot read, naming a cut-short file as such."""
+    text = " ".join(str(exc).split())
+    if size == 0:
+        return UserError(f"{key} is an empty (0-byte) file; remove it or upload it again.")
+    if "truncated" in text.lower():
+        return UserError(f"{key} is truncated ({size} bytes, shorter than its HDF5 metadata says); "
+                         "remove it or upload it again.")
+    return UserError(f"{key} cannot be read as an HDF5 shot file ({text[:160]}); remove it or replace it.")
 
 
 def payload_bytes(fh: Any, shot: str, name: str) -> int:
@@ -463,6 +477,12 @@ def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Ca
     from shotbench.backends.obstore import make_store
     import obstore
 
+    from shotbench import diskspace
+
+    missing = [o for o in objs if not (Path(source.local_path(o.key)).exists()
+                                       and Path(source.local_path(o.key)).stat().st_size == o.size)]
+    diskspace.require(dest, sum(o.size for o in missing), "local copies for the local backend",
+                      "free space, pass --local-copies on a bigger disk, or drop the local backend")
     store = make_store(s3, source.bucket)
     for i, o in enumerate(objs, 1):
         path = Path(source.local_path(o.key))

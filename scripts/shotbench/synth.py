@@ -39,6 +39,7 @@ from typing import BinaryIO
 import h5py
 import numpy as np
 
+from shotbench import diskspace
 from shotbench.errors import UserError
 from shotbench.shotfile import HDF5_SIGNATURE, looks_like_hdf5, signal_names
 
@@ -605,6 +606,9 @@ def make_dataset(
         raise UserError(f"{out} is a file; give --out a folder.")
     try:
         out.mkdir(parents=True, exist_ok=True)
+        have = sum(f.stat().st_size for f in out.glob("*.h5") if f.is_file())
+        diskspace.require(out, max(0, shots * file_size - have), f"{shots} shot files of {file_size} bytes",
+                          "free space, pick another --out folder, or make fewer --shots")
         return _fill(out, shots, signals, file_size, page_size, layout, seed, capacity, progress)
     except OSError as exc:
         if exc.errno not in _USER_ERRNOS:

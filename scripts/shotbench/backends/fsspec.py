@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shotbench.backends import limits
 from shotbench.backends.base import Backend
 
 
@@ -34,9 +35,11 @@ def make_filesystem(s3: Any) -> Any:
         token=s3.session_token,
         anon=not s3.access_key,
         client_kwargs=client_kwargs,
+        config_kwargs=limits.botocore_config_kwargs(),
         use_listings_cache=False,
         skip_instance_cache=True,
     )
+    fs.retries = limits.MAX_RETRIES  # s3fs's own retry loop, on top of botocore's
     _FILESYSTEMS[key] = fs
     return fs
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from shotbench.backends import limits
 from shotbench.backends.base import Backend
 
 
@@ -28,8 +29,8 @@ def make_store(s3: Any, bucket: str) -> Any:
             kw["token"] = s3.session_token
     else:
         kw["skip_signature"] = True
-    client = {"allow_http": True, "connect_timeout": "5s", "timeout": "120s"}
-    return S3Store(bucket, client_options=client, **kw)
+    return S3Store(bucket, client_options=limits.obstore_client_options(),
+                   retry_config=limits.obstore_retry_config(), **kw)
 
 
 class ObstoreFile(io.RawIOBase):

@@ -267,6 +267,12 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
     err = exc.response.get("Error", {})
     code = str(err.get("Code", ""))
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {}) or {}
+    if code.isdigit() and not any(str(h).lower().startswith("x-amz-") for h in headers):
+        return UserError(
+            f"{where} answered HTTP {status} without any S3 headers, so it is not an S3 server; "
+            "point AWS_ENDPOINT_URL_S3 at an S3 endpoint."
+        )
     if code in ("NoSuchBucket",) or (code == "404" and not loc.prefix):
         return UserError(
             f"bucket '{loc.bucket}' does not exist at {where}; create it or upload shot files with "
@@ -330,6 +336,9 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
 
 
 def _check_not_empty(loc: Location, objs: list[ShotObject], shots: list[ShotObject]) -> None:
+    empty = [o for o in shots if o.size == 0]
+    if empty:
+        raise UserError(f"{empty[0].key} under {loc.uri()} is an empty (0-byte) file; remove it or upload it again.")
     if shots:
         return
     if objs:
