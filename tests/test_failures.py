@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +43,23 @@ def _only_run(tmp_path: Path) -> Path:
     runs = sorted((tmp_path / "runs").iterdir())
     assert len(runs) == 1, runs
     return runs[0]
+
+
+def _wait_for_cases(tmp_path: Path, n: int, timeout: float = 120) -> Path | None:
+    """The run folder once it holds `n` case rows (None if that did not happen in time)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        runs = list((tmp_path / "runs").glob("*/cases.csv"))
+        if runs and len(_cases(runs[0].parent)) >= n:
+            return runs[0].parent
+        time.sleep(0.2)
+    return None
+
+
+def _bench_proc(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _leftovers(state: Path) -> list[str]:
@@ -140,13 +158,8 @@ def test_run_folder_is_locked(shot_dir: Path, tmp_path: Path) -> None:
            "--data", str(shot_dir), "--config", str(tmp_path / "c.toml")]
     first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            runs = list((tmp_path / "runs").glob("*/cases.csv"))
-            if runs and len(_cases(runs[0].parent)) >= 1:
-                break
-            time.sleep(0.2)
-        run = runs[0].parent
+        run = _wait_for_cases(tmp_path, 1)
+        assert run is not None
         second = subprocess.run([*cmd[:6], "--resume", str(run)], env=env, capture_output=True, text=True, timeout=60)
         assert second.returncode == 2, second.stderr
         assert f"being resumed by pid {first.pid}" in second.stderr
@@ -168,15 +181,9 @@ def test_run_folder_is_locked(shot_dir: Path, tmp_path: Path) -> None:
 def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "c.toml").write_text(SLOW_TOML)
     env = _env(tmp_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
-         "--data", str(shot_dir), "--config", str(tmp_path / "c.toml")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _bench_proc(tmp_path, ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
     try:
-        deadline = time.time() + 90
-        while time.time() < deadline and not list((tmp_path / "runs").glob("*/cases.csv")):
-            time.sleep(0.2)
-        time.sleep(2)  # mid-run: Dask workers are up
+        assert _wait_for_cases(tmp_path, 1) is not None  # mid-run: Dask workers are up
         assert any("shotbench.worker" in p for p in _leftovers(tmp_path / "state"))
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
@@ -257,17 +264,10 @@ def test_run_whose_server_dies_ends_failed_within_a_minute(shot_dir: Path, tmp_p
         stage(shot_dir, parse_location("s3://dies/shots/"), cfg, jobs=4, progress=False)
         (tmp_path / "c.toml").write_text(SLOW_TOML.replace('["local"]', '["fsspec", "obstore"]'))
         env = {**_env(tmp_path), **cfg.env_vars()}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
-             "--data", "s3://dies/shots/", "--config", str(tmp_path / "c.toml")],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = _bench_proc(tmp_path, ["--data", "s3://dies/shots/", "--config", str(tmp_path / "c.toml")], env)
         try:
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                runs = list((tmp_path / "runs").glob("*/cases.csv"))
-                if runs and len(_cases(runs[0].parent)) >= 2:
-                    break
-                time.sleep(0.2)
+            run = _wait_for_cases(tmp_path, 2)
+            assert run is not None
             server.stop(state)
             killed = time.time()
             _, err = proc.communicate(timeout=90)
@@ -278,7 +278,6 @@ def test_run_whose_server_dies_ends_failed_within_a_minute(shot_dir: Path, tmp_p
     assert proc.returncode == 1, err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "stopped answering" in lines[0] and "--resume" in lines[0], err
-    run = runs[0].parent
     assert json.loads((run / "run.json").read_text())["status"] == "failed"
     rows = _cases(run)
     assert len(rows) < 36 and all(r["status"] in ("ok", "failed", "partial") for r in rows)
@@ -315,3 +314,82 @@ def test_synth_refuses_what_the_disk_cannot_hold(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "free" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not list((tmp_path / "big").glob("*.h5"))
+
+
+class StallingProxy:
+    """A real TCP proxy in front of the S3 server that, once `stall` is set, stops moving bytes
+    on every connection (old and new) while keeping them open: a server that accepts and hangs."""
+
+    def __init__(self, upstream_port: int) -> None:
+        import socket
+        import threading
+
+        self.upstream = upstream_port
+        self.stall = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.stall.is_set():
+                continue  # accepted, never answered (kept open by the reference below)
+            upstream = socket.create_connection(("127.0.0.1", self.upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: Any, dst: Any) -> None:
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            while self.stall.is_set():
+                time.sleep(0.5)
+            try:
+                dst.sendall(data)
+            except OSError:
+                return
+
+
+def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_path: Path) -> None:
+    """A server that stops answering mid-run: the running case is recorded with `timeout` rows
+    after its deadline, the health check ends the run, and nothing counts as a runtime."""
+    from shotbench.store import server
+    from shotbench.store.s3 import parse_location
+    from shotbench.store.stage import stage
+
+    with server.embedded_server(tmp_path / "server") as info:
+        cfg = info.s3config()
+        cfg.boto3_client().create_bucket(Bucket="stalls")
+        stage(shot_dir, parse_location("s3://stalls/shots/"), cfg, jobs=4, progress=False)
+        proxy = StallingProxy(int(info.endpoint_url.rsplit(":", 1)[1]))
+        (tmp_path / "c.toml").write_text(SLOW_TOML.replace('["local"]', '["obstore"]') + "task_timeout = 3\n")
+        via = f"http://127.0.0.1:{proxy.port}"
+        env = {**_env(tmp_path), **cfg.env_vars(), "AWS_ENDPOINT_URL_S3": via, "AWS_ENDPOINT_URL": via}
+        proc = _bench_proc(tmp_path, ["--data", "s3://stalls/shots/", "--config", str(tmp_path / "c.toml")], env)
+        try:
+            run = _wait_for_cases(tmp_path, 1)
+            assert run is not None, proc.stderr.read() if proc.poll() is not None else "no case row"
+            proxy.stall.set()
+            stalled = time.time()
+            _, err = proc.communicate(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert time.time() - stalled < 3 + 10 + 15  # deadline + slack + health check and shutdown
+    assert proc.returncode == 1 and "stopped answering" in err, err
+    assert json.loads((run / "run.json").read_text())["status"] == "failed"
+    with open(run / "workers.csv", newline="") as fh:
+        statuses = [r["status"] for r in csv.DictReader(fh)]
+    assert "timeout" in statuses
+    assert [r["status"] for r in _cases(run)][-1] == "failed"

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from shotbench.status import task_status
+from shotbench.status import OK, row_status, task_status
 
 UPSTREAM_COLUMNS = [
     "worker#", "obj-id", "open+read-data-time", "wrkr-num-objs", "mean-obj-time", "num-dsets",
@@ -145,11 +145,13 @@ class RunFolder:
         return self._read(self.workers_csv)
 
     def repair(self) -> set[str]:
-        """Drop rows of unfinished cases (and torn lines); returns the finished case ids."""
+        """Drop rows of unfinished cases (and torn lines) and of failed or partial cases, which
+        a resume runs again; returns the ids of the cases that stay measured."""
         cases = self.cases()
         seen: dict[str, dict[str, str]] = {}
         for row in cases:
-            seen.setdefault(row["case-id"], row)
+            if row_status(row) == OK:
+                seen.setdefault(row["case-id"], row)
         done = set(seen)
         workers = [r for r in self.workers() if r.get("case-id") in done]
         for file, cols, rows in (

@@ -51,6 +51,8 @@ class ServerDown(UserError):
 
 
 HELLO_TIMEOUT = 180.0  # a driver imports h5py, numpy and dask before it answers
+HEALTH_TIMEOUT = 5.0  # the server's answer to one HEAD between cases
+DEADLINE_SLACK = 10.0  # seconds past the task deadline for the driver to report back
 PREPARE_TIMEOUT = 300.0  # starting and warming a LocalCluster (bounded; a dead scheduler ends here)
 
 
@@ -262,7 +264,7 @@ class Runner:
             mark = accesslog.offset_marker(log)
         limit = self.deadline(tasks)
         out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks],
-                           "park_timeout": PREPARE_TIMEOUT}, timeout=limit + PREPARE_TIMEOUT / 10)
+                           "park_timeout": PREPARE_TIMEOUT}, timeout=limit + DEADLINE_SLACK)
         if log is not None:
             stats = accesslog.count_since(log, mark, bucket=self.workload.bucket, quiet=0.25)
         return out, stats
@@ -277,7 +279,7 @@ class Runner:
         drv.request({"op": "prepare", "workers": case.workers, "spec": self.spec(case, "raw-get")},
                     timeout=PREPARE_TIMEOUT)
         out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks]},
-                          timeout=self.deadline(tasks) + PREPARE_TIMEOUT / 10)
+                          timeout=self.deadline(tasks) + DEADLINE_SLACK)
         return float(out["total"])
 
     def check_server(self) -> None:
@@ -289,8 +291,10 @@ class Runner:
 
         try:
             check_reachable(s3)
-        except UserError as exc:
-            raise ServerDown(f"the S3 server stopped answering during the run ({exc}); "
+            answers(s3.endpoint_url, HEALTH_TIMEOUT)
+        except (UserError, OSError) as exc:
+            reason = str(exc).split(";")[0] if isinstance(exc, UserError) else f"no HTTP answer within {HEALTH_TIMEOUT:.0f} s"
+            raise ServerDown(f"the S3 server stopped answering during the run ({reason}); "
                              "fix it and finish with `shotbench bench --resume`.") from None
 
     def run_case(self, case: Case) -> CaseResult:
@@ -356,9 +360,9 @@ class Runner:
         for i, case in enumerate(cases, 1):
             self.check_server()
             res = self.run_case(case)
-            if res.case_row["status"] != OK:
-                self.check_server()  # a case that failed because the server died is not recorded
             self.folder.append_case(res.rows, res.case_row)
+            if res.case_row["status"] != OK:
+                self.check_server()  # a dead server ends the run now; --resume reruns failed cases
             out.append(res.case_row)
             elapsed = time.time() - t0
             eta = elapsed / i * (len(cases) - i)
@@ -375,6 +379,21 @@ class Runner:
                 f"elapsed {_dur(elapsed)} ETA {_dur(eta)}"
             )
         return out
+
+
+def answers(url: str, timeout: float) -> None:
+    """Any HTTP answer from `url` within `timeout` (an S3 error is an answer); OSError if none."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    try:
+        conn.request("HEAD", "/")
+        conn.getresponse().read()
+    finally:
+        conn.close()
 
 
 def failed_row(base: dict[str, Any], n_tasks: int, errors: int, error: str, started: float) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from shotbench.shotfile import HDF5_SIGNATURE, looks_like_hdf5
 DEFAULT_REGION = "us-east-1"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")
 CONNECT_TIMEOUT = 3.0
+PREFLIGHT_READ_TIMEOUT = 10.0  # a listing of a prefix answers well within this
 SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 
@@ -322,7 +323,7 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
             "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
             "or for the embedded server run `source .shotbench/env.sh`."
         )
-    client = cfg.boto3_client()
+    client = cfg.boto3_client(read_timeout=PREFLIGHT_READ_TIMEOUT, retries=1)  # a silent endpoint: seconds
     objs = _s3_objects(loc, cfg, client)
     shots = [o for o in objs if is_shot_name(o.key)]
     _check_not_empty(loc, objs, shots)
