@@ -238,16 +238,23 @@ def test_corrupt_run_json_under_resume(tmp_path: Path) -> None:
     assert "damaged" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_read_only_runs_folder(shot_dir: Path, tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    runs.chmod(0o555)
-    try:
-        proc = run_bench(["--data", str(shot_dir), "--backends", "local"], tmp_path)
-    finally:
-        runs.chmod(0o755)
-    assert proc.returncode == 2 and "not writable" in proc.stderr and "Traceback" not in proc.stderr
+READ_ONLY = Path("/sys/shotbench-out")  # sysfs refuses new folders even to root
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", "--runs-dir", str(READ_ONLY), "--backends", "local", "--data", "."],
+        ["report", "--input", f"fixture={Path(__file__).parent / 'data' / 'run-fixture'}", "--output", str(READ_ONLY)],
+        ["transfer", "--out", str(READ_ONLY)],
+    ],
+)
+def test_read_only_output_folders(args: list[str], tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "shotbench.cli", *args], env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(READ_ONLY) in lines[0] and "writable" in lines[0], proc.stderr
 
 
 def test_run_whose_server_dies_ends_failed_within_a_minute(shot_dir: Path, tmp_path: Path) -> None:

@@ -152,16 +152,6 @@ def run_lock(folder: Path) -> Any:
                 f"the run folder {folder} is not writable; fix its permissions or resume a copy.")
 
 
-def check_writable(folder: Path, what: str) -> None:
-    """Fail before any work when results could not be written."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create the {what} {folder} ({exc.strerror}); choose a writable folder.") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UserError(f"the {what} {folder} is not writable; fix its permissions or choose another folder.")
-
-
 def check_scheduler(address: str) -> None:
     """A Dask scheduler that does not accept a connection within seconds is refused up front."""
     import socket
@@ -196,7 +186,9 @@ def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, st
 def cmd_bench(args: argparse.Namespace) -> int:
     runs = Path(args.runs_dir) if args.runs_dir else runs_dir()
     if args.resume is None:
-        check_writable(runs, "runs folder")
+        from shotbench.diskspace import writable
+
+        writable(runs, "runs folder")
         return _bench(args, runs, None)
     resume_dir = latest_run(runs) if args.resume == "latest" else Path(args.resume)
     if resume_dir is None or not (resume_dir / "run.json").exists():

@@ -28,3 +28,16 @@ def require(folder: Path, needed: int, what: str, fix: str) -> None:
     if needed + HEADROOM > free:
         raise UserError(f"{what} needs {needed / 1e9:.2f} GB in {folder} but only {free / 1e9:.2f} GB "
                         f"is free; {fix}.")
+
+
+def writable(folder: Path, what: str) -> None:
+    """Fail before any work when results could not be written into `folder` (created if missing)."""
+    import os
+
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the {what} {folder} ({exc.strerror}); choose a writable folder.") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"the {what} {folder} is not writable; fix its permissions or choose another folder.")
