@@ -9,6 +9,7 @@ environment variables, never on the command line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ from typing import Any
 from shotbench.plan import task_from_json
 
 _BACKENDS: dict[str, Any] = {}
+SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its workers: six times this
 
 # Scheduler/worker settings for our measured clusters: no work stealing (tasks are pinned),
 # no statistical profiler thread, no memory monitor.
@@ -207,8 +209,12 @@ class Driver:
 
         if self.scheduler:
             if self.external is None:
-                self.external = Client(self.scheduler, set_as_default=False)
+                self.external = Client(self.scheduler, set_as_default=False, timeout=SCHEDULER_TIMEOUT_S)
             names = sorted(self.external.scheduler_info()["workers"])
+            if len(names) < workers:  # workers may still be registering: wait, boundedly
+                with contextlib.suppress(Exception):
+                    self.external.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
+                names = sorted(self.external.scheduler_info()["workers"])
             if len(names) < workers:
                 raise RuntimeError(
                     f"the cluster at {self.scheduler} has {len(names)} workers, the case needs {workers}"
