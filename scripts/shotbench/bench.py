@@ -217,6 +217,15 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     else:
         cfg = _config_from_args(args)
         data_arg, network, scheduler = args.data, args.network, args.scheduler
+        if args.faults:
+            from shotbench.store.network import FAULTS
+
+            if args.faults not in FAULTS:
+                raise UserError(f"unknown fault profile {args.faults!r}; choose one of: {', '.join(FAULTS)}.")
+            if network != "none":
+                raise UserError("--faults and --network both choose the proxy in front of the server; give one of them.")
+            network = args.faults
+            cfg.verify = True
         shots_dir = Path(args.shots_dir) if args.shots_dir else None
         local_copies = Path(args.local_copies) if args.local_copies else None
     if scheduler:
@@ -286,8 +295,11 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                 from shotbench.worker import versions as main_versions
 
                 meta["versions"]["packages"] = main_versions()
+                from shotbench.checksums import Checksums
+
                 runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say,
-                                task_timeout=float(cfg.task_timeout))
+                                task_timeout=float(cfg.task_timeout),
+                                checksums=Checksums(wl.source) if cfg.verify else None)
                 for name in prep.backends:
                     v = drivers.drivers[registry.get(name).env_key()].versions
                     meta["versions"]["backends"][name] = {"python": v.get("python", ""), "hdf5": v.get("hdf5", ""),
@@ -352,6 +364,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--config", metavar="FILE.toml", help="TOML file overriding the profile")
     p.add_argument("--data", metavar="s3://bucket/prefix", help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder")
     p.add_argument("--network", default="none", help="latency emulation in front of the embedded server, e.g. s3-same-region")
+    p.add_argument("--faults", metavar="PROFILE",
+                   help="inject faults in front of the embedded server (toxiproxy) and check every byte read: "
+                        "flaky-5pc, throttled or stalls-2pc")
     p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
     p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
     p.add_argument("--keep-going", action="store_true",

@@ -48,6 +48,7 @@ class BenchConfig:
     signals: int = 61
     max_live_workers: int = 16  # idle warm worker processes kept across cases before evicting
     task_timeout: float = 0.0  # seconds a case's tasks may run before they are recorded `timeout`; 0 = derived
+    verify: bool = False  # check every signal read against a checksum of the local copy (on with --faults)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def matrix(self) -> Matrix:
@@ -121,6 +122,9 @@ def _check_types(cfg: BenchConfig) -> None:
         elif isinstance(default, dict):
             ok = isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
             want = "a table of [options.<backend>] tables"
+        elif isinstance(default, bool):
+            ok = isinstance(value, bool)
+            want = "true or false"
         elif isinstance(default, float):
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
             want = "a number"

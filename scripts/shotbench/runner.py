@@ -26,6 +26,7 @@ from shotbench import plan as planmod
 from shotbench.backends import registry
 from shotbench.backends.base import Backend, Source
 from shotbench.errors import UserError
+from shotbench.checksums import Checksums
 from shotbench.lifeline import die_with_parent
 from shotbench.paths import state_dir
 from shotbench.plan import Case, ShotFile
@@ -225,6 +226,7 @@ class Runner:
     dashboards: set[str] = field(default_factory=set)
     say: Callable[[str], None] = print
     task_timeout: float = 0.0  # seconds; 0 = derived per case from what its tasks read
+    checksums: Checksums | None = None  # set: every signal read is checked against the local copy
 
     def spec(self, case: Case, backend: str | None = None) -> dict[str, Any]:
         name = backend or case.backend
@@ -232,6 +234,7 @@ class Runner:
             "backend": name, "source": self.workload.source.to_dict(),
             "pb": case.pb_size if backend is None else 0, "cc": case.chunk_cache if backend is None else 0,
             "options": self.options.get(name, {}),
+            **({"verify": True} if self.checksums is not None and backend is None else {}),
         }
 
     def deadline(self, tasks: list[Any]) -> float:
@@ -325,6 +328,10 @@ class Runner:
             return CaseResult(failed_row(base, 0, 1, str(exc), started), [])
         total = float(out["total"])
         raw = out["rows"]
+        if self.checksums is not None:
+            for r in raw:
+                r["verified"], wrong = self.checksums.verdict(r)
+                r["error"] = r.get("error") or wrong
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
         rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                            run_id=self.run_id, hdf5=hdf5, h5py_version=h5v)

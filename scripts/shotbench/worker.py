@@ -100,9 +100,10 @@ def _worker_address() -> str:
         return ""
 
 
-def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
-    """Read every part of one task, timing each; one small dict per CSV row."""
-    from shotbench.shotfile import read_signal
+def execute(backend: Any, task_json: dict[str, Any], verify: bool = False) -> list[dict[str, Any]]:
+    """Read every part of one task, timing each; one small dict per CSV row. With `verify`,
+    each row also carries a CRC-32 of every signal it read, for the orchestrator to check."""
+    from shotbench.shotfile import read_signal, read_signal_crc
 
     task = task_from_json(task_json)
     address = _worker_address()
@@ -114,6 +115,7 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
             ndsets = nbytes = nobjs = 0
             open_time = 0.0
             error = ""
+            crcs: list[list[Any]] = []
             if backend.reads_hdf5:
                 for key, group in groupby(part.items, key=lambda it: it.key):
                     items = list(group)
@@ -124,7 +126,11 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                         open_time += perf() - o0
                         with fh:
                             for it in items:
-                                d, n = read_signal(fh, it.shot, it.signal)
+                                if verify:
+                                    d, n, crc = read_signal_crc(fh, it.shot, it.signal)
+                                    crcs.append([key, it.shot, it.signal, crc])
+                                else:
+                                    d, n = read_signal(fh, it.shot, it.signal)
                                 ndsets += d
                                 nbytes += n
                     except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
@@ -140,6 +146,7 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                 "worker#": task.index, "obj-id": part.obj_id, "time": perf() - t0,
                 "objs": nobjs, "dsets": ndsets, "bytes": nbytes, "open": open_time,
                 "error": error, "dask-worker": address,
+                **({"crcs": crcs} if verify else {}),
             })
     finally:
         backend.end_task()
@@ -148,7 +155,7 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run_task(spec: dict[str, Any], task_json: dict[str, Any]) -> list[dict[str, Any]]:
     """A plain Dask task: read and return the rows (the upstream pattern uses this)."""
-    return execute(backend_for(spec), task_json)
+    return execute(backend_for(spec), task_json, bool(spec.get("verify")))
 
 
 def run_task_released(spec: dict[str, Any], task_json: dict[str, Any], addr: list[Any], token: str) -> int:
@@ -163,7 +170,7 @@ def run_task_released(spec: dict[str, Any], task_json: dict[str, Any], addr: lis
         sock.sendall(token.encode() + b"\n")
         if sock.recv(1) != b"g":
             return 0
-        rows = execute(backend, task_json)
+        rows = execute(backend, task_json, bool(spec.get("verify")))
         sock.sendall(json.dumps(rows).encode() + b"\n")
     return len(rows)
 
