@@ -24,8 +24,9 @@ UPSTREAM_COLUMNS = [
 WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
-    # issue 16 (failures): ok / failed / timeout; yes / no (bytes checked against the local copy) or empty
-    "status", "verified",
+    # issue 16 (failures): ok / failed / timeout; requests the client sent again (empty: it cannot tell);
+    # yes / no (bytes checked against the local copy) or empty
+    "status", "retries", "verified",
 ]
 CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "backend", "obj-type", "num-workers", "pb-size",
@@ -60,6 +61,7 @@ def worker_rows(
             "dask-worker": r.get("dask-worker", ""), "bytes-read": int(r["bytes"]),
             "open-time": float(r["open"]), "error": _clean(r.get("error", "")),
             "status": r.get("status") or task_status(r.get("error", "")),
+            "retries": r.get("retries", ""),
             "verified": r.get("verified", ""),
         })
     return rows

@@ -116,6 +116,7 @@ def execute(backend: Any, task_json: dict[str, Any], verify: bool = False) -> li
             open_time = 0.0
             error = ""
             crcs: list[list[Any]] = []
+            sent_again = backend.retries()
             if backend.reads_hdf5:
                 for key, group in groupby(part.items, key=lambda it: it.key):
                     items = list(group)
@@ -147,6 +148,7 @@ def execute(backend: Any, task_json: dict[str, Any], verify: bool = False) -> li
                 "objs": nobjs, "dsets": ndsets, "bytes": nbytes, "open": open_time,
                 "error": error, "dask-worker": address,
                 **({"crcs": crcs} if verify else {}),
+                "retries": "" if sent_again is None else backend.retries() - sent_again,
             })
     finally:
         backend.end_task()

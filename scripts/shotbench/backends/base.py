@@ -101,6 +101,10 @@ class Backend:
     def end_task(self) -> None:
         """Drop anything cached for the duration of one task (e.g. downloaded copies)."""
 
+    def retries(self) -> int | None:
+        """Requests this process's client has sent again so far (None: the client cannot tell)."""
+        return None
+
     def h5file(self, target: Any) -> Any:
         import h5py
 
