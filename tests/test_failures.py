@@ -400,3 +400,43 @@ def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_
         statuses = [r["status"] for r in csv.DictReader(fh)]
     assert "timeout" in statuses
     assert [r["status"] for r in _cases(run)][-1] == "failed"
+
+
+def test_faults_run_checks_every_byte(shot_dir: Path, tmp_path: Path) -> None:
+    """`--faults flaky-5pc` through toxiproxy: the run completes, every HDF5 row is verified
+    against the local copy, fsspec rows carry a retry count, and the reliability table prints."""
+    (tmp_path / "c.toml").write_text(
+        'backends = ["fsspec", "obstore"]\nmodes = ["shots"]\nworkers = [1]\npage_buffers = [0]\ntrials = 1\n'
+        "shots = 4\nfile_size = 2000000\npage_size = 1000000\nsignals = 12\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), "--config",
+         str(tmp_path / "c.toml"), "--shots-dir", str(shot_dir), "--faults", "flaky-5pc", "--keep-going"],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "reliability under faults 'flaky-5pc'" in proc.stdout
+    run = _only_run(tmp_path)
+    assert json.loads((run / "run.json").read_text())["config"]["network"] == "flaky-5pc"
+    with open(run / "workers.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and all(r["verified"] == "yes" for r in rows if r["status"] == "ok")
+    assert all(r["retries"].isdigit() for r in rows if r["backend"] == "fsspec")
+    assert all(r["retries"] == "" for r in rows if r["backend"] == "obstore")
+
+
+def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
+    """A row whose CRC differs from the local copy's is `verified = no` with an error naming it."""
+    import h5py
+
+    from shotbench.backends.base import Source
+    from shotbench.checksums import Checksums
+    from shotbench.shotfile import read_signal_crc, shot_ids, signal_names
+
+    path = sorted(shot_dir.glob("*.h5"))[0]
+    with h5py.File(path, "r") as fh:
+        shot = shot_ids(fh)[0]
+        name = signal_names(fh, shot)[0]
+        crc = read_signal_crc(fh, shot, name)[2]
+    checks = Checksums(Source("local", local_dir=str(shot_dir)))
+    assert checks.verdict({"crcs": [[str(path), shot, name, crc]], "error": ""}) == ("yes", "")
+    verdict, error = checks.verdict({"crcs": [[str(path), shot, name, crc ^ 1]], "error": ""})
+    assert verdict == "no" and "wrong bytes" in error and name in error

@@ -199,6 +199,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
     from shotbench.runner import Drivers, Runner, summary_table
+    from shotbench.store.network import FAULTS
     from shotbench.status import COMPLETE, INTERRUPTED, OK, RUNNING, row_status, run_status
 
     if resume_dir is not None:
@@ -218,8 +219,6 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
         cfg = _config_from_args(args)
         data_arg, network, scheduler = args.data, args.network, args.scheduler
         if args.faults:
-            from shotbench.store.network import FAULTS
-
             if args.faults not in FAULTS:
                 raise UserError(f"unknown fault profile {args.faults!r}; choose one of: {', '.join(FAULTS)}.")
             if network != "none":
@@ -331,6 +330,12 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     rows = folder.cases()
     say("")
     say(summary_table(rows))
+    if meta["config"].get("network") in FAULTS:
+        from shotbench import reliability
+
+        say("")
+        say(f"reliability under faults '{meta['config']['network']}':")
+        say(reliability.render(reliability.table(folder.path)))
     n_bad, message = finish_message(rows, folder.cases_csv)
     say(f"results: {folder.path}")
     if n_bad:
