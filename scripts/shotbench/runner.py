@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import json
 import os
 import select
@@ -53,6 +54,7 @@ class ServerDown(UserError):
 
 HELLO_TIMEOUT = 180.0  # a driver imports h5py, numpy and dask before it answers
 HEALTH_TIMEOUT = 5.0  # the server's answer to one HEAD between cases
+HEALTH_ATTEMPTS = 3
 DEADLINE_SLACK = 10.0  # seconds past the task deadline for the driver to report back
 PREPARE_TIMEOUT = 300.0  # starting and warming a LocalCluster (bounded; a dead scheduler ends here)
 
@@ -294,8 +296,14 @@ class Runner:
 
         try:
             check_reachable(s3)
-            answers(s3.endpoint_url, HEALTH_TIMEOUT)
-        except (UserError, OSError) as exc:
+            for attempt in range(HEALTH_ATTEMPTS):  # one reset connection is a fault, not a dead server
+                try:
+                    answers(s3.endpoint_url, HEALTH_TIMEOUT)
+                    break
+                except (ConnectionResetError, http.client.RemoteDisconnected, http.client.BadStatusLine):
+                    if attempt == HEALTH_ATTEMPTS - 1:
+                        raise
+        except (UserError, OSError, http.client.HTTPException) as exc:
             reason = str(exc).split(";")[0] if isinstance(exc, UserError) else f"no HTTP answer within {HEALTH_TIMEOUT:.0f} s"
             raise ServerDown(f"the S3 server stopped answering during the run ({reason}); "
                              "fix it and finish with `shotbench bench --resume`.") from None
@@ -390,7 +398,6 @@ class Runner:
 
 def answers(url: str, timeout: float) -> None:
     """Any HTTP answer from `url` within `timeout` (an S3 error is an answer); OSError if none."""
-    import http.client
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
