@@ -442,3 +442,18 @@ def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
     assert checks.verdict({"crcs": [[str(path), shot, name, crc]], "error": ""}) == ("yes", "")
     verdict, error = checks.verdict({"crcs": [[str(path), shot, name, crc ^ 1]], "error": ""})
     assert verdict == "no" and "wrong bytes" in error and name in error
+
+
+def test_embedded_server_has_one_run_at_a_time(shot_dir: Path, tmp_path: Path) -> None:
+    """While one run uses bench's embedded server, another is refused (it would stop the server
+    under the first and mix both runs' GETs), naming the pid that holds it."""
+    from shotbench.locks import acquire, release
+
+    state = tmp_path / "state" / "bench-server"
+    state.mkdir(parents=True)
+    fd = acquire(state / "users.lock")  # this test process plays the run in progress
+    try:
+        proc = run_bench(["--shots-dir", str(shot_dir), "--backends", "local"], tmp_path)
+    finally:
+        release(fd)
+    assert_one_sentence(proc, tmp_path, "in use by another run", f"pid {os.getpid()}")

@@ -57,11 +57,11 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             from shotbench.store.stage import stage
             from shotbench.synth import make_dataset
 
+            stack.enter_context(server_lock(state_dir() / "bench-server"))  # before touching its files
             shots_dir = Path(shots_dir or data_dir() / "shots")
             say(f"synthetic shot files: {cfg.shots} in {shots_dir} (made if missing)")
             make_dataset(shots_dir, shots=cfg.shots, signals=cfg.signals, file_size=cfg.file_size,
                          page_size=cfg.page_size, seed=0)
-            stack.enter_context(server_lock(state_dir() / "bench-server"))
             info = stack.enter_context(embedded_server(state_dir() / "bench-server", network=network))
             say(f"embedded S3 server: {info.endpoint_url} (network: {network})")
             s3 = info.s3config()
