@@ -457,3 +457,30 @@ def test_embedded_server_has_one_run_at_a_time(shot_dir: Path, tmp_path: Path) -
     finally:
         release(fd)
     assert_one_sentence(proc, tmp_path, "in use by another run", f"pid {os.getpid()}")
+
+
+def test_endpoint_that_accepts_and_never_answers(tmp_path: Path) -> None:
+    """A server that takes connections and says nothing is reported in seconds, not minutes."""
+    import socket
+    import threading
+
+    held: list[Any] = []
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    env = {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.getsockname()[1]}", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+           "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value", "AWS_REGION": "us-east-1"}
+    t0 = time.time()
+    try:
+        proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)
+    finally:
+        server.close()
+    assert_one_sentence(proc, tmp_path, "stopped answering")
+    assert time.time() - t0 < 45

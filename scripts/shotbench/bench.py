@@ -200,7 +200,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
     from shotbench.runner import Drivers, Runner, summary_table
     from shotbench.store.network import FAULTS
-    from shotbench.status import COMPLETE, INTERRUPTED, OK, RUNNING, row_status, run_status
+    from shotbench.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
 
     if resume_dir is not None:
         meta = _read_resume_meta(resume_dir)
@@ -322,7 +322,8 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                     if status == COMPLETE:
                         status = run_status(row_status(r) for r in rows)
                     meta["status"] = status
-                    meta["errors"] = sum(1 for r in rows if row_status(r) != OK)
+                    meta["errors"] = sum(1 for r in rows if row_status(r) != OK)  # cases that are not measurements
+                    meta["failed_tasks"] = sum(error_count(r.get("errors")) for r in rows)
                     meta["finished"] = utc_iso()
                     folder.write_meta(meta)
             finally:
