@@ -57,7 +57,7 @@ def test_every_build_reports_what_it_did_with_the_page_buffer(tmp_path: Path, s3
     loc, _cfg, _objs = staged_shots
     matrix = plan.Matrix(backends=ROS3, modes=["shots"], workers=[1], page_buffers=[0, -1, 2_000_000], trials=1)
     workers, cases = run_cases(tmp_path, s3_server, loc.bucket, loc.prefix, shot_dir, matrix)
-    assert len(cases) == 9 and not [c["errors"] for c in cases if c["errors"]]
+    assert len(cases) == 9 and all(c["status"] == "ok" for c in cases), [c["first-error"] for c in cases]
     seen = set()
     for w in workers:
         backend, pb, eff = w["backend"], int(w["pb-size"]), int(w["pb-effective"])
@@ -94,7 +94,7 @@ def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_serv
     matrix = plan.Matrix(backends=["ros3-2.2"], modes=["signals"], workers=[1], page_buffers=[0],
                          block_caches=[0, -1], trials=1, files=1, signals=3)
     workers, cases = run_cases(tmp_path, s3_server, s3_bucket, "flat/", local, matrix)
-    assert not [c["errors"] for c in cases if c["errors"]]
+    assert all(c["status"] == "ok" for c in cases), [c["first-error"] for c in cases]
     by_setting = {int(c["block-cache"]): c for c in cases}
     off, on = by_setting[0], by_setting[-1]
     print(f"block cache off: {off['gets']} GETs, {off['get-bytes']} bytes, {float(off['total-runtime']):.3f} s; "

@@ -18,6 +18,7 @@ import pandas as pd
 
 from shotbench import multishot
 from shotbench.errors import UserError
+from shotbench.status import OK, error_count, legacy_case_status
 
 UPSTREAM_COLUMNS: tuple[str, ...] = (
     "worker#",
@@ -61,6 +62,7 @@ class Dataset:
     cases: pd.DataFrame
     runs: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    failed: pd.DataFrame = field(default_factory=pd.DataFrame)  # failed/partial cases: never measurements
 
     @property
     def series(self) -> list[str]:
@@ -311,10 +313,53 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
         if missing:
             raise UserError(f"{case_file} lacks the columns {', '.join(missing)}; it was not written by shotbench bench.")
         cases["backend"] = cases["backend"].fillna("").astype(str)
+        cases = with_status(cases)
+        bad = cases["status"] != OK
+        if bad.any() and "case-id" in df.columns and "case-id" in cases.columns:
+            df = df[~df["case-id"].isin(set(cases.loc[bad, "case-id"]))].copy()
     else:
         cases = df.drop_duplicates(KEYS[1:] + ["trial"])[KEYS[1:] + ["trial", "total-runtime"]].copy()
         notes.append(f"{inp.label}: no cases.csv, so per-case runtimes come from workers.csv.")
     return df, cases, notes, run
+
+
+def with_status(cases: pd.DataFrame) -> pd.DataFrame:
+    """Case rows with a `status` and an integer `errors` column, also for run folders written
+    before they existed (where `errors` held text such as "16 errors; first: …")."""
+    cases = cases.copy()
+    if "first-error" not in cases.columns:
+        cases["first-error"] = ""
+    if "errors" not in cases.columns:
+        cases["errors"] = 0
+    legacy = cases["errors"].astype(object)
+    if "status" not in cases.columns:
+        cases["status"] = ""
+    cases["status"] = cases["status"].fillna("").astype(str)
+    missing = cases["status"] == ""
+    if missing.any():
+        cases.loc[missing, "status"] = [legacy_case_status(r) for r in cases.loc[missing].to_dict("records")]
+        text = legacy[missing].fillna("").astype(str)
+        cases.loc[missing & (cases["first-error"].fillna("") == ""), "first-error"] = (
+            text.str.replace(r"^\d+ errors; first: ", "", regex=True))
+    cases["errors"] = [error_count(v) for v in legacy]
+    cases["first-error"] = cases["first-error"].fillna("").astype(str)
+    return cases
+
+
+def ok_cases(cases: pd.DataFrame) -> pd.DataFrame:
+    """Only the cases that are measurements: failed and partial cases never enter runtimes,
+    ratios, confidence intervals or plots."""
+    if "status" not in cases.columns:
+        return cases
+    return cases[cases["status"].fillna(OK).replace("", OK) == OK]
+
+
+def failed_table(ds: Dataset) -> pd.DataFrame:
+    """The failed and partial cases, with their first error: shown apart from the results."""
+    cols = ["series", "case-id", "obj-type", "num-workers", "pb-size", "trial", "status", "errors", "first-error"]
+    if ds.failed.empty:
+        return pd.DataFrame(columns=cols)
+    return ds.failed[[c for c in cols if c in ds.failed.columns]].reset_index(drop=True)
 
 
 def _series_names(labels: pd.Series, backends: pd.Series, single_run: bool) -> pd.Series:
@@ -384,6 +429,11 @@ def _assemble(
         frame["pb-label"] = frame["pb-size"].map({v: pb_label(v) for v in frame["pb-size"].unique()})
     workers["obj-type"] = workers["obj-type"].astype("category")
     cases["series"] = cases["series"].astype(str)
+    good = ok_cases(cases)
+    failed = cases.drop(good.index)
+    cases = good.reset_index(drop=True)
+    if not failed.empty:
+        notes.append(f"{len(failed)} failed or partial cases are left out of every table and plot; they are listed on their own.")
     sizes = sorted(workers["pb-size"].unique())
     if 268435456 in sizes:
         notes.append('Page buffer 268,435,456 bytes is shown as "256 MiB" (the upstream notebook called it "264MB").')
@@ -392,7 +442,7 @@ def _assemble(
     if -1 in sizes:
         notes.append('Page buffer "default" (pb-size -1) means none was set and the library chose; the series '
                      'name says what it chose (64 MiB on libhdf5 2.x ROS3, none on 1.14).')
-    return Dataset(inputs=inputs, workers=workers, cases=cases, runs=runs, notes=notes)
+    return Dataset(inputs=inputs, workers=workers, cases=cases, runs=runs, notes=notes, failed=failed)
 
 
 def _ordered(df: pd.DataFrame, ds: Dataset) -> pd.DataFrame:

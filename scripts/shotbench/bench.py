@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import platform
 import sys
 from collections.abc import Iterator
@@ -57,6 +58,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             from shotbench.store.stage import stage
             from shotbench.synth import make_dataset
 
+            stack.enter_context(server_lock(state_dir() / ("bench-server-tls" if tls else "bench-server")))  # before touching its files
             if cfg.families:
                 shots_dir = Path(shots_dir or data_dir() / "layouts")
                 made = make_families(cfg, shots_dir)
@@ -150,6 +152,17 @@ def split_families(files: list[Any], shapes: dict[str, Any], cfg: profiles.Bench
     return out
 
 
+def server_lock(state: Path) -> Any:
+    """One run at a time on bench's embedded server: another run would stop it at its end
+    and mix its requests into this run's counts."""
+    from shotbench.locks import held
+
+    return held(state / "users.lock",
+                "the embedded S3 server is in use by another run (pid {pid}); wait for it to finish, "
+                "or pass --data to read from another location.",
+                f"the state folder {state} is not writable; fix its permissions.")
+
+
 def check_envs(backends: list[str]) -> None:
     """Each backend's interpreter exists (ROS3 builds: `make envs`)."""
     for name in backends:
@@ -169,17 +182,84 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
     return profiles.load(args.profile, Path(args.config) if args.config else None, overrides)
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from shotbench.runner import Drivers, Runner, summary_table
-
-    runs = Path(args.runs_dir) if args.runs_dir else runs_dir()
-    resume_dir: Path | None = None
-    if args.resume is not None:
-        resume_dir = latest_run(runs) if args.resume == "latest" else Path(args.resume)
-        if resume_dir is None or not (resume_dir / "run.json").exists():
-            raise UserError(f"no run to resume in {args.resume if args.resume != 'latest' else runs}; start one with `shotbench bench`.")
+def _read_resume_meta(resume_dir: Path) -> dict[str, Any]:
+    """run.json of the run to resume, or one sentence if it is unreadable."""
+    try:
         meta = RunFolder(resume_dir).read_meta()
-        cfg = profiles.BenchConfig(**meta["config"]["bench"])
+        meta["config"]["bench"], meta["config"]["data"], meta["config"]["network"]  # noqa: B018 - keys it needs
+        return meta
+    except (ValueError, KeyError, TypeError, OSError):
+        raise UserError(f"{resume_dir / 'run.json'} is damaged or incomplete, so the run cannot be resumed; "
+                        "start a new run with `shotbench bench`.") from None
+
+
+def run_lock(folder: Path) -> Any:
+    """One process per run folder: a second `--resume` of a run in progress is refused."""
+    from shotbench.locks import held
+
+    return held(folder / ".lock",
+                f"run {folder.name} is being resumed by pid {{pid}}; wait for it to finish or stop that process first.",
+                f"the run folder {folder} is not writable; fix its permissions or resume a copy.")
+
+
+def check_scheduler(address: str) -> None:
+    """A Dask scheduler that does not accept a connection within seconds is refused up front."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host or not port:
+        raise UserError(f"--scheduler {address} is not an address like tcp://host:8786; fix it.")
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            pass
+    except OSError as exc:
+        raise UserError(f"no Dask scheduler answers at {address} ({exc.strerror or exc}); start it or drop --scheduler.") from None
+
+
+def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, str]:
+    """How many cases failed and where to look (0 failed: empty message)."""
+    from shotbench.status import OK, row_status
+
+    bad = [r for r in rows if row_status(r) != OK]
+    if not bad:
+        return 0, ""
+    first = next((r.get("first-error") or r.get("errors") for r in bad if r.get("first-error") or r.get("errors")), "")
+    return len(bad), (f"{len(bad)} of {len(rows)} cases failed or were partial and are left out of every result "
+                      f"(first error: {str(first)[:200]}); see the status and first-error columns of {cases_csv}")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    runs = Path(args.runs_dir) if args.runs_dir else runs_dir()
+    if args.resume is None:
+        from shotbench.diskspace import writable
+
+        writable(runs, "runs folder")
+        return _bench(args, runs, None)
+    resume_dir = latest_run(runs) if args.resume == "latest" else Path(args.resume)
+    if resume_dir is None or not (resume_dir / "run.json").exists():
+        raise UserError(f"no run to resume in {args.resume if args.resume != 'latest' else runs}; start one with `shotbench bench`.")
+    with run_lock(resume_dir):
+        return _bench(args, runs, resume_dir)
+
+
+def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
+    from shotbench.runner import Drivers, Runner, summary_table
+    from shotbench.store.network import FAULTS
+    from shotbench.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
+
+    if resume_dir is not None:
+        meta = _read_resume_meta(resume_dir)
+        try:
+            cfg = profiles.BenchConfig(**meta["config"]["bench"])
+            profiles.validate(cfg)
+        except TypeError:
+            raise UserError(f"{resume_dir / 'run.json'} holds settings this version does not know; "
+                            "start a new run with `shotbench bench`.") from None
         data_arg = meta["config"]["data"]
         network = meta["config"]["network"]
         tls = bool(meta["config"].get("tls", False))
@@ -190,10 +270,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
         cfg = _config_from_args(args)
         data_arg, network, scheduler = args.data, args.network, args.scheduler
         tls = bool(args.tls)
+        if args.faults:
+            if args.faults not in FAULTS:
+                raise UserError(f"unknown fault profile {args.faults!r}; choose one of: {', '.join(FAULTS)}.")
+            if network != "none":
+                raise UserError("--faults and --network both choose the proxy in front of the server; give one of them.")
+            network = args.faults
+            cfg.verify = True
         shots_dir = Path(args.shots_dir) if args.shots_dir else None
         local_copies = Path(args.local_copies) if args.local_copies else None
+    if scheduler:
+        check_scheduler(scheduler)
+    else:
+        profiles.check_local_workers(cfg)
 
     check_envs(cfg.backends)
+    folder: RunFolder | None = None
     with prepare(cfg, data_arg, network, shots_dir, local_copies, tls) as prep:
         wl = prep.workload
         reads = {b: registry.get(b).reads_hdf5 for b in prep.backends}
@@ -209,7 +301,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         }
         if resume_dir is not None:
             folder = RunFolder(resume_dir)
-            meta = folder.read_meta()
             if meta.get("selection", {}).get("files") != selection["files"]:
                 raise UserError(f"the data at {prep.data['location']} differs from when run {meta['run_id']} started; start a new run instead of --resume.")
             done = folder.repair()
@@ -219,12 +310,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 say(f"run {run_id} is already complete ({len(done)} cases); nothing to resume.")
                 return 0
             meta.setdefault("resumed", []).append(utc_iso())
-            meta["status"] = "running"
+            meta["status"] = RUNNING
             say(f"resuming run {run_id}: {len(done)} of {len(cases)} cases done")
         else:
             run_id = new_run_id()
             meta = {
-                "run_id": run_id, "started": utc_iso(), "finished": None, "status": "running",
+                "run_id": run_id, "started": utc_iso(), "finished": None, "status": RUNNING,
                 "config": {"bench": cfg.to_dict(), "profile": cfg.profile, "data": data_arg,
                            "network": network, "tls": tls, "scheduler": scheduler,
                            "shots_dir": str(shots_dir) if shots_dir else None,
@@ -240,33 +331,56 @@ def cmd_bench(args: argparse.Namespace) -> int:
         log_dir = state_dir() / "logs" / run_id
         status = "not started"
         drivers = Drivers(wl.s3, log_dir, scheduler, cfg.max_live_workers, prep.backends)
-        try:
-            # Start every environment's driver before the folder exists: a broken env fails here.
-            for name in prep.backends:
-                drivers.for_backend(registry.get(name))
-            folder = RunFolder(resume_dir) if resume_dir else RunFolder.create(runs / run_id, meta)
-            from shotbench.worker import versions as main_versions
-
-            meta["versions"]["packages"] = main_versions()
-            runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say)
-            for name in prep.backends:
-                v = drivers.drivers[registry.get(name).env_key()].versions
-                meta["versions"]["backends"][name] = {"python": v.get("python", ""), "hdf5": v.get("hdf5", ""),
-                                                      "h5py": v.get("h5py", ""), "env": registry.get(name).env_key(),
-                                                      "packages": v}
-            folder.write_meta(meta)
-            say(f"run {run_id}: {len(pending)} cases -> {folder.path}")
-            status = "interrupted"
+        with contextlib.ExitStack() as held:
             try:
-                runner.run(pending, done_before=len(done), total_cases=len(cases))
-                status = "complete"
-            finally:
-                meta["status"] = status
-                meta["finished"] = utc_iso()
+                # Start every environment's driver before the folder exists: a broken env fails here.
+                for name in prep.backends:
+                    drivers.for_backend(registry.get(name))
+                if resume_dir is None:
+                    try:
+                        folder = RunFolder.create(runs / run_id, meta)
+                    except PermissionError:
+                        raise UserError(f"cannot write the run folder in {runs}; fix its permissions or choose another folder.") from None
+                    held.enter_context(run_lock(folder.path))
+                assert folder is not None
+                from shotbench.worker import versions as main_versions
+
+                meta["versions"]["packages"] = main_versions()
+                from shotbench.checksums import Checksums
+
+                runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say,
+                                task_timeout=float(cfg.task_timeout),
+                                checksums=Checksums(wl.source) if cfg.verify else None)
+                for name in prep.backends:
+                    v = drivers.drivers[registry.get(name).env_key()].versions
+                    meta["versions"]["backends"][name] = {"python": v.get("python", ""), "hdf5": v.get("hdf5", ""),
+                                                          "h5py": v.get("h5py", ""), "env": registry.get(name).env_key(),
+                                                          "packages": v}
                 folder.write_meta(meta)
-        finally:
-            drivers.stop(timeout=20.0 if status == "complete" else 2.0)
-        if getattr(args, "anatomy", False) and status == "complete":
+                say(f"run {run_id}: {len(pending)} cases -> {folder.path}")
+                status = INTERRUPTED
+                try:
+                    runner.run(pending, done_before=len(done), total_cases=len(cases))
+                    status = COMPLETE
+                except KeyboardInterrupt:
+                    raise UserError(f"interrupted; the cases finished so far are kept in {folder.path}; "
+                                    f"finish the run with `shotbench bench --resume {folder.path}`.",
+                                    exit_code=130) from None
+                except UserError:
+                    status = "failed"
+                    raise
+                finally:
+                    rows = folder.cases()
+                    if status == COMPLETE:
+                        status = run_status(row_status(r) for r in rows)
+                    meta["status"] = status
+                    meta["errors"] = sum(1 for r in rows if row_status(r) != OK)  # cases that are not measurements
+                    meta["failed_tasks"] = sum(error_count(r.get("errors")) for r in rows)
+                    meta["finished"] = utc_iso()
+                    folder.write_meta(meta)
+            finally:
+                drivers.stop(timeout=20.0 if status == COMPLETE else 2.0)
+        if getattr(args, "anatomy", False) and status == COMPLETE:
             from shotbench.anatomy.cli import after_bench
 
             after_bench(folder.path, prep.backends, wl, 10, say)
@@ -277,10 +391,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     for line in summary_lines(folder.workers()):
         say(line)
-    failed = [r for r in rows if r.get("errors")]
-    if failed:
-        say(f"{len(failed)} cases had errors; see the errors column of {folder.cases_csv}")
+    if meta["config"].get("network") in FAULTS:
+        from shotbench import reliability
+
+        say("")
+        say(f"reliability under faults '{meta['config']['network']}':")
+        say(reliability.render(reliability.table(folder.path)))
+    n_bad, message = finish_message(rows, folder.cases_csv)
     say(f"results: {folder.path}")
+    if n_bad:
+        if args.keep_going:
+            say(message)
+            return 0
+        raise UserError(message + "; pass --keep-going to exit 0 anyway.", exit_code=1)
     return 0
 
 
@@ -312,8 +435,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--network", default="none", help="latency emulation in front of the embedded server, e.g. s3-same-region")
     p.add_argument("--tls", action="store_true", help="serve the embedded server over https (a private CA; TLS handshakes are measured)")
     p.add_argument("--anatomy", action="store_true", help="after the cases, write anatomy.json (see `shotbench anatomy`) into the run folder")
+    p.add_argument("--faults", metavar="PROFILE",
+                   help="inject faults in front of the embedded server (toxiproxy) and check every byte read: "
+                        "flaky-5pc, throttled or stalls-2pc")
     p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
     p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
+    p.add_argument("--keep-going", action="store_true",
+                   help="exit 0 even when cases failed (they are still left out of every result)")
     p.add_argument("--runs-dir", help=argparse.SUPPRESS)
     p.add_argument("--shots-dir", help="where synthetic shot files live (default data/shots)")
     p.add_argument("--local-copies", metavar="DIR", help="local copies of the S3 objects for the local backend")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from shotbench.errors import UserError
@@ -44,10 +45,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    """SIGTERM takes the Ctrl-C path: finally blocks run, children are stopped, state is saved."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # `timeout`, CI cancellation: like Ctrl-C
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

@@ -16,6 +16,7 @@ A TOML config may set any key of `BenchConfig` at top level, start from a profil
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -50,6 +51,8 @@ class BenchConfig:
     page_size: int = 8_000_000
     signals: int = 61
     max_live_workers: int = 16  # idle warm worker processes kept across cases before evicting
+    task_timeout: float = 0.0  # seconds a case's tasks may run before they are recorded `timeout`; 0 = derived
+    verify: bool = False  # check every signal read against a checksum of the local copy (on with --faults)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # issue 12: file families measured side by side (families.py); [] = the one synthetic workload
     families: list[str] = field(default_factory=list)
@@ -163,7 +166,56 @@ def load(profile: str = "quick", config: Path | None = None, overrides: dict[str
     return cfg
 
 
+SIZE_SETTINGS = ("page_buffers", "block_caches")
+WORKER_PROCESS_BYTES = 256 * MIB  # a warm Dask worker with h5py and a backend client, with headroom
+
+
+def _check_types(cfg: BenchConfig) -> None:
+    """Every key has the type its default has (TOML `workers = "two"` is one sentence, not a traceback)."""
+    for f in fields(BenchConfig):
+        if f.name in SIZE_SETTINGS:
+            continue  # bytes, "off" or "default": checked by size_setting in validate()
+        value = getattr(cfg, f.name)
+        default = getattr(BenchConfig(), f.name)
+        if isinstance(default, list):
+            kind = type(default[0]) if default else (int if "int" in str(f.type) else str)
+            ok = isinstance(value, list) and all(isinstance(v, kind) and not isinstance(v, bool) for v in value)
+            want = f"a list of {'integers' if kind is int else 'names'}"
+        elif isinstance(default, dict):
+            ok = isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
+            want = "a table of [options.<backend>] tables"
+        elif isinstance(default, bool):
+            ok = isinstance(value, bool)
+            want = "true or false"
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            want = "a number"
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            want = "an integer"
+        else:
+            ok = isinstance(value, str)
+            want = "a string"
+        if not ok:
+            raise UserError(f"setting {f.name.replace('_', '-')} = {value!r} must be {want}; fix it in the config or command line.")
+
+
+def check_local_workers(cfg: BenchConfig) -> None:
+    """LocalCluster worker counts this machine can hold in memory (each worker is a process)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return
+    limit = max(1, total // WORKER_PROCESS_BYTES)
+    if max(cfg.workers) > limit:
+        raise UserError(
+            f"{max(cfg.workers)} workers need more memory than this machine has ({total / 2**30:.0f} GiB holds "
+            f"at most {limit} worker processes); use fewer --workers or an existing cluster with --scheduler."
+        )
+
+
 def validate(cfg: BenchConfig) -> None:
+    _check_types(cfg)
     for name in cfg.backends:
         registry.get(name)
     bad = [m for m in cfg.modes if m not in ALL_MODES]
@@ -174,6 +226,9 @@ def validate(cfg: BenchConfig) -> None:
         raise UserError("the matrix is empty; give at least one backend, mode and worker count.")
     if any(int(w) < 1 for w in cfg.workers):
         raise UserError("worker counts must be positive integers, e.g. --workers 1 2 4.")
+    for name in SIZE_SETTINGS:
+        if not isinstance(getattr(cfg, name), list):
+            raise UserError(f"setting {name.replace('_', '-')} must be a list of sizes, \"off\" or \"default\".")
     pbs = [size_setting(pb, "page_buffers") for pb in cfg.page_buffers]
     for bc in cfg.block_caches:
         size_setting(bc, "block_caches")
@@ -183,7 +238,19 @@ def validate(cfg: BenchConfig) -> None:
         raise UserError(
             f"page buffer sizes must be 0 or at least the file-space page size ({cfg.page_size} bytes), e.g. 268435456."
         )
+    if any(int(cc) < 0 for cc in cfg.chunk_caches):
+        raise UserError("chunk cache sizes cannot be negative; use 0 or a size like 1048576.")
+    for name in ("signals_files", "signals_names", "seed", "task_timeout"):
+        if getattr(cfg, name) < 0:
+            raise UserError(f"{name.replace('_', '-')} cannot be negative; use 0 or more.")
+    for name in ("shots", "file_size", "page_size", "signals", "max_live_workers"):
+        if getattr(cfg, name) < 1:
+            raise UserError(f"{name.replace('_', '-')} must be at least 1.")
     if int(cfg.trials) < 1:
         raise UserError("trials must be at least 1.")
-    for name in cfg.options:
-        registry.get(name)
+    for name, opts in cfg.options.items():
+        known = registry.get(name).defaults
+        unknown = sorted(set(opts) - set(known))
+        if unknown:
+            listed = ", ".join(sorted(known)) or "none"
+            raise UserError(f"[options.{name}] has unknown key {unknown[0]!r}; the known keys are: {listed}.")

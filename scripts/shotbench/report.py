@@ -174,7 +174,9 @@ def render_notebook(notebook: Path, params: dict, out_dir: Path, name: str, hide
     """Execute `notebook` with `params` into out_dir/<name>.ipynb and export out_dir/<name>.html."""
     if not notebook.is_file():
         raise UserError(f"Notebook {notebook} does not exist; restore it from git or pass another notebook.")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from shotbench.diskspace import writable
+
+    writable(out_dir, "report folder")
     params = {**params, "output_dir": str(out_dir.resolve()), "hide_code": hide_code}
     out_ipynb = out_dir / f"{name}.ipynb"
     execute(notebook, params, out_ipynb)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from shotbench.effective import COLUMNS as EFFECTIVE_COLUMNS
+from shotbench.status import OK, row_status, task_status
 
 UPSTREAM_COLUMNS = [
     "worker#", "obj-id", "open+read-data-time", "wrkr-num-objs", "mean-obj-time", "num-dsets",
@@ -28,6 +29,9 @@ WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "client-gets", "client-heads", "client-bytes",
     # issue 12 (layouts): upstream many-shot timings and which file family a row read
     "open-file-time", "read-data-time", "gather-time", "layout", "file-family",
+    # issue 16 (failures): ok / failed / timeout; requests the client sent again (empty: it cannot tell);
+    # yes / no (bytes checked against the local copy) or empty
+    "status", "retries", "verified",
 ]
 # issue 10 (effective settings): what libhdf5 did, read back after open (shotbench.effective)
 WORKER_COLUMNS += EFFECTIVE_COLUMNS
@@ -44,6 +48,8 @@ CASE_COLUMNS = [
     "request-p50-ms", "request-p99-ms",
     # issue 12 (layouts)
     "layout", "file-family", "gather-time",
+    # issue 16 (failures): ok / partial / failed; `errors` above is the count of failed tasks
+    "status", "first-error",
 ]
 # issue 10 (effective settings): the requested 2.2 ROS3 block cache (-1 default, 0 off, else bytes)
 CASE_COLUMNS += ["block-cache"]
@@ -80,6 +86,9 @@ def worker_rows(
             "client-bytes": r.get("client-bytes", ""),
             "open-file-time": float(r["open"]), "read-data-time": float(r.get("read", t - float(r["open"]))),
             "gather-time": "" if gather is None else gather, "layout": layout, "file-family": family,
+            "status": r.get("status") or task_status(r.get("error", "")),
+            "retries": r.get("retries", ""),
+            "verified": r.get("verified", ""),
         })
     return rows
 
@@ -165,11 +174,13 @@ class RunFolder:
         return self._read(self.workers_csv)
 
     def repair(self) -> set[str]:
-        """Drop rows of unfinished cases (and torn lines); returns the finished case ids."""
+        """Drop rows of unfinished cases (and torn lines) and of failed or partial cases, which
+        a resume runs again; returns the ids of the cases that stay measured."""
         cases = self.cases()
         seen: dict[str, dict[str, str]] = {}
         for row in cases:
-            seen.setdefault(row["case-id"], row)
+            if row_status(row) == OK:
+                seen.setdefault(row["case-id"], row)
         done = set(seen)
         workers = [r for r in self.workers() if r.get("case-id") in done]
         for file, cols, rows in (

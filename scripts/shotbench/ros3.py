@@ -271,4 +271,7 @@ def explain_failure(cfg: S3Settings, bucket: str, key: str, exc: BaseException, 
             f"{url} was not written with paged aggregation, so libhdf5 cannot use a page buffer on it "
             f"({text}); run with pb-size 0 or make the files with `shotbench synth`."
         )
+    if any(w in str(exc).lower() for w in ("curl", "connection", "timed out", "timeout", "reset")):
+        return (f"the network failed while libhdf5 opened {url} ({text}) although S3 serves it; the ROS3 driver "
+                "of this build does not retry, so check the network or the server's health.")
     return f"libhdf5 could not open {url} although S3 serves it ({text}); check that it is a readable HDF5 file."

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import json
 import os
+import select
 import signal
 import statistics
 import subprocess
@@ -26,9 +28,12 @@ from shotbench.backends import registry
 from shotbench.accounting import case_columns
 from shotbench.backends.base import Backend, Source
 from shotbench.errors import UserError
+from shotbench.checksums import Checksums
+from shotbench.lifeline import die_with_parent
 from shotbench.paths import state_dir
 from shotbench.plan import Case, ShotFile
 from shotbench.provenance import utc_iso
+from shotbench.status import FAILED, OK, TIMEOUT, case_status, row_status
 from shotbench.results import (
     RunFolder, efficiency, harness_overhead, task_time_sum, worker_rows,
 )
@@ -36,6 +41,23 @@ from shotbench.results import (
 
 class DriverError(RuntimeError):
     """The driver process of an environment failed (or exited)."""
+
+
+class DriverTimeout(DriverError):
+    """The driver did not answer within the deadline; its process group has been ended."""
+
+
+class ServerDown(UserError):
+    """The S3 endpoint stopped answering between cases: the run cannot go on."""
+
+    exit_code = 1
+
+
+HELLO_TIMEOUT = 180.0  # a driver imports h5py, numpy and dask before it answers
+HEALTH_TIMEOUT = 5.0  # the server's answer to one HEAD between cases
+HEALTH_ATTEMPTS = 3
+DEADLINE_SLACK = 10.0  # seconds past the task deadline for the driver to report back
+PREPARE_TIMEOUT = 300.0  # starting and warming a LocalCluster (bounded; a dead scheduler ends here)
 
 
 class DriverProc:
@@ -57,19 +79,25 @@ class DriverProc:
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._logfh,
             text=True, env=self.env, start_new_session=True, bufsize=1,
+            preexec_fn=die_with_parent(),
         )
-        self.versions = self.request({"op": "hello"})["versions"]
+        self.versions = self.request({"op": "hello"}, timeout=HELLO_TIMEOUT)["versions"]
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def request(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def request(self, msg: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """One request, one reply line; with `timeout`, a driver that has not answered in time
+        is ended (with its Dask processes) and `DriverTimeout` raised."""
         if not self.alive() and msg.get("op") != "hello":
             self.start()
         assert self.proc and self.proc.stdin and self.proc.stdout
         try:
             self.proc.stdin.write(json.dumps(msg) + "\n")
             self.proc.stdin.flush()
+            if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
+                self.kill()
+                raise DriverTimeout(f"no answer from the {self.name} driver within {timeout:.0f} s")
             line = self.proc.stdout.readline()
         except (BrokenPipeError, OSError):
             line = ""
@@ -94,6 +122,12 @@ class DriverProc:
                 self.proc.wait(timeout=timeout)
         except Exception:  # noqa: BLE001 - fall through to ending the group
             pass
+        self.kill()
+
+    def kill(self) -> None:
+        """End the driver's process group (the driver and the Dask processes it started)."""
+        if self.proc is None:
+            return
         if self.alive():
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 with contextlib.suppress(ProcessLookupError):
@@ -217,6 +251,8 @@ class Runner:
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
     dashboards: set[str] = field(default_factory=set)
     say: Callable[[str], None] = print
+    task_timeout: float = 0.0  # seconds; 0 = derived per case from what its tasks read
+    checksums: Checksums | None = None  # set: every signal read is checked against the local copy
 
     def spec(self, case: Case, backend: str | None = None) -> dict[str, Any]:
         name = backend or case.backend
@@ -225,6 +261,7 @@ class Runner:
             "pb": case.pb_size if backend is None else 0, "cc": case.chunk_cache if backend is None else 0,
             "options": {**self._index_option(name), **self.options.get(name, {})},
             **({"bc": case.block_cache} if backend is None and case.block_cache is not None else {}),
+            **({"verify": True} if self.checksums is not None and backend is None else {}),
         }
 
     def _index_option(self, name: str) -> dict[str, str]:
@@ -233,12 +270,27 @@ class Runner:
             return {"index_dir": str(self.folder.path / "index" / name)}
         return {}
 
-    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[dict[str, Any]],
+    def deadline(self, tasks: list[Any]) -> float:
+        """Seconds a case's tasks may take before they are recorded as `timeout`.
+
+        `task_timeout` from the config when set; else derived from the most any one task
+        could read (every file it opens, whole, at a slow 2 MB/s) plus a minute of slack.
+        """
+        if self.task_timeout > 0:
+            return self.task_timeout
+        most = 0
+        for t in tasks:
+            most = max(most, sum(sum({it.key: it.size if it.length < 0 else it.length for it in p.items}.values())
+                                 for p in t.parts))
+        return 60.0 + most / 2e6
+
+    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[Any],
                gather: ShotFile | None = None) -> tuple[dict[str, Any], Any]:
         self.drivers.reserve(cls.env_key(), case.workers)
-        prep = drv.request({"op": "prepare", "workers": case.workers, "spec": spec})
+        prep = drv.request({"op": "prepare", "workers": case.workers, "spec": spec}, timeout=PREPARE_TIMEOUT)
         if gather is not None:  # upstream's gather-time: listed before the clock, timed on its own
-            prep["gather"] = drv.request({"op": "gather", "key": gather.key, "size": gather.size})["seconds"]
+            prep["gather"] = drv.request({"op": "gather", "key": gather.key, "size": gather.size},
+                                         timeout=PREPARE_TIMEOUT)["seconds"]
         link = prep.get("dashboard") or ""
         if link and link not in self.dashboards:
             self.dashboards.add(link)
@@ -250,7 +302,9 @@ class Runner:
 
             accesslog.settle(log, quiet=0.25)  # earlier requests' late lines land before the mark
             mark = accesslog.offset_marker(log)
-        out = drv.request({"op": "run", "tasks": tasks})
+        limit = self.deadline(tasks)
+        out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks],
+                           "park_timeout": PREPARE_TIMEOUT}, timeout=limit + DEADLINE_SLACK)
         out["gather"] = prep.get("gather")
         if log is not None:
             stats = accesslog.count_since(log, mark, bucket=self.workload.bucket, quiet=0.25)
@@ -263,9 +317,32 @@ class Runner:
         tasks = planmod.case_tasks(case, files, self.seed, reads_hdf5=False)
         drv = self.drivers.for_backend(cls)
         self.drivers.reserve(cls.env_key(), case.workers)
-        drv.request({"op": "prepare", "workers": case.workers, "spec": self.spec(case, "raw-get")})
-        out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks]})
+        drv.request({"op": "prepare", "workers": case.workers, "spec": self.spec(case, "raw-get")},
+                    timeout=PREPARE_TIMEOUT)
+        out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks]},
+                          timeout=self.deadline(tasks) + DEADLINE_SLACK)
         return float(out["total"])
+
+    def check_server(self) -> None:
+        """Between cases: a dead S3 endpoint stops the run now, not after every client's retries."""
+        s3 = self.workload.s3
+        if s3 is None or not getattr(s3, "endpoint_url", None):
+            return
+        from shotbench.store.s3 import check_reachable
+
+        try:
+            check_reachable(s3)
+            for attempt in range(HEALTH_ATTEMPTS):  # one reset connection is a fault, not a dead server
+                try:
+                    answers(s3.endpoint_url, HEALTH_TIMEOUT)
+                    break
+                except (ConnectionResetError, http.client.RemoteDisconnected, http.client.BadStatusLine):
+                    if attempt == HEALTH_ATTEMPTS - 1:
+                        raise
+        except (UserError, OSError, http.client.HTTPException) as exc:
+            reason = str(exc).split(";")[0] if isinstance(exc, UserError) else f"no HTTP answer within {HEALTH_TIMEOUT:.0f} s"
+            raise ServerDown(f"the S3 server stopped answering during the run ({reason}); "
+                             "fix it and finish with `shotbench bench --resume`.") from None
 
     def run_case(self, case: Case) -> CaseResult:
         cls = registry.get(case.backend)
@@ -279,6 +356,8 @@ class Runner:
             "block-cache": "" if case.block_cache is None else case.block_cache,
         }
         many = planmod.is_many_shot(files) and cls.reads_hdf5
+        tasks: list[Any] = []
+        v: dict[str, str] = {}
         try:
             drv = self.drivers.for_backend(cls)
             v = drv.versions
@@ -287,25 +366,32 @@ class Runner:
                 "env": cls.env_key(), **{k: v[k] for k in v if k not in ("python", "hdf5", "h5py")},
             })
             tasks = planmod.case_tasks(case, files, self.seed, cls.reads_hdf5)
-            out, stats = self._timed(drv, cls, case, self.spec(case), [planmod.task_to_json(t) for t in tasks],
-                                     files[0] if many else None)
+            out, stats = self._timed(drv, cls, case, self.spec(case), tasks, files[0] if many else None)
+        except DriverTimeout as exc:
+            hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
+            rows = timeout_rows(tasks, case, str(exc), files, self.run_id, hdf5, h5v)
+            return CaseResult(failed_row(base, len(tasks), len(rows), f"timeout: {exc}", started), rows)
         except (DriverError, UserError) as exc:
-            row = {**base, "n-tasks": 0, "errors": " ".join(str(exc).split())[:500],
-                   "started": utc_iso(started), "finished": utc_iso()}
-            return CaseResult(row, [])
+            return CaseResult(failed_row(base, 0, 1, str(exc), started), [])
         total = float(out["total"])
         raw = out["rows"]
+        if self.checksums is not None:
+            for r in raw:
+                r["verified"], wrong = self.checksums.verdict(r)
+                r["error"] = r.get("error") or wrong
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
         gather = out.get("gather")
         rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                            run_id=self.run_id, hdf5=hdf5, h5py_version=h5v, layout=layout, family=family, gather=gather)
         errors = [r["error"] for r in rows if r["error"]]
+        ceiling_error = ""
         rg: float | None = total if not cls.reads_hdf5 else None
-        if rg is None:
+        if rg is None and not errors:
             try:
                 rg = self.raw_get_runtime(case)
             except (DriverError, UserError) as exc:
-                errors.append(f"raw-get: {exc}")
+                ceiling_error = f"raw-get: {exc}"
+        first = errors[0] if errors else ceiling_error
         tsum = task_time_sum(raw)
         row = {
             **base, "n-tasks": len(tasks), "total-runtime": total, "task-time-sum": tsum,
@@ -314,7 +400,9 @@ class Runner:
             "raw-get-runtime": "" if rg is None else rg,
             "gets": "" if stats is None else stats.gets, "get-bytes": "" if stats is None else stats.get_bytes,
             "hdf5-version": hdf5, "h5py-version": h5v,
-            "errors": (f"{len(errors)} errors; first: {errors[0]}"[:500] if errors else ""),
+            "errors": len(errors) + bool(ceiling_error),
+            "status": case_status([r["status"] for r in rows], bool(ceiling_error)),
+            "first-error": " ".join(first.split())[:500],
             "started": utc_iso(out.get("started", started)), "finished": utc_iso(out.get("finished")),
             **case_columns(raw),
             "gather-time": "" if gather is None else gather,
@@ -327,13 +415,16 @@ class Runner:
         t0 = time.time()
         out = []
         for i, case in enumerate(cases, 1):
+            self.check_server()
             res = self.run_case(case)
             self.folder.append_case(res.rows, res.case_row)
+            if res.case_row["status"] != OK:
+                self.check_server()  # a dead server ends the run now; --resume reruns failed cases
             out.append(res.case_row)
             elapsed = time.time() - t0
             eta = elapsed / i * (len(cases) - i)
             r = res.case_row
-            if r.get("total-runtime", "") != "":
+            if r["status"] == OK:
                 what = f"{float(r['total-runtime']):.3f}s eff {float(r['harness-efficiency']):.2f}"
                 if r.get("gets", "") != "":
                     what += f" GETs {r['gets']}"
@@ -341,15 +432,42 @@ class Runner:
                     amp = r.get("amplification", "")
                     what += f" client GETs {r['client-gets']}" + (f" amp {float(amp):.1f}x" if amp != "" else "")
             else:
-                what = "FAILED"
-            if r.get("errors"):
-                what += f"  [{r['errors'][:120]}]"
+                what = f"{r['status'].upper()} ({r['errors']} errors)  [{r['first-error'][:120]}]"
             self.say(
                 f"[{done_before + i}/{total_cases}] {case.family + ' ' if case.family else ''}{case.backend:<9} {case.mode:<7} w={case.workers:<2} "
                 f"pb={_mib(case.pb_size):<7}{_bc(case.block_cache)} t{case.trial}  {what}  "
                 f"elapsed {_dur(elapsed)} ETA {_dur(eta)}"
             )
         return out
+
+
+def answers(url: str, timeout: float) -> None:
+    """Any HTTP answer from `url` within `timeout` (an S3 error is an answer); OSError if none."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    try:
+        conn.request("HEAD", "/")
+        conn.getresponse().read()
+    finally:
+        conn.close()
+
+
+def failed_row(base: dict[str, Any], n_tasks: int, errors: int, error: str, started: float) -> dict[str, Any]:
+    """The case row of a case that produced no measurement."""
+    return {**base, "n-tasks": n_tasks, "errors": errors, "status": FAILED,
+            "first-error": " ".join(error.split())[:500], "started": utc_iso(started), "finished": utc_iso()}
+
+
+def timeout_rows(tasks: list[Any], case: Case, error: str, files: list[ShotFile], run_id: str,
+                 hdf5: str, h5py_version: str) -> list[dict[str, Any]]:
+    """One `timeout` row per part of every task that did not report before the deadline."""
+    raw = [{"worker#": t.index, "obj-id": p.obj_id, "time": 0.0, "objs": 0, "dsets": 0, "bytes": 0,
+            "open": 0.0, "error": error, "status": TIMEOUT} for t in tasks for p in t.parts]
+    return worker_rows(raw, case=case, total=0.0, tot_num_obj=planmod.tot_num_obj(case.mode, files),
+                       run_id=run_id, hdf5=hdf5, h5py_version=h5py_version)
 
 
 def _mib(n: int) -> str:
@@ -397,19 +515,33 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
     out: list[ShotFile] = []
     t0 = time.time()
     for i, o in enumerate(objs, 1):
-        with reader.open(o.key, o.size) as fh:
-            shots = shot_ids(fh)
-            if not shots:
-                raise UserError(f"{o.key} holds no /shots/<id> group; point --data at single-shot HDF5 files.")
-            for shot in shots:  # one for single-shot files, every shot of a many-shot file
-                names = tuple(signal_names(fh, shot))
-                out.append(ShotFile(o.key, int(o.size), shot, names, tuple(payload_bytes(fh, shot, n) for n in names)))
+        try:
+            with reader.open(o.key, o.size) as fh:
+                shots = shot_ids(fh)
+                if not shots:
+                    raise UserError(f"{o.key} holds no /shots/<id> group; point --data at single-shot HDF5 files.")
+                for shot in shots:  # one for single-shot files, every shot of a many-shot file
+                    names = tuple(signal_names(fh, shot))
+                    out.append(ShotFile(o.key, int(o.size), shot, names, tuple(payload_bytes(fh, shot, n) for n in names)))
+        except (OSError, KeyError, ValueError) as exc:
+            raise unreadable(o.key, o.size, exc) from None
         if len(objs) > 20 and (i % 50 == 0 or i == len(objs)):
             say(f"  listing signals: {i}/{len(objs)} files ({time.time() - t0:.0f}s)")
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps([{"key": f.key, "size": f.size, "shot": f.shot, "signals": list(f.signals),
                                   "weights": list(f.weights)} for f in out]))
     return out
+
+
+def unreadable(key: str, size: int, exc: BaseException) -> UserError:
+    """One sentence for a shot file the inventory cannot read, naming a cut-short file as such."""
+    text = " ".join(str(exc).split())
+    if size == 0:
+        return UserError(f"{key} is an empty (0-byte) file; remove it or upload it again.")
+    if "truncated" in text.lower():
+        return UserError(f"{key} is truncated ({size} bytes, shorter than its HDF5 metadata says); "
+                         "remove it or upload it again.")
+    return UserError(f"{key} cannot be read as an HDF5 shot file ({text[:160]}); remove it or replace it.")
 
 
 def payload_bytes(fh: Any, shot: str, name: str) -> int:
@@ -427,6 +559,12 @@ def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Ca
     from shotbench.backends.obstore import make_store
     import obstore
 
+    from shotbench import diskspace
+
+    missing = [o for o in objs if not (Path(source.local_path(o.key)).exists()
+                                       and Path(source.local_path(o.key)).stat().st_size == o.size)]
+    diskspace.require(dest, sum(o.size for o in missing), "local copies for the local backend",
+                      "free space, pass --local-copies on a bigger disk, or drop the local backend")
     store = make_store(s3, source.bucket)
     for i, o in enumerate(objs, 1):
         path = Path(source.local_path(o.key))
@@ -444,10 +582,10 @@ def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Ca
 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """Per backend and mode: median total runtime, ratio to raw-get, GETs, MB."""
+    """Per backend and mode, over ok cases only: median total runtime, ratio to raw-get, GETs, MB."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        if str(r.get("total-runtime", "")) == "":
+        if row_status(r) != OK:
             continue
         groups.setdefault((r.get("file-family") or "", r["backend"], r["obj-type"]), []).append(r)
     width = max([len(k[0]) for k in groups] + [0])

@@ -54,6 +54,26 @@ def read_signal(f: h5py.File, shot: str, name: str) -> tuple[int, int]:
     return datasets, payload
 
 
+def read_signal_crc(f: h5py.File, shot: str, name: str) -> tuple[int, int, int]:
+    """`read_signal`, plus a CRC-32 of every value read (the signal, then its scales in order):
+    compared with the same CRC from a local copy, it says whether the bytes were right."""
+    import zlib
+
+    import numpy as np
+
+    dset = f[f"{SHOTS_GROUP}/{shot}/{SIGNALS_GROUP}/{name}"]
+    datasets, payload, crc = 1, 0, 0
+    for obj in [dset] + [scale for dim in dset.dims for scale in dim.values()]:
+        if obj is not dset:
+            datasets += 1
+        if obj.shape is None or not obj.size:
+            continue
+        values = np.ascontiguousarray(obj[()])
+        payload += int(values.nbytes)
+        crc = zlib.crc32(values.view(np.uint8).reshape(-1), crc)
+    return datasets, payload, crc
+
+
 def _read_all(dset: h5py.Dataset) -> int:
     """Read the whole dataset into memory and return its in-memory size in bytes."""
     if dset.shape is None:  # null dataspace: nothing to read

@@ -47,6 +47,7 @@ from typing import BinaryIO
 import h5py
 import numpy as np
 
+from shotbench import diskspace
 from shotbench.errors import UserError
 from shotbench.shotfile import HDF5_SIGNATURE, looks_like_hdf5, signal_names
 

@@ -9,6 +9,7 @@ environment variables, never on the command line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ from typing import Any
 from shotbench.plan import task_from_json
 
 _BACKENDS: dict[str, Any] = {}
+SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its workers: six times this
 
 # Scheduler/worker settings for our measured clusters: no work stealing (tasks are pinned),
 # no statistical profiler thread, no memory monitor.
@@ -100,15 +102,16 @@ def _worker_address() -> str:
         return ""
 
 
-def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
-    """Read every part of one task, timing each; one small dict per CSV row."""
+def execute(backend: Any, task_json: dict[str, Any], verify: bool = False) -> list[dict[str, Any]]:
+    """Read every part of one task, timing each; one small dict per CSV row. With `verify`,
+    each row also carries a CRC-32 of every signal it read, for the orchestrator to check."""
     from shotbench.effective import PartReadback
 
     task = task_from_json(task_json)
     address = _worker_address()
     if task.whole and backend.reads_hdf5:
         try:
-            return [dict(read_whole(backend, task), **{"dask-worker": address})]
+            return [dict(read_whole(backend, task, verify), **{"dask-worker": address})]
         finally:
             backend.end_task()
     rows: list[dict[str, Any]] = []
@@ -124,10 +127,12 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
             keys: list[str] = []
             error = ""
             readback = PartReadback()
+            crcs: list[list[Any]] = []
+            sent_again = backend.retries()
             if backend.reads_hdf5:
                 for key, group in groupby(part.items, key=lambda it: it.key):
                     nobjs += 1
-                    d, n, o, err = read_open(backend, key, list(group), readback)
+                    d, n, o, err = read_open(backend, key, list(group), readback, crcs if verify else None)
                     ndsets, nbytes, open_time, error = ndsets + d, nbytes + n, open_time + o, error or err
                     keys.append(key)
             else:
@@ -144,6 +149,8 @@ def execute(backend: Any, task_json: dict[str, Any]) -> list[dict[str, Any]]:
                 "error": error, "dask-worker": address,
                 **(readback.columns() if backend.reads_hdf5 else {}),
                 **index_columns(backend, keys),
+                **({"crcs": crcs} if verify else {}),
+                "retries": "" if sent_again is None else backend.retries() - sent_again,
             }
             if meter is not None:
                 row.update(meter.drain().row())
@@ -175,12 +182,15 @@ def index_files(spec: dict[str, Any], files: list[list[Any]]) -> int:
         except Exception:  # noqa: BLE001 - reported by the read, see above
             pass
     return built
-def read_open(backend: Any, key: str, items: list[Any], readback: Any = None) -> tuple[int, int, float, str]:
+def read_open(backend: Any, key: str, items: list[Any], readback: Any = None,
+              crcs: list[list[Any]] | None = None) -> tuple[int, int, float, str]:
     """Open one file, read `items` from it: (datasets, bytes, open seconds, error or "").
 
     After the reads, what libhdf5 did goes into `readback` (effective settings, page-buffer
-    counters), and the client meter samples its connections before the file closes."""
+    counters), and the client meter samples its connections before the file closes. With
+    `crcs`, each signal read through h5py is read with its CRC-32, appended there."""
     from shotbench.backends.unsupported import error_cell
+    from shotbench.shotfile import read_signal_crc
 
     meter = getattr(backend, "meter", None)
     ndsets = nbytes = 0
@@ -192,7 +202,11 @@ def read_open(backend: Any, key: str, items: list[Any], readback: Any = None) ->
         with fh:
             try:
                 for it in items:
-                    d, n = backend.read_signal(fh, it.shot, it.signal)
+                    if crcs is not None and hasattr(fh, "id"):
+                        d, n, crc = read_signal_crc(fh, it.shot, it.signal)
+                        crcs.append([key, it.shot, it.signal, crc])
+                    else:
+                        d, n = backend.read_signal(fh, it.shot, it.signal)
                     ndsets += d
                     nbytes += n
                 if readback is not None:
@@ -205,7 +219,7 @@ def read_open(backend: Any, key: str, items: list[Any], readback: Any = None) ->
     return ndsets, nbytes, open_time, ""
 
 
-def read_whole(backend: Any, task: Any) -> dict[str, Any]:
+def read_whole(backend: Any, task: Any, verify: bool = False) -> dict[str, Any]:
     """One row for a task that reads several objects: upstream's many-shot reader.
 
     The task's items are read from one open file per run of the same key, so a many-shot task
@@ -221,6 +235,8 @@ def read_whole(backend: Any, task: Any) -> dict[str, Any]:
         meter.drain()  # requests made before this task (warm-up, listing) are not its own
     readback = PartReadback()
     keys: list[str] = []
+    crcs: list[list[Any]] = []
+    sent_again = backend.retries()
     t0 = perf()
     ndsets = nbytes = opens = 0
     open_time = 0.0
@@ -228,7 +244,7 @@ def read_whole(backend: Any, task: Any) -> dict[str, Any]:
     runs = [p.items for p in task.parts] if task.reopen else [[it for p in task.parts for it in p.items]]
     for run in runs:
         for key, group in groupby(run, key=lambda it: it.key):
-            d, n, o, err = read_open(backend, key, list(group), readback)
+            d, n, o, err = read_open(backend, key, list(group), readback, crcs if verify else None)
             ndsets, nbytes, open_time, error, opens = ndsets + d, nbytes + n, open_time + o, error or err, opens + 1
             keys.append(key)
     total = perf() - t0
@@ -236,6 +252,8 @@ def read_whole(backend: Any, task: Any) -> dict[str, Any]:
         "worker#": task.index, "obj-id": "*", "time": total, "objs": len(task.parts), "dsets": ndsets,
         "bytes": nbytes, "open": open_time, "read": total - open_time, "opens": opens, "error": error,
         **readback.columns(), **index_columns(backend, sorted(set(keys))),
+        **({"crcs": crcs} if verify else {}),
+        "retries": "" if sent_again is None else backend.retries() - sent_again,
     }
     if meter is not None:
         row.update(meter.drain().row())
@@ -260,7 +278,7 @@ def gather_time(spec: dict[str, Any], key: str, size: int) -> float:
 
 def run_task(spec: dict[str, Any], task_json: dict[str, Any]) -> list[dict[str, Any]]:
     """A plain Dask task: read and return the rows (the upstream pattern uses this)."""
-    return execute(backend_for(spec), task_json)
+    return execute(backend_for(spec), task_json, bool(spec.get("verify")))
 
 
 def run_task_released(spec: dict[str, Any], task_json: dict[str, Any], addr: list[Any], token: str) -> int:
@@ -275,7 +293,7 @@ def run_task_released(spec: dict[str, Any], task_json: dict[str, Any], addr: lis
         sock.sendall(token.encode() + b"\n")
         if sock.recv(1) != b"g":
             return 0
-        rows = execute(backend, task_json)
+        rows = execute(backend, task_json, bool(spec.get("verify")))
         sock.sendall(json.dumps(rows).encode() + b"\n")
     return len(rows)
 
@@ -321,8 +339,12 @@ class Driver:
 
         if self.scheduler:
             if self.external is None:
-                self.external = Client(self.scheduler, set_as_default=False)
+                self.external = Client(self.scheduler, set_as_default=False, timeout=SCHEDULER_TIMEOUT_S)
             names = sorted(self.external.scheduler_info()["workers"])
+            if len(names) < workers:  # workers may still be registering: wait, boundedly
+                with contextlib.suppress(Exception):
+                    self.external.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
+                names = sorted(self.external.scheduler_info()["workers"])
             if len(names) < workers:
                 raise RuntimeError(
                     f"the cluster at {self.scheduler} has {len(names)} workers, the case needs {workers}"
@@ -538,6 +560,10 @@ class Driver:
 
 def serve(scheduler: str | None) -> int:
     """Answer one JSON request per stdin line until `quit` or end of input."""
+    if os.getpgrp() == os.getpid():  # started by the orchestrator in a group of its own
+        from shotbench.lifeline import end_group_on
+
+        end_group_on()
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed goes to stderr, not into the protocol
     driver = Driver(scheduler)

@@ -137,6 +137,10 @@ class Backend:
             return {}, None
         return read_settings(fh), read_stats(fh)
 
+    def retries(self) -> int | None:
+        """Requests this process's client has sent again so far (None: the client cannot tell)."""
+        return None
+
     def h5file(self, target: Any) -> Any:
         import h5py
 

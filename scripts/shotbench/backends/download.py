@@ -34,6 +34,9 @@ class DownloadBackend(Backend):
             import io
 
             return io.BytesIO(memoryview(data))
+        free = shutil.disk_usage(self._tmp).free
+        if len(data) > free:
+            raise OSError(f"no room for a {len(data)}-byte copy in {self._tmp} ({free} bytes free)")
         path = os.path.join(self._tmp, key.replace("/", "_"))
         with open(path, "wb") as fh:
             fh.write(memoryview(data))

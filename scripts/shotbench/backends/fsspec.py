@@ -8,12 +8,37 @@ enough that opening a file to read one signal moves about a megabyte.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from shotbench.backends import limits
 from shotbench.backends.base import Backend
 
 
 _FILESYSTEMS: dict[tuple[Any, ...], Any] = {}
+
+
+class _RetryLog(logging.Handler):
+    """Counts s3fs's own retries: its retry loop says so only in a debug log line."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.count = 0
+        self.installed = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "retryable" in str(record.msg).lower() and "nonretryable" not in str(record.msg).lower():
+            self.count += 1
+
+    def install(self) -> None:
+        if not self.installed:
+            log = logging.getLogger("s3fs")
+            log.setLevel(logging.DEBUG)
+            log.addHandler(self)
+            self.installed = True
+
+
+_S3FS_RETRIES = _RetryLog()
 
 
 def make_filesystem(s3: Any) -> Any:
@@ -37,9 +62,11 @@ def make_filesystem(s3: Any) -> Any:
         token=s3.session_token,
         anon=not s3.access_key,
         client_kwargs=client_kwargs,
+        config_kwargs=limits.botocore_config_kwargs(),
         use_listings_cache=False,
         skip_instance_cache=True,
     )
+    fs.retries = limits.MAX_RETRIES  # s3fs's own retry loop, on top of botocore's
     _FILESYSTEMS[key] = fs
     return fs
 
@@ -59,10 +86,26 @@ class FsspecBackend(Backend):
             from shotbench.accounting import attach_botocore
 
             attach_botocore(self.fs.s3, self.meter)
+        self._sent = self._calls = 0
+        events = self.fs.s3.meta.events  # botocore's hooks: one before-call per call, one before-send per attempt
+        events.register("before-send.s3", self._count_sent)
+        events.register("before-call.s3", self._count_call)
+        _S3FS_RETRIES.install()
         try:
             self.fs.info(self.source.bucket)
         except Exception:  # noqa: BLE001 - a real failure shows up in the measured reads
             pass
+
+    def _count_sent(self, **_: Any) -> None:
+        self._sent += 1
+
+    def _count_call(self, **_: Any) -> None:
+        self._calls += 1
+
+    def retries(self) -> int | None:
+        """botocore's retries (attempts beyond one per call) plus s3fs's own (a call made again
+        after a retryable error, e.g. a body cut short)."""
+        return self._sent - self._calls + _S3FS_RETRIES.count
 
     def open(self, key: str, size: int) -> Any:
         fobj = self.fs.open(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from shotbench.backends import limits
 from shotbench.backends.base import Backend
 
 
@@ -28,12 +29,12 @@ def make_store(s3: Any, bucket: str) -> Any:
             kw["token"] = s3.session_token
     else:
         kw["skip_signature"] = True
-    client = {"allow_http": True, "connect_timeout": "5s", "timeout": "120s"}
+    client = limits.obstore_client_options()
     ca = getattr(s3, "ca_bundle", None)
     if ca:  # a private CA (the embedded server over https)
         with open(ca) as fh:
             client["root_certificate"] = fh.read()
-    return S3Store(bucket, client_options=client, **kw)
+    return S3Store(bucket, client_options=client, retry_config=limits.obstore_retry_config(), **kw)
 
 
 def nbytes(data: Any) -> int:

@@ -28,6 +28,7 @@ class Profile:
     jitter_ms: int
     bandwidth_kbps: int | None = None  # KiB/s per connection (toxiproxy's unit)
     description: str = ""
+    faults: tuple[tuple[str, float, tuple[tuple[str, int], ...]], ...] = ()  # (toxic type, share of connections, attributes)
 
 
 PROFILES: dict[str, Profile | None] = {
@@ -35,6 +36,22 @@ PROFILES: dict[str, Profile | None] = {
     "s3-same-region": Profile(20, 5, None, "~20 ms first byte, like S3 from EC2 in the bucket's region"),
     "s3-cross-region": Profile(70, 15, 40_000, "~70 ms first byte and ~40 MB/s per connection, like another region"),
 }
+# Faults on purpose (`bench --faults NAME`): connection-level toxics at a share of connections.
+# reset_peer: the connection is reset after `timeout` ms; limit_data: closed after `bytes`;
+# slicer: responses cut into small, delayed pieces; timeout: data stops (a stall) for `timeout` ms.
+FAULTS: dict[str, Profile] = {
+    "flaky-5pc": Profile(0, 0, None, "5 % of connections reset mid-response, 5 % cut after 1 MB", (
+        ("reset_peer", 0.05, (("timeout", 50),)),
+        ("limit_data", 0.05, (("bytes", 1_000_000),)),
+    )),
+    "throttled": Profile(20, 5, 20_000, "~20 ms latency, ~20 MB/s per connection, responses in 1 KiB slices", (
+        ("slicer", 1.0, (("average_size", 1024), ("size_variation", 512), ("delay", 50))),
+    )),
+    "stalls-2pc": Profile(0, 0, None, "2 % of connections stop moving data for 120 s", (
+        ("timeout", 0.02, (("timeout", 120_000),)),
+    )),
+}
+PROFILES.update(FAULTS)
 SEED = 1  # toxiproxy's jitter is pseudo-random; a fixed seed repeats the same delays
 
 
@@ -61,12 +78,15 @@ def toxics(profile: Profile) -> list[dict]:
     out = [{
         "name": "latency", "type": "latency", "stream": "downstream", "toxicity": 1.0,
         "attributes": {"latency": profile.latency_ms, "jitter": profile.jitter_ms},
-    }]
+    }] if profile.latency_ms or profile.jitter_ms else []
     if profile.bandwidth_kbps:
         out.append({
             "name": "bandwidth", "type": "bandwidth", "stream": "downstream", "toxicity": 1.0,
             "attributes": {"rate": profile.bandwidth_kbps},
         })
+    for kind, share, attributes in profile.faults:
+        out.append({"name": kind, "type": kind, "stream": "downstream", "toxicity": share,
+                    "attributes": dict(attributes)})
     return out
 
 

@@ -21,6 +21,7 @@ from shotbench.shotfile import HDF5_SIGNATURE, looks_like_hdf5
 DEFAULT_REGION = "us-east-1"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")
 CONNECT_TIMEOUT = 3.0
+PREFLIGHT_READ_TIMEOUT = 10.0  # a listing of a prefix answers well within this
 SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 
@@ -219,6 +220,11 @@ def list_shot_files(loc: Location, cfg: S3Config | None = None) -> list[ShotObje
     return [o for o in objs if is_shot_name(o.key)]
 
 
+def check_reachable(cfg: S3Config) -> None:
+    """A TCP connect to the endpoint within CONNECT_TIMEOUT, or one sentence (UserError)."""
+    _check_reachable(cfg)
+
+
 def _check_reachable(cfg: S3Config) -> None:
     if not cfg.endpoint_url:
         return
@@ -269,6 +275,12 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
     err = exc.response.get("Error", {})
     code = str(err.get("Code", ""))
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {}) or {}
+    if code.isdigit() and not any(str(h).lower().startswith("x-amz-") for h in headers):
+        return UserError(
+            f"{where} answered HTTP {status} without any S3 headers, so it is not an S3 server; "
+            "point AWS_ENDPOINT_URL_S3 at an S3 endpoint."
+        )
     if code in ("NoSuchBucket",) or (code == "404" and not loc.prefix):
         return UserError(
             f"bucket '{loc.bucket}' does not exist at {where}; create it or upload shot files with "
@@ -318,7 +330,7 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
             "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
             "or for the embedded server run `source .shotbench/env.sh`."
         )
-    client = cfg.boto3_client()
+    client = cfg.boto3_client(read_timeout=PREFLIGHT_READ_TIMEOUT, retries=1)  # a silent endpoint: seconds
     objs = _s3_objects(loc, cfg, client)
     shots = [o for o in objs if is_shot_name(o.key)]
     _check_not_empty(loc, objs, shots)
@@ -332,6 +344,9 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
 
 
 def _check_not_empty(loc: Location, objs: list[ShotObject], shots: list[ShotObject]) -> None:
+    empty = [o for o in shots if o.size == 0]
+    if empty:
+        raise UserError(f"{empty[0].key} under {loc.uri()} is an empty (0-byte) file; remove it or upload it again.")
     if shots:
         return
     if objs:

@@ -169,6 +169,9 @@ def main(args: argparse.Namespace) -> int:
         plan = TransferPlan.from_json(json.loads(meta_path.read_text())["plan"])
     else:
         plan = build_plan(args)
+        from shotbench.diskspace import writable
+
+        writable(args.out or transfer_root(), "output folder")
         run_dir = (args.out or transfer_root()) / new_run_id()
     binaries = {k: v for k, v in {"aws-s3-sync": args.aws_bin, "aws-s3-cp": args.aws_bin,
                                   "s5cmd": args.s5cmd_bin}.items() if v}

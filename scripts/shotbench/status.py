@@ -1,0 +1,68 @@
+"""Status is the truth: what a task, a case and a run ended as.
+
+A failed or partial case is not a measurement: its runtime never enters a summary, ratio,
+confidence interval or plot. These rules live here so the runner (which writes the status)
+and the analysis (which reads old and new run folders) agree on one meaning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+OK, PARTIAL, FAILED, TIMEOUT = "ok", "partial", "failed", "timeout"
+CASE_STATUSES = (OK, PARTIAL, FAILED)
+# run.json status
+RUNNING, COMPLETE, INTERRUPTED = "running", "complete", "interrupted"
+
+
+def task_status(error: str) -> str:
+    """One worker row: `ok`, or `failed` when the row carries an error."""
+    return FAILED if error else OK
+
+
+def case_status(task_statuses: Iterable[str], case_error: bool) -> str:
+    """`ok` when every task succeeded; `failed` when none did (or the case itself broke);
+    `partial` when some did."""
+    statuses = list(task_statuses)
+    if case_error and not statuses:
+        return FAILED
+    bad = sum(1 for s in statuses if s != OK)
+    if not statuses or bad == len(statuses):
+        return FAILED
+    if bad or case_error:
+        return PARTIAL
+    return OK
+
+
+def error_count(value: Any) -> int:
+    """The integer `errors` of a case row, also from old run folders whose column held text
+    such as "16 errors; first: …" (an unparseable non-empty text counts as one)."""
+    text = "" if value is None else str(value).strip()
+    if text in ("", "nan", "0"):
+        return 0
+    match = re.match(r"(\d+)", text)
+    return int(match.group(1)) if match else 1
+
+
+def legacy_case_status(row: Mapping[str, Any]) -> str:
+    """Status of a case row written before the `status` column existed."""
+    runtime = str(row.get("total-runtime", "") or "").strip()
+    if runtime in ("", "nan"):
+        return FAILED
+    return FAILED if error_count(row.get("errors")) else OK
+
+
+def run_status(case_statuses: Iterable[str]) -> str:
+    """`complete` when every case is ok, `failed` when none is, else `partial`."""
+    statuses = list(case_statuses)
+    ok = sum(1 for s in statuses if s == OK)
+    if ok == len(statuses):
+        return COMPLETE
+    return FAILED if ok == 0 else PARTIAL
+
+
+def row_status(row: Mapping[str, Any]) -> str:
+    """A case row's status, whether written with the `status` column or before it."""
+    return str(row.get("status") or "") or legacy_case_status(row)

@@ -1,0 +1,486 @@
+"""A failure is never a measurement; one process per run folder; clean exits; one sentence for
+bad input. Real bench processes, real Dask clusters, real HDF5 files (local data, so these
+tests need neither the S3 server nor the ROS3 builds)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_bench_cli import assert_one_sentence, run_bench
+
+SLOW_TOML = """backends = ["local"]
+modes = ["signals", "shots"]
+workers = [1, 2]
+page_buffers = [0]
+chunk_caches = [1048576, 2097152]
+trials = 2
+"""
+SLOW_CASES = 2 * 2 * 2 * 2  # modes x workers x chunk caches x trials
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["SHOTBENCH_STATE"] = str(tmp_path / "state")
+    return env
+
+
+def _cases(run: Path) -> list[dict[str, str]]:
+    with open(run / "cases.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _only_run(tmp_path: Path) -> Path:
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def _wait_for_cases(tmp_path: Path, n: int, timeout: float = 120) -> Path | None:
+    """The run folder once it holds `n` case rows (None if that did not happen in time)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        runs = list((tmp_path / "runs").glob("*/cases.csv"))
+        if runs and len(_cases(runs[0].parent)) >= n:
+            return runs[0].parent
+        time.sleep(0.2)
+    return None
+
+
+def _bench_proc(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _leftovers(state: Path) -> list[str]:
+    """Live processes started for this test (they inherit its private SHOTBENCH_STATE)."""
+    needle = f"SHOTBENCH_STATE={state}".encode()
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")[:100].decode(errors="replace")
+                out.append(f"{proc.name} {cmdline}")
+        except OSError:
+            continue
+    return out
+
+
+@pytest.fixture
+def broken_shots(shot_dir: Path, tmp_path: Path) -> Path:
+    """Copies of the shot files whose metadata is overwritten after the inventory was cached,
+    so every read fails inside the measured tasks."""
+    folder = tmp_path / "broken"
+    shutil.copytree(shot_dir, folder)
+    proc = run_bench(["--data", str(folder), "--backends", "local", "--workers", "1", "--trials", "1",
+                      "--page-buffers", "0", "--modes", "shots"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    shutil.rmtree(tmp_path / "runs")
+    for f in folder.glob("*.h5"):
+        with open(f, "r+b") as fh:
+            fh.seek(4096)
+            fh.write(b"\0" * (f.stat().st_size // 2))
+    return folder
+
+
+def test_failed_cases_are_not_results(broken_shots: Path, tmp_path: Path) -> None:
+    args = ["--data", str(broken_shots), "--backends", "local", "--workers", "1", "--trials", "1",
+            "--page-buffers", "0"]
+    proc = run_bench(args, tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "2 of 2 cases failed" in proc.stderr and "--keep-going" in proc.stderr
+    run = _only_run(tmp_path)
+    rows = _cases(run)
+    assert {r["status"] for r in rows} == {"failed"}
+    assert all(int(r["errors"]) >= 1 and r["first-error"] for r in rows)
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "failed" and meta["errors"] == 2
+    with open(run / "workers.csv", newline="") as fh:
+        assert {r["status"] for r in csv.DictReader(fh)} == {"failed"}
+
+    from shotbench import analysis
+
+    ds = analysis.load([str(run)])
+    assert ds.cases.empty and ds.workers.empty
+    table = analysis.failed_table(ds)
+    assert len(table) == 2 and table["first-error"].str.len().min() > 0
+
+    shutil.rmtree(tmp_path / "runs")
+    kept = run_bench([*args, "--keep-going"], tmp_path)
+    assert kept.returncode == 0, kept.stderr
+    assert "2 of 2 cases failed" in kept.stdout
+
+
+def test_old_run_folders_with_text_errors_still_load(tmp_path: Path) -> None:
+    """Before the status column, `errors` held text; such a case is failed, never a runtime."""
+    from shotbench import analysis
+
+    src = Path(__file__).parent / "data" / "run-fixture"
+    run = tmp_path / "old"
+    shutil.copytree(src, run)
+    with open(run / "cases.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    cols = [c for c in rows[0] if c not in ("status", "first-error")]
+    rows[0]["errors"] = "16 errors; first: OverflowError: can't convert negative int to unsigned"
+    with open(run / "cases.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    ds = analysis.load([str(run)])
+    assert len(ds.cases) == len(rows) - 1
+    failed = analysis.failed_table(ds)
+    assert list(failed["errors"]) == [16]
+    assert failed["first-error"].iloc[0].startswith("OverflowError")
+    assert rows[0]["case-id"] not in set(ds.workers["case-id"])
+
+
+def test_two_concurrent_resumes_give_each_case_once(shot_dir: Path, tmp_path: Path) -> None:
+    """Two `--resume` of one interrupted run at the same time: one is refused with the other's
+    pid and exit 2, the other finishes the run, and every case appears exactly once."""
+    (tmp_path / "c.toml").write_text(SLOW_TOML)
+    env = _env(tmp_path)
+    first = _bench_proc(tmp_path, ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
+    try:
+        run = _wait_for_cases(tmp_path, 1)
+        assert run is not None
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    resumes = [_bench_proc(tmp_path, ["--resume", str(run)], env) for _ in range(2)]
+    try:
+        outcomes = [(p.pid, p.returncode, err) for p in resumes for _, err in [p.communicate(timeout=300)]]
+    finally:
+        for p in resumes:
+            if p.poll() is None:
+                p.kill()
+    codes = sorted(rc for _, rc, _ in outcomes)
+    assert codes == [0, 2], outcomes
+    winner = next(pid for pid, rc, _ in outcomes if rc == 0)
+    refused = next(err for _, rc, err in outcomes if rc == 2)
+    assert f"is being resumed by pid {winner}" in refused and len(refused.strip().splitlines()) == 1
+    ids = [r["case-id"] for r in _cases(run)]
+    assert len(ids) == SLOW_CASES and len(set(ids)) == SLOW_CASES
+    assert json.loads((run / "run.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text(SLOW_TOML)
+    env = _env(tmp_path)
+    proc = _bench_proc(tmp_path, ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
+    try:
+        assert _wait_for_cases(tmp_path, 1) is not None  # mid-run: Dask workers are up
+        assert any("shotbench.worker" in p for p in _leftovers(tmp_path / "state"))
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.time() + 10
+    while _leftovers(tmp_path / "state") and time.time() < deadline:
+        time.sleep(0.2)
+    assert _leftovers(tmp_path / "state") == []
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 130 and "--resume" in err and "Traceback" not in err
+        meta = json.loads(next((tmp_path / "runs").glob("*/run.json")).read_text())
+        assert meta["status"] == "interrupted"
+
+
+@pytest.mark.parametrize(
+    ("toml", "words"),
+    [
+        ('workers = "two"\n', ["workers", "integers"]),
+        ('[options.fsspec]\nblok_size = 5\n', ["blok_size", "block_size"]),
+        ('task_timeout = -1\n', ["task-timeout"]),
+    ],
+)
+def test_bad_config_values(toml: str, words: list[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(toml)
+    assert_one_sentence(run_bench(["--config", str(cfg)], tmp_path), tmp_path, *words)
+
+
+@pytest.mark.parametrize(
+    ("args", "word"),
+    [
+        (["--page-buffers", "-5", "--backends", "local"], "negative"),
+        (["--chunk-cache", "-1", "--backends", "local"], "negative"),
+        (["--workers", "100000", "--backends", "local"], "memory"),
+        (["--scheduler", "tcp://127.0.0.1:1", "--backends", "local"], "127.0.0.1:1"),
+    ],
+)
+def test_refused_before_any_work(args: list[str], word: str, tmp_path: Path) -> None:
+    t0 = time.time()
+    assert_one_sentence(run_bench(args, tmp_path), tmp_path, word)
+    assert time.time() - t0 < 20
+
+
+def test_corrupt_run_json_under_resume(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "20260101T000000Z-abcdef"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"run_id": "x", "config": {')
+    proc = run_bench(["--resume", str(run)], tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "damaged" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+READ_ONLY = Path("/sys/shotbench-out")  # sysfs refuses new folders even to root
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", "--runs-dir", str(READ_ONLY), "--backends", "local", "--data", "."],
+        ["report", "--input", f"fixture={Path(__file__).parent / 'data' / 'run-fixture'}", "--output", str(READ_ONLY)],
+        ["transfer", "--out", str(READ_ONLY)],
+    ],
+)
+def test_read_only_output_folders(args: list[str], tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "shotbench.cli", *args], env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(READ_ONLY) in lines[0] and "writable" in lines[0], proc.stderr
+
+
+def test_run_whose_server_dies_ends_failed_within_a_minute(shot_dir: Path, tmp_path: Path) -> None:
+    """Killing the S3 server mid-run stops the run in seconds: rc 1, one sentence, status failed,
+    and no case credited with a runtime it did not measure."""
+    from shotbench.store import server
+    from shotbench.store.s3 import parse_location
+    from shotbench.store.stage import stage
+
+    state = tmp_path / "server"
+    with server.embedded_server(state) as info:
+        cfg = info.s3config()
+        cfg.boto3_client().create_bucket(Bucket="dies")
+        stage(shot_dir, parse_location("s3://dies/shots/"), cfg, jobs=4, progress=False)
+        (tmp_path / "c.toml").write_text(SLOW_TOML.replace('["local"]', '["fsspec", "obstore"]'))
+        env = {**_env(tmp_path), **cfg.env_vars()}
+        proc = _bench_proc(tmp_path, ["--data", "s3://dies/shots/", "--config", str(tmp_path / "c.toml")], env)
+        try:
+            run = _wait_for_cases(tmp_path, 2)
+            assert run is not None
+            server.stop(state)
+            killed = time.time()
+            _, err = proc.communicate(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert time.time() - killed < 60
+    assert proc.returncode == 1, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "stopped answering" in lines[0] and "--resume" in lines[0], err
+    assert json.loads((run / "run.json").read_text())["status"] == "failed"
+    rows = _cases(run)
+    assert len(rows) < SLOW_CASES and all(r["status"] in ("ok", "failed", "partial") for r in rows)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_damaged_file_in_the_prefix_is_named(damage: str, shot_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    shutil.copytree(shot_dir, folder)
+    victim = sorted(folder.glob("*.h5"))[-1]
+    os.truncate(victim, 0 if damage == "empty" else victim.stat().st_size // 2)
+    proc = run_bench(["--data", str(folder), "--backends", "local"], tmp_path)
+    assert_one_sentence(proc, tmp_path, victim.name, damage)
+
+
+def test_endpoint_that_is_not_s3_is_named(tmp_path: Path) -> None:
+    web = subprocess.Popen([sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = web.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N ..."
+        port = line.split(" port ")[1].split()[0]
+        env = {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+               "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value", "AWS_REGION": "us-east-1"}
+        proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)
+    finally:
+        web.kill()
+        web.wait()
+    assert_one_sentence(proc, tmp_path, "not an S3 server")
+
+
+def test_synth_refuses_what_the_disk_cannot_hold(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "shotbench.cli", "synth", "--out", str(tmp_path / "big"),
+                           "--shots", "1000000"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "free" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not list((tmp_path / "big").glob("*.h5"))
+
+
+class StallingProxy:
+    """A real TCP proxy in front of the S3 server that, once `stall` is set, stops moving bytes
+    on every connection (old and new) while keeping them open: a server that accepts and hangs."""
+
+    def __init__(self, upstream_port: int) -> None:
+        import socket
+        import threading
+
+        self.upstream = upstream_port
+        self.stall = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.stall.is_set():
+                continue  # accepted, never answered (kept open by the reference below)
+            upstream = socket.create_connection(("127.0.0.1", self.upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: Any, dst: Any) -> None:
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            while self.stall.is_set():
+                time.sleep(0.5)
+            try:
+                dst.sendall(data)
+            except OSError:
+                return
+
+
+def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_path: Path) -> None:
+    """A server that stops answering mid-run: the running case is recorded with `timeout` rows
+    after its deadline, the health check ends the run, and nothing counts as a runtime."""
+    from shotbench.store import server
+    from shotbench.store.s3 import parse_location
+    from shotbench.store.stage import stage
+
+    with server.embedded_server(tmp_path / "server") as info:
+        cfg = info.s3config()
+        cfg.boto3_client().create_bucket(Bucket="stalls")
+        stage(shot_dir, parse_location("s3://stalls/shots/"), cfg, jobs=4, progress=False)
+        proxy = StallingProxy(int(info.endpoint_url.rsplit(":", 1)[1]))
+        (tmp_path / "c.toml").write_text(SLOW_TOML.replace('["local"]', '["obstore"]') + "task_timeout = 3\n")
+        via = f"http://127.0.0.1:{proxy.port}"
+        env = {**_env(tmp_path), **cfg.env_vars(), "AWS_ENDPOINT_URL_S3": via, "AWS_ENDPOINT_URL": via}
+        proc = _bench_proc(tmp_path, ["--data", "s3://stalls/shots/", "--config", str(tmp_path / "c.toml")], env)
+        try:
+            run = _wait_for_cases(tmp_path, 1)
+            assert run is not None, proc.stderr.read() if proc.poll() is not None else "no case row"
+            proxy.stall.set()
+            stalled = time.time()
+            _, err = proc.communicate(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert time.time() - stalled < 3 + 10 + 15  # deadline + slack + health check and shutdown
+    assert proc.returncode == 1 and "stopped answering" in err, err
+    assert json.loads((run / "run.json").read_text())["status"] == "failed"
+    with open(run / "workers.csv", newline="") as fh:
+        statuses = [r["status"] for r in csv.DictReader(fh)]
+    assert "timeout" in statuses
+    assert [r["status"] for r in _cases(run)][-1] == "failed"
+
+
+def test_faults_run_checks_every_byte(shot_dir: Path, tmp_path: Path) -> None:
+    """`--faults flaky-5pc` through toxiproxy: the run completes, every HDF5 row is verified
+    against the local copy, fsspec rows carry a retry count, and the reliability table prints."""
+    (tmp_path / "c.toml").write_text(
+        'backends = ["fsspec", "obstore"]\nmodes = ["shots"]\nworkers = [1]\npage_buffers = [0]\ntrials = 1\n'
+        "shots = 4\nfile_size = 2000000\npage_size = 1000000\nsignals = 12\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), "--config",
+         str(tmp_path / "c.toml"), "--shots-dir", str(shot_dir), "--faults", "flaky-5pc", "--keep-going"],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "reliability under faults 'flaky-5pc'" in proc.stdout
+    run = _only_run(tmp_path)
+    assert json.loads((run / "run.json").read_text())["config"]["network"] == "flaky-5pc"
+    with open(run / "workers.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and all(r["verified"] == "yes" for r in rows if r["status"] == "ok")
+    assert all(r["retries"].isdigit() for r in rows if r["backend"] == "fsspec")
+    assert all(r["retries"] == "" for r in rows if r["backend"] == "obstore")
+
+
+def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
+    """A row whose CRC differs from the local copy's is `verified = no` with an error naming it."""
+    import h5py
+
+    from shotbench.backends.base import Source
+    from shotbench.checksums import Checksums
+    from shotbench.shotfile import read_signal_crc, shot_ids, signal_names
+
+    path = sorted(shot_dir.glob("*.h5"))[0]
+    with h5py.File(path, "r") as fh:
+        shot = shot_ids(fh)[0]
+        name = signal_names(fh, shot)[0]
+        crc = read_signal_crc(fh, shot, name)[2]
+    checks = Checksums(Source("local", local_dir=str(shot_dir)))
+    assert checks.verdict({"crcs": [[str(path), shot, name, crc]], "error": ""}) == ("yes", "")
+    verdict, error = checks.verdict({"crcs": [[str(path), shot, name, crc ^ 1]], "error": ""})
+    assert verdict == "no" and "wrong bytes" in error and name in error
+
+
+def test_embedded_server_has_one_run_at_a_time(shot_dir: Path, tmp_path: Path) -> None:
+    """While one run uses bench's embedded server, another is refused (it would stop the server
+    under the first and mix both runs' GETs), naming the pid that holds it."""
+    from shotbench.locks import acquire, release
+
+    state = tmp_path / "state" / "bench-server"
+    state.mkdir(parents=True)
+    fd = acquire(state / "users.lock")  # this test process plays the run in progress
+    try:
+        proc = run_bench(["--shots-dir", str(shot_dir), "--backends", "local"], tmp_path)
+    finally:
+        release(fd)
+    assert_one_sentence(proc, tmp_path, "in use by another run", f"pid {os.getpid()}")
+
+
+def test_endpoint_that_accepts_and_never_answers(tmp_path: Path) -> None:
+    """A server that takes connections and says nothing is reported in seconds, not minutes."""
+    import socket
+    import threading
+
+    held: list[Any] = []
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    env = {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.getsockname()[1]}", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+           "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value", "AWS_REGION": "us-east-1"}
+    t0 = time.time()
+    try:
+        proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)
+    finally:
+        server.close()
+    assert_one_sentence(proc, tmp_path, "stopped answering")
+    assert time.time() - t0 < 45
