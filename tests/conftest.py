@@ -2,7 +2,7 @@
 
 Every fixture here talks to real processes and real files: a private embedded S3 server
 (its own state directory, port and credentials), synthetic HDF5 shot files from
-`shotbench.synth`, and those files uploaded through the S3 API with `shotbench.store.stage`.
+`shotbench.read.synth`, and those files uploaded through the S3 API with `shotbench.store.stage`.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ def s3_bucket(s3_server) -> str:
 def shot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four small synthetic shot files (2 MB, 1 MB pages) so that tests stay fast."""
     try:
-        from shotbench.synth import make_dataset
+        from shotbench.read.synth import make_dataset
     except ImportError as exc:  # the synthetic-data module is not installed in this checkout
-        pytest.skip(f"shotbench.synth.make_dataset is not available: {exc}")
+        pytest.skip(f"shotbench.read.synth.make_dataset is not available: {exc}")
     out = tmp_path_factory.mktemp("shots")
     make_dataset(out, shots=4, signals=12, file_size=2_000_000, page_size=1_000_000, seed=0)
     return out

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench import analysis
+from shotbench.read import analysis
 from shotbench.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]

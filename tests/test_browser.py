@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.htmlcheck import figure_count
+from shotbench.reports.htmlcheck import figure_count
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

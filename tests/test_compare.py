@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench.compare import compare, mann_whitney
+from shotbench.read.compare import compare, mann_whitney
 
 
 def test_mann_whitney_exact_matches_known_values() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench import analysis, decision
+from shotbench.read import analysis, decision
 
 RUN = Path(__file__).resolve().parent / "data" / "run-fixture"
 
@@ -88,7 +88,7 @@ def test_findings_are_few_ranked_and_significant() -> None:
 
 
 def test_single_trial_reference_gets_a_finding_over_worker_counts() -> None:
-    from shotbench.report import reference_inputs
+    from shotbench.reports.render import reference_inputs
 
     ds = analysis.load(reference_inputs())
     table = decision.decision_table(ds)

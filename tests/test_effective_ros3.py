@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from shotbench import plan
+from shotbench.read import plan
 from shotbench.backends import registry
 from shotbench.backends.base import Source
-from shotbench.effective import COLUMNS
-from shotbench.results import RunFolder
+from shotbench.read.effective import COLUMNS
+from shotbench.read.results import RunFolder
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +26,8 @@ MIB = 1024 * 1024
 def run_cases(
     tmp_path: Path, server, bucket: str, prefix: str, local_dir: Path, matrix: plan.Matrix,
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Run a matrix through `shotbench.runner` on s3://bucket/prefix; (workers rows, case rows)."""
-    from shotbench.runner import Drivers, Runner, Workload, inventory
+    """Run a matrix through `shotbench.read.runner` on s3://bucket/prefix; (workers rows, case rows)."""
+    from shotbench.read.runner import Drivers, Runner, Workload, inventory
     from shotbench.store.s3 import list_shot_files, parse_location
 
     s3 = server.s3config()
@@ -85,7 +85,7 @@ def test_every_build_reports_what_it_did_with_the_page_buffer(tmp_path: Path, s3
 def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_server, s3_bucket: str) -> None:
     from shotbench.store.s3 import parse_location
     from shotbench.store.stage import stage
-    from shotbench.synth import make_shot_file
+    from shotbench.read.synth import make_shot_file
 
     local = tmp_path / "flat"
     local.mkdir()

@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from shotbench import plan, profiles, worker
+from shotbench.read import plan, profiles, worker
 from shotbench.backends.base import ReadSettings, Source
 from shotbench.backends.local import LocalBackend
-from shotbench.families import NAMES
-from shotbench.runner import inventory
-from shotbench.synth import make_dataset
+from shotbench.read.families import NAMES
+from shotbench.read.runner import inventory
+from shotbench.read.synth import make_dataset
 
 SMALL = {"signals": 12, "file_size": 2_000_000, "page_size": 1_000_000}
 

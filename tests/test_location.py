@@ -14,7 +14,7 @@ import pytest
 
 from shotbench.errors import UserError
 from shotbench.store.s3 import S3Config, list_shot_files, parse_location, preflight
-from shotbench.store.server import free_port
+from shotbench.processes import free_port
 
 FAST = 6.0  # seconds: connect timeout 3 s, bounded retries
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import statistics
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pandas as pd
 import pytest
 from bokeh.models import Legend
 
-from shotbench import multishot, multishot_plots, plots
+from shotbench.read import multishot, multishot_plots, plots
 from shotbench.cli import main
 from shotbench.errors import UserError
 
@@ -141,7 +140,7 @@ def test_notebook_has_a_parameters_cell_and_no_stored_outputs() -> None:
 
 def _run_folder(tmp_path: Path) -> Path:
     """A layouts run's workers.csv: single-shot families, many-shot layouts, partial reads."""
-    from shotbench.results import WORKER_COLUMNS
+    from shotbench.read.results import WORKER_COLUMNS
 
     rows = []
     for fam, layout, mode, runtime in [

@@ -13,8 +13,8 @@ import holoviews as hv
 import pandas as pd
 import pytest
 
-from shotbench import plots
-from shotbench.htmlcheck import figures, legend_problems
+from shotbench.read import plots
+from shotbench.reports.htmlcheck import figures, legend_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "tests" / "data" / "run-fixture"
@@ -72,7 +72,7 @@ def test_every_figure_of_a_run_report_has_a_legend_per_series(run_report: Path) 
 
 @pytest.mark.slow
 def test_run_report_opens_with_the_decision_and_few_findings(run_report: Path) -> None:
-    from shotbench import decision
+    from shotbench.read import decision
 
     html = (run_report / "ros3-backends.html").read_text(encoding="utf-8")
     assert html.index("Decision: which backend") < html.index(">Inputs<") < html.index("performance ratio")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from shotbench.cli import main
-from shotbench.htmlcheck import external_resources, figure_count
+from shotbench.reports.htmlcheck import external_resources, figure_count
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "data" / "fixtures" / "mdsplusbench"

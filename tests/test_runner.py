@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.results import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
+from shotbench.read.results import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def holders(shot_dir: Path, keys: list[str]) -> Counter:
     """How many of the files hold each signal (some shot files lack a few signals)."""
     import h5py
 
-    from shotbench.shotfile import shot_ids, signal_names
+    from shotbench.read.shotfile import shot_ids, signal_names
 
     out: Counter = Counter()
     for key in keys:

@@ -13,8 +13,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from shotbench.shotfile import looks_like_hdf5, read_signal, shot_ids, signal_names
-from shotbench.synth import make_dataset
+from shotbench.read.shotfile import looks_like_hdf5, read_signal, shot_ids, signal_names
+from shotbench.read.synth import make_dataset
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from shotbench.cli import main as cli_main
 from shotbench.transfer import analysis, verify
 from shotbench.transfer.matrix import KiB, MiB, Row, ensure_files, parse_rows, size_label
 from shotbench.transfer.runner import Case, RunContext, TransferPlan, interleave, run_transfer, seed_source
-from shotbench.transfer.tools import Target, make_tools
+from shotbench.transfer.programs import Target, make_tools
 
 TINY = [Row(3, 64 * KiB), Row(1, 192 * KiB)]
 
@@ -158,9 +158,9 @@ def test_sweep_rows_are_added_only_where_asked():
 
 @pytest.mark.slow
 def test_notebook_renders_tables_and_plots_offline(tmp_path, s3_server, s3_bucket):
-    from shotbench.htmlcheck import external_resources, figure_count
+    from shotbench.reports.htmlcheck import external_resources, figure_count
     from shotbench.paths import repo_root
-    from shotbench.report import render_notebook
+    from shotbench.reports.render import render_notebook
 
     ctx = _ctx(tmp_path, s3_server, s3_bucket)
     plan = TransferPlan("test", TINY, ["shotbench", "raw-get"], [2], trials=1, sweep=[4], sweep_rows=[TINY[0]])

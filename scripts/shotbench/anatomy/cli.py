@@ -34,7 +34,7 @@ def _probe_cmd(python: Path, backend: str, bucket: str, key: str, size: int, ope
 
 
 def _run(cmd: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
-    from shotbench.worker import scrub
+    from shotbench.read.worker import scrub
 
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -93,10 +93,10 @@ def summarize(clean: dict[str, Any], traced: list[dict[str, Any]], small_ca: dic
 def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, opens: int,
                 strace: bool = True, say: Any = print) -> dict[str, Any]:
     from shotbench import which
-    from shotbench.accounting import endpoint_port
+    from shotbench.read.accounting import endpoint_port
     from shotbench.anatomy.strace import TRACE, phases
     from shotbench.backends import registry
-    from shotbench.runner import _child_env
+    from shotbench.read.runner import _child_env
     from shotbench.store import tls as _tls
 
     port, _ = endpoint_port(s3.endpoint_url)
@@ -208,7 +208,7 @@ def _target(args: argparse.Namespace, say: Any) -> tuple[Any, str, str, int, Any
         return s3, loc.bucket, objs[0].key, int(objs[0].size), contextlib.nullcontext()
     from shotbench.store.server import embedded_server
     from shotbench.store.stage import stage
-    from shotbench.synth import make_dataset
+    from shotbench.read.synth import make_dataset
 
     shots = state_dir() / "anatomy-shots"
     make_dataset(shots, shots=1, seed=0)

@@ -41,7 +41,7 @@ class ReadSettings:
     page_buf_size: int = 0  # -1 (effective.PB_DEFAULT): leave the library's default
     chunk_cache: int = 1024 * 1024
     options: dict[str, Any] = field(default_factory=dict)
-    block_cache: int | None = None  # 2.2 ROS3 block cache (see shotbench.blockcache); None: untouched
+    block_cache: int | None = None  # 2.2 ROS3 block cache (see shotbench.read.blockcache); None: untouched
 
     def h5_kwargs(self) -> dict[str, int]:
         kw = {"rdcc_nbytes": int(self.chunk_cache)}
@@ -94,12 +94,12 @@ class Backend:
         self.s3 = s3
 
     def make_meter(self, s3: Any) -> Any:
-        """The client-side request counter (`shotbench.accounting`); None when nothing goes to S3.
+        """The client-side request counter (`shotbench.read.accounting`); None when nothing goes to S3.
 
         Runs before h5py is imported: a meter may have to set the library's variables first."""
         if self.source.kind != "s3":
             return None
-        from shotbench.accounting import Meter
+        from shotbench.read.accounting import Meter
 
         return Meter()
 
@@ -113,7 +113,7 @@ class Backend:
 
     def read_signal(self, fh: Any, shot: str, name: str) -> tuple[int, int]:
         """Read one signal and its dimension scales from an open file: (datasets, bytes)."""
-        from shotbench.shotfile import read_signal
+        from shotbench.read.shotfile import read_signal
 
         return read_signal(fh, shot, name)
 
@@ -131,7 +131,7 @@ class Backend:
         """(effective settings, page-buffer counters) of an open file, after its reads.
 
         Readers that do not go through libhdf5 (pyfive, h5coro, kerchunk) have none: empty cells."""
-        from shotbench.effective import read_settings, read_stats
+        from shotbench.read.effective import read_settings, read_stats
 
         if not hasattr(fh, "id") or not hasattr(fh.id, "get_access_plist"):
             return {}, None

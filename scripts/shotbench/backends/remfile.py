@@ -46,7 +46,7 @@ class RemfileBackend(ReadersBackend):
             raise type(exc)(_QUERY.sub("?…", str(exc))) from None
 
     def read_signal(self, fh: Any, shot: str, name: str) -> tuple[int, int]:
-        from shotbench.shotfile import read_signal
+        from shotbench.read.shotfile import read_signal
 
         try:
             return read_signal(fh, shot, name)

@@ -1,6 +1,6 @@
 """h5py with the HDF5 ROS3 driver, one class per libhdf5 build (each in its own environment).
 
-Opening goes through `shotbench.ros3.open_ros3`, which knows the URL and endpoint rules of
+Opening goes through `shotbench.read.ros3open.open_ros3`, which knows the URL and endpoint rules of
 each libhdf5 generation (1.14 libcurl vs 2.x aws-c-s3).
 """
 
@@ -17,13 +17,13 @@ class Ros3Backend(Backend):
     @classmethod
     def process_env(cls, s3: Any) -> dict[str, str]:
         try:
-            from shotbench.ros3 import ros3_env
+            from shotbench.read.ros3open import ros3_env
         except ImportError:
             return {}
         return dict(ros3_env(s3))
 
     def make_meter(self, s3: Any) -> Any:
-        from shotbench import accounting
+        from shotbench.read import accounting
 
         if self.env == "hdf5-1.14":
             return accounting.SocketMeter(s3.endpoint_url)
@@ -31,14 +31,14 @@ class Ros3Backend(Backend):
 
     def setup(self, s3: Any) -> None:
         super().setup(s3)
-        from shotbench import ros3
+        from shotbench.read import ros3open as ros3
 
         self._ros3 = ros3
         self._fapls: dict[int, Any] = {}
 
     def open(self, key: str, size: int) -> Any:
         """Open through a FAPL built here, kept so the block cache can be read back from it."""
-        from shotbench.effective import BC_DEFAULT
+        from shotbench.read.effective import BC_DEFAULT
 
         ros3, s = self._ros3, self.settings
         block_cache = (BC_DEFAULT if s.block_cache is None else s.block_cache) if self.has_block_cache else None
@@ -51,7 +51,7 @@ class Ros3Backend(Backend):
         return fh
 
     def read_back(self, fh: Any) -> tuple[dict[str, Any], Any]:
-        from shotbench.effective import read_settings, read_stats
+        from shotbench.read.effective import read_settings, read_stats
 
         return read_settings(fh, self._fapls.get(id(fh)) if self.has_block_cache else None), read_stats(fh)
 

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     start.add_argument("--tls", action="store_true",
                        help="serve https with a certificate from a private CA made in the state folder")
     start.add_argument(
-        "--network", default="none", choices=list(network.PROFILES),
+        "--network", default="none", choices=list(network.NETWORK_PROFILES),
         help="put toxiproxy in front with this latency profile (default: none)",
     )
     start.set_defaults(func=_start)
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from shotbench import tools
+    from shotbench import gobuild as tools
 
     for build in (tools.versitygw, tools.toxiproxy_server, tools.toxiproxy_cli):
         started = time.monotonic()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shotbench.errors import UserError
+from shotbench.processes import die_with_parent, free_port, terminate
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Profile:
     faults: tuple[tuple[str, float, tuple[tuple[str, int], ...]], ...] = ()  # (toxic type, share of connections, attributes)
 
 
-PROFILES: dict[str, Profile | None] = {
+NETWORK_PROFILES: dict[str, Profile | None] = {
     "none": None,
     "s3-same-region": Profile(20, 5, None, "~20 ms first byte, like S3 from EC2 in the bucket's region"),
     "s3-cross-region": Profile(70, 15, 40_000, "~70 ms first byte and ~40 MB/s per connection, like another region"),
@@ -51,7 +52,7 @@ FAULTS: dict[str, Profile] = {
         ("timeout", 0.02, (("timeout", 120_000),)),
     )),
 }
-PROFILES.update(FAULTS)
+NETWORK_PROFILES.update(FAULTS)
 SEED = 1  # toxiproxy's jitter is pseudo-random; a fixed seed repeats the same delays
 
 
@@ -92,8 +93,7 @@ def toxics(profile: Profile) -> list[dict]:
 
 def start_proxy(state: Path, upstream_port: int, profile: Profile, private: bool = False) -> ProxyInfo:
     """Run toxiproxy with one proxy `s3` in front of 127.0.0.1:upstream_port and the profile's toxics."""
-    from shotbench import tools
-    from shotbench.store.server import _die_with_parent, _terminate, free_port
+    from shotbench import gobuild as tools
 
     binary = tools.toxiproxy_server()
     api_port, listen_port = free_port(), free_port()
@@ -106,7 +106,7 @@ def start_proxy(state: Path, upstream_port: int, profile: Profile, private: bool
         proc = subprocess.Popen(
             [str(binary), "-host", "127.0.0.1", "-port", str(api_port), "-config", str(config), "-seed", str(SEED)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=_die_with_parent if private else None, env={**os.environ, "LOG_LEVEL": "warn"},
+            preexec_fn=die_with_parent() if private else None, env={**os.environ, "LOG_LEVEL": "warn"},
         )
     finally:
         log.close()
@@ -118,7 +118,7 @@ def start_proxy(state: Path, upstream_port: int, profile: Profile, private: bool
         except (OSError, urllib.error.URLError, ValueError):
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
-            _terminate(proc.pid, "toxiproxy")
+            terminate(proc.pid, "toxiproxy")
             raise UserError(f"toxiproxy did not start; see {state / 'toxiproxy.log'} and retry.")
         time.sleep(0.05)
     for toxic in toxics(profile):

@@ -15,7 +15,6 @@ import json
 import os
 import secrets
 import shlex
-import signal
 import socket
 import string
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from shotbench.errors import UserError
 from shotbench.paths import state_dir
+from shotbench.processes import die_with_parent, free_port, pid_alive, terminate
 from shotbench.store import network
 from shotbench.store import tls as _tls
 from shotbench.store.s3 import DEFAULT_REGION, S3Config, mask
@@ -36,7 +36,6 @@ HEALTH_PATH = "/health"
 IO_BUFFER_SIZE = 65536  # the 1 MiB default costs ~2.5x CPU per small ranged GET
 STATSD_MODULE = "shotbench.store.statsd"
 START_TIMEOUT = 15.0
-STOP_TIMEOUT = 5.0
 
 
 @dataclass
@@ -125,24 +124,6 @@ def _credentials(state: Path) -> tuple[str, str]:
     return access, secret
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pid_alive(pid: int, name: str) -> bool:
-    """Alive and still the program we started (pids get reused)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
-        return False
-    return name.encode() in cmdline
-
-
 _LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via an HTTP proxy
 
 
@@ -162,16 +143,6 @@ def _healthy(port: int, timeout: float = 1.0, ca: str | None = None) -> bool:
         return False
 
 
-def _die_with_parent() -> None:
-    """Private servers (tests, a benchmark run) must not outlive the Python that started them."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 def _read_state(state: Path) -> dict | None:
     path = state / "server.json"
     try:
@@ -184,11 +155,11 @@ def status(state: Path | None = None) -> ServerInfo | None:
     """The running server of this state directory, or None (stale records are ignored)."""
     st = _state(state)
     rec = _read_state(st)
-    if not rec or not _pid_alive(rec["pid"], "versitygw"):
+    if not rec or not pid_alive(rec["pid"], "versitygw"):
         return None
     if not _healthy(rec["upstream_port"], ca=rec.get("tls_ca")):
         return None
-    if rec.get("proxy_pid") and not _pid_alive(rec["proxy_pid"], "toxiproxy"):
+    if rec.get("proxy_pid") and not pid_alive(rec["proxy_pid"], "toxiproxy"):
         return None
     creds = _read_credentials(st)
     if creds is None:
@@ -224,7 +195,7 @@ def _launch_byte_counter(st: Path, private: bool) -> tuple[subprocess.Popen, int
     proc = subprocess.Popen(
         [sys.executable, "-m", STATSD_MODULE, "--port", str(port), "--out", str(st / "access.log")],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, preexec_fn=_die_with_parent if private else None,
+        start_new_session=True, preexec_fn=die_with_parent() if private else None,
     )
     return proc, port
 
@@ -263,7 +234,7 @@ def _launch(
     try:
         return subprocess.Popen(
             cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_die_with_parent if private else None,
+            start_new_session=True, preexec_fn=die_with_parent() if private else None,
         )
     finally:
         log.close()
@@ -281,7 +252,7 @@ def _wait_healthy(proc: subprocess.Popen, port: int, st: Path, ca: str | None = 
         if _healthy(port, timeout=0.5, ca=ca):
             return
         time.sleep(0.05)
-    _terminate(proc.pid, "versitygw")
+    terminate(proc.pid, "versitygw")
     raise UserError(f"the embedded S3 server did not answer within {START_TIMEOUT:.0f} s; see {st / 'versitygw.log'}.")
 
 
@@ -316,7 +287,7 @@ def start(
 def _start_locked(
     st: Path, port: int, network: str, network_profile: "_network.Profile | None", private: bool, tls: bool = False
 ) -> ServerInfo:
-    from shotbench import tools
+    from shotbench import gobuild as tools
 
     running = status(st)
     if running:
@@ -350,7 +321,7 @@ def _start_locked(
                 if port or "address already in use" not in (st / "versitygw.log").read_text(errors="replace"):
                     raise
     except BaseException:
-        _terminate(counter.pid, STATSD_MODULE)
+        terminate(counter.pid, STATSD_MODULE)
         raise
     assert proc is not None
     rec: dict = {
@@ -370,8 +341,8 @@ def _start_locked(
         try:
             proxy = _network.start_proxy(st, upstream, network_profile, private=private)
         except BaseException:
-            _terminate(proc.pid, "versitygw")
-            _terminate(counter.pid, STATSD_MODULE)
+            terminate(proc.pid, "versitygw")
+            terminate(counter.pid, STATSD_MODULE)
             raise
         rec.update(
             port=proxy.listen_port,
@@ -392,9 +363,9 @@ _network = network  # the module; `start()` has a parameter with the same name
 
 
 def _check_network(name: str) -> "network.Profile | None":
-    if name not in network.PROFILES:
-        raise UserError(f"unknown network profile '{name}'; choose one of: {', '.join(network.PROFILES)}.")
-    return network.PROFILES[name]
+    if name not in network.NETWORK_PROFILES:
+        raise UserError(f"unknown network profile '{name}'; choose one of: {', '.join(network.NETWORK_PROFILES)}.")
+    return network.NETWORK_PROFILES[name]
 
 
 def _write_env_file(info: ServerInfo) -> None:
@@ -405,36 +376,14 @@ def _write_env_file(info: ServerInfo) -> None:
     _write_private(env_file(info.state), "\n".join(lines) + "\n")
 
 
-def _terminate(pid: int, name: str) -> None:
-    """SIGTERM, wait, then SIGKILL: versitygw finishes in-flight requests on SIGTERM."""
-    if not _pid_alive(pid, name):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while time.monotonic() < deadline:
-        _reap(pid)
-        if not _pid_alive(pid, name):
-            return
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    _reap(pid)
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
 def _cleanup_stale(st: Path) -> None:
     rec = _read_state(st)
     if rec:
-        _terminate(rec["pid"], "versitygw")
+        terminate(rec["pid"], "versitygw")
         if rec.get("proxy_pid"):
-            _terminate(rec["proxy_pid"], "toxiproxy")
+            terminate(rec["proxy_pid"], "toxiproxy")
         if rec.get("counter_pid"):
-            _terminate(rec["counter_pid"], STATSD_MODULE)
+            terminate(rec["counter_pid"], STATSD_MODULE)
     for name in ("server.json", "versitygw.pid"):
         with contextlib.suppress(FileNotFoundError):
             (st / name).unlink()
@@ -445,7 +394,7 @@ def stop(state: Path | None = None) -> bool:
     st = _state(state)
     with _locked(st):
         rec = _read_state(st)
-        was_running = bool(rec) and _pid_alive(rec["pid"], "versitygw")
+        was_running = bool(rec) and pid_alive(rec["pid"], "versitygw")
         _cleanup_stale(st)
         with contextlib.suppress(FileNotFoundError):
             env_file(st).unlink()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir
-from shotbench.transfer.matrix import PROFILES, get_profile, parse_rows
-from shotbench.transfer.tools import DEFAULT_TOOLS, TOOL_CLASSES
+from shotbench.transfer.matrix import TRANSFER_PROFILES, get_profile, parse_rows
+from shotbench.transfer.programs import DEFAULT_TOOLS, TOOL_CLASSES
 
 BUCKET = "shotbench-transfer"
 
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Move a file count x file size matrix in and out of S3 with each tool, verify every "
                     "file, and write data/transfer/<run-id>/{cases,transfers}.csv and run.json.",
     )
-    p.add_argument("--profile", default="quick", choices=sorted(PROFILES),
+    p.add_argument("--profile", default="quick", choices=sorted(TRANSFER_PROFILES),
                    help="matrix size: quick (default, ~10 min on 2 cores), medium (1 GiB rows, sweep), full (seed matrix)")
     p.add_argument("--data", metavar="s3://bucket/prefix",
                    help="use this S3 location with your AWS credentials instead of the embedded server")
@@ -127,7 +127,7 @@ def s3_target(data: str | None) -> Iterator[tuple]:
             rec = record(info)
             server = {k: rec.get(k) for k in ("endpoint_url", "region", "access_key", "network")}
             try:
-                from shotbench.tools import VERSITYGW_VERSION
+                from shotbench.gobuild import VERSITYGW_VERSION
 
                 server["versitygw"] = VERSITYGW_VERSION
             except ImportError:
@@ -139,7 +139,7 @@ def s3_target(data: str | None) -> Iterator[tuple]:
 
 def install_only(args: argparse.Namespace) -> int:
     """Install/build every command-line tool now, so the first benchmark run times no installs."""
-    from shotbench.transfer.tools import CliTool, make_tools
+    from shotbench.transfer.programs import CliTool, make_tools
 
     failed = 0
     for tool in make_tools(list(DEFAULT_TOOLS)):
@@ -156,7 +156,7 @@ def main(args: argparse.Namespace) -> int:
     from shotbench.transfer.analysis import terminal_summary, transfer_root
     from shotbench.provenance import new_run_id
     from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
-    from shotbench.transfer.tools import make_tools
+    from shotbench.transfer.programs import make_tools
 
     t0 = time.monotonic()
     if args.install_only:

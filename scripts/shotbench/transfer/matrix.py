@@ -92,7 +92,7 @@ class Profile:
     sweep_rows: tuple[Row, ...] = ()
 
 
-PROFILES: dict[str, Profile] = {
+TRANSFER_PROFILES: dict[str, Profile] = {
     # Scaled so every tool finishes inside 15 minutes on a 2-core machine against the
     # embedded server: the 1000 x 1 MiB row the seeds compare on, plus a 256 MiB family,
     # and a thread sweep on the row where concurrency matters most (many small files).
@@ -123,14 +123,14 @@ PROFILES: dict[str, Profile] = {
         trials=3,
     ),
 }
-PROFILES["default"] = PROFILES["quick"]
+TRANSFER_PROFILES["default"] = TRANSFER_PROFILES["quick"]
 
 
 def get_profile(name: str) -> Profile:
     try:
-        return PROFILES[name]
+        return TRANSFER_PROFILES[name]
     except KeyError:
-        names = ", ".join(sorted(PROFILES))
+        names = ", ".join(sorted(TRANSFER_PROFILES))
         raise UserError(f"Unknown transfer profile {name!r}; use one of {names}.") from None
 
 

@@ -20,7 +20,7 @@ from shotbench.provenance import git_commit, machine_info, utc_iso
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
-from shotbench.transfer.tools import Outcome, Target, Tool, ToolFailed, _scrub
+from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed, _scrub
 
 CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "direction", "tool", "mode", "concurrency", "test",
@@ -133,7 +133,7 @@ def done_cases(run_dir: Path) -> set[tuple[str, int]]:
 
 
 def package_versions() -> dict[str, str | None]:
-    from shotbench.transfer.tools import _pkg_version
+    from shotbench.transfer.programs import _pkg_version
 
     return {p: _pkg_version(p) for p in PYTHON_PACKAGES}
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from shotbench import analysis, multishot
+from shotbench.read import analysis, multishot
 from shotbench.errors import UserError
-from shotbench.htmlcheck import external_resources, figure_count
+from shotbench.reports.htmlcheck import external_resources, figure_count
 from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir
 
 KERNEL_NAME = "shotbench"
@@ -191,7 +191,7 @@ def render_notebook(notebook: Path, params: dict, out_dir: Path, name: str, hide
 
 def save_screenshot(out_html: Path) -> Path | None:
     """A PNG beside the HTML for readers without a browser; a warning, not a failure, without Chromium."""
-    from shotbench.screenshot import screenshot
+    from shotbench.reports.screenshot import screenshot
 
     try:
         return screenshot(out_html)
@@ -345,7 +345,7 @@ def rendered_entries() -> list[IndexEntry]:
 
 def _answer(folder: Path) -> str:
     """The one-line answer from the report's decision.csv (empty for reports without one)."""
-    from shotbench import decision
+    from shotbench.read import decision
 
     table = decision.read_decision(folder)
     try:

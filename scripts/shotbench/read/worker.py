@@ -1,6 +1,6 @@
 """What runs inside a backend's Python environment: the Dask task functions and a driver.
 
-The orchestrator (main environment) starts `<env python> -m shotbench.worker` once per
+The orchestrator (main environment) starts `<env python> -m shotbench.read.worker` once per
 environment and talks to it with one JSON object per line. The driver keeps a warm
 LocalCluster per worker count, so process start-up, imports and client creation all happen
 before the clock; the clock covers submit-to-gather only. Credentials arrive as AWS_*
@@ -18,7 +18,7 @@ import time
 from itertools import groupby
 from typing import Any
 
-from shotbench.plan import task_from_json
+from shotbench.read.plan import task_from_json
 
 _BACKENDS: dict[str, Any] = {}
 SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its workers: six times this
@@ -87,7 +87,7 @@ def backend_for(spec: dict[str, Any]) -> Any:
 
 def warm(spec: dict[str, Any]) -> dict[str, Any]:
     """Runs once per worker before the clock: imports, h5py, backend clients."""
-    import shotbench.shotfile  # noqa: F401
+    import shotbench.read.shotfile  # noqa: F401
 
     backend_for(spec)
     return {"pid": os.getpid(), "hdf5": versions().get("hdf5", "")}
@@ -105,7 +105,7 @@ def _worker_address() -> str:
 def execute(backend: Any, task_json: dict[str, Any], verify: bool = False) -> list[dict[str, Any]]:
     """Read every part of one task, timing each; one small dict per CSV row. With `verify`,
     each row also carries a CRC-32 of every signal it read, for the orchestrator to check."""
-    from shotbench.effective import PartReadback
+    from shotbench.read.effective import PartReadback
 
     task = task_from_json(task_json)
     address = _worker_address()
@@ -190,7 +190,7 @@ def read_open(backend: Any, key: str, items: list[Any], readback: Any = None,
     counters), and the client meter samples its connections before the file closes. With
     `crcs`, each signal read through h5py is read with its CRC-32, appended there."""
     from shotbench.backends.unsupported import error_cell
-    from shotbench.shotfile import read_signal_crc
+    from shotbench.read.shotfile import read_signal_crc
 
     meter = getattr(backend, "meter", None)
     ndsets = nbytes = 0
@@ -227,7 +227,7 @@ def read_whole(backend: Any, task: Any, verify: bool = False) -> dict[str, Any]:
     signal) the file is opened for every part. `open` is the summed open time, `read` the
     rest; `objs` counts objects (shots, signals), not files.
     """
-    from shotbench.effective import PartReadback
+    from shotbench.read.effective import PartReadback
 
     perf = time.perf_counter
     meter = getattr(backend, "meter", None)
@@ -300,7 +300,7 @@ def run_task_released(spec: dict[str, Any], task_json: dict[str, Any], addr: lis
 
 def list_file(spec: dict[str, Any], keys: list[list[Any]]) -> list[dict[str, Any]]:
     """The upstream `gather-info` pass: open each file and list its shot and signals."""
-    from shotbench.shotfile import shot_ids, signal_names
+    from shotbench.read.shotfile import shot_ids, signal_names
 
     backend = backend_for(spec)
     out = []
@@ -514,7 +514,7 @@ class Driver:
         client = Client(processes=True, n_workers=w, threads_per_worker=1,
                         dashboard_address=":0", silence_logs=logging.ERROR)
         try:
-            from shotbench.plan import split_upstream
+            from shotbench.read.plan import split_upstream
 
             i0 = time.perf_counter()
             batches = split_upstream(msg["info_files"], w)
@@ -561,7 +561,7 @@ class Driver:
 def serve(scheduler: str | None) -> int:
     """Answer one JSON request per stdin line until `quit` or end of input."""
     if os.getpgrp() == os.getpid():  # started by the orchestrator in a group of its own
-        from shotbench.lifeline import end_group_on
+        from shotbench.processes import end_group_on
 
         end_group_on()
     proto = os.fdopen(os.dup(1), "w", buffering=1)
@@ -607,7 +607,7 @@ def serve(scheduler: str | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m shotbench.worker")
+    parser = argparse.ArgumentParser(prog="python -m shotbench.read.worker")
     parser.add_argument("--serve", action="store_true", help="answer JSON requests on stdin")
     parser.add_argument("--scheduler", default=None)
     args = parser.parse_args(argv)

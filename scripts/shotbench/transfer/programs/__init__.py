@@ -9,9 +9,9 @@ and the benchmark records that reason instead of a time.
 from __future__ import annotations
 
 from shotbench.errors import UserError
-from shotbench.transfer.tools.base import Outcome, Target, Tool, ToolFailed, _pkg_version, _scrub
-from shotbench.transfer.tools.boto import Boto3TransferManager, Boto3UploadFile, RawGet, Shotbench
-from shotbench.transfer.tools.cli import (
+from shotbench.transfer.programs.base import Outcome, Target, Tool, ToolFailed, _pkg_version, _scrub
+from shotbench.transfer.programs.boto import Boto3TransferManager, Boto3UploadFile, RawGet, Shotbench
+from shotbench.transfer.programs.external import (
     AWSCLI_VERSION,
     S5CMD_VERSION,
     AwsS3Cp,
@@ -21,8 +21,8 @@ from shotbench.transfer.tools.cli import (
     ensure_awscli,
     ensure_s5cmd,
 )
-from shotbench.transfer.tools.crt import AwsCrt
-from shotbench.transfer.tools.fs import ObstoreAsync, ObstoreSync, S3fsAsync, S3fsSync
+from shotbench.transfer.programs.crt import AwsCrt
+from shotbench.transfer.programs.fs import ObstoreAsync, ObstoreSync, S3fsAsync, S3fsSync
 
 __all__ = [
     "AWSCLI_VERSION", "DEFAULT_TOOLS", "S5CMD_VERSION", "TOOL_CLASSES", "CliTool", "Outcome", "Target", "Tool",

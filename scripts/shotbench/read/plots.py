@@ -17,7 +17,7 @@ from bokeh.embed import components
 from bokeh.models import Plot
 from bokeh.resources import Resources
 
-from shotbench.analysis import pb_label
+from shotbench.read.analysis import pb_label
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#393b79", "#bcbd22")
 # grey and black draw references (y = 1, linear scaling, whiskers), never a series

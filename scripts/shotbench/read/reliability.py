@@ -12,8 +12,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from shotbench.results import RunFolder
-from shotbench.status import OK, row_status
+from shotbench.read.results import RunFolder
+from shotbench.read.status import OK, row_status
 
 COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "wrong-bytes", "verified", "slowdown"]
 

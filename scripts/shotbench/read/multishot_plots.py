@@ -10,7 +10,7 @@ from __future__ import annotations
 import holoviews as hv
 import pandas as pd
 
-from shotbench import multishot, plots
+from shotbench.read import multishot, plots
 
 PAIR_COLORS = {
     ("shot", "shots"): "#1f77b4", ("signal", "signals"): "#2ca02c",

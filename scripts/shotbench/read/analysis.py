@@ -16,9 +16,9 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from shotbench import multishot
+from shotbench.read import multishot
 from shotbench.errors import UserError
-from shotbench.status import OK, error_count, legacy_case_status
+from shotbench.read.status import OK, error_count, legacy_case_status
 
 UPSTREAM_COLUMNS: tuple[str, ...] = (
     "worker#",
@@ -329,6 +329,7 @@ def with_status(cases: pd.DataFrame) -> pd.DataFrame:
     cases = cases.copy()
     if "first-error" not in cases.columns:
         cases["first-error"] = ""
+    cases["first-error"] = cases["first-error"].astype(object)  # all-empty reads back as float NaN
     if "errors" not in cases.columns:
         cases["errors"] = 0
     legacy = cases["errors"].astype(object)

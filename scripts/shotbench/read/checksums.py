@@ -31,7 +31,7 @@ class Checksums:
             else:
                 import h5py
 
-                from shotbench.shotfile import read_signal_crc
+                from shotbench.read.shotfile import read_signal_crc
 
                 with h5py.File(path, "r") as fh:
                     self.known[k] = read_signal_crc(fh, shot, signal)[2]

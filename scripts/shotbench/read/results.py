@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from shotbench.effective import COLUMNS as EFFECTIVE_COLUMNS
-from shotbench.status import OK, row_status, task_status
+from shotbench.read.effective import COLUMNS as EFFECTIVE_COLUMNS
+from shotbench.read.status import OK, row_status, task_status
 
 UPSTREAM_COLUMNS = [
     "worker#", "obj-id", "open+read-data-time", "wrkr-num-objs", "mean-obj-time", "num-dsets",
@@ -25,7 +25,7 @@ UPSTREAM_COLUMNS = [
 WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
-    # issue 11: requests and bytes counted by the client (shotbench.accounting)
+    # issue 11: requests and bytes counted by the client (shotbench.read.accounting)
     "client-gets", "client-heads", "client-bytes",
     # issue 12 (layouts): upstream many-shot timings and which file family a row read
     "open-file-time", "read-data-time", "gather-time", "layout", "file-family",
@@ -33,7 +33,7 @@ WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     # yes / no (bytes checked against the local copy) or empty
     "status", "retries", "verified",
 ]
-# issue 10 (effective settings): what libhdf5 did, read back after open (shotbench.effective)
+# issue 10 (effective settings): what libhdf5 did, read back after open (shotbench.read.effective)
 WORKER_COLUMNS += EFFECTIVE_COLUMNS
 # issue 13 (readers): a per-file index (kerchunk): its build seconds and stored bytes,
 # measured once when built, before any case clock; empty for readers without an index

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench import analysis, decision
+from shotbench.read import analysis, decision
 from shotbench.errors import UserError
 
 ALPHA = 0.05
@@ -129,7 +129,7 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "") -> 
     """A small offline page: the table and one plot of the ratios with their CIs."""
     import holoviews as hv
 
-    from shotbench import plots
+    from shotbench.read import plots
 
     setup = plots.setup().text
     df = table.assign(neg=(table["ratio"] - table["ci-low"]).fillna(0), pos=(table["ci-high"] - table["ratio"]).fillna(0))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import platform
 import sys
 from collections.abc import Iterator
@@ -18,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from shotbench import __version__
-from shotbench import plan as planmod
-from shotbench import profiles
+from shotbench.read import plan as planmod
+from shotbench.read import profiles
 from shotbench.backends import registry
 from shotbench.backends.base import Source
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir, data_dir, runs_dir, state_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
-from shotbench.results import RunFolder, latest_run
+from shotbench.read.results import RunFolder, latest_run
 
 EMBEDDED_BUCKET = "shotbench"
 EMBEDDED_PREFIX = "shots/"
@@ -46,7 +45,7 @@ class Prepared:
 def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir: Path | None,
             local_copies: Path | None, tls: bool = False) -> Iterator[Prepared]:
     """Server (if embedded), files, staging, pre-flight, inventory; yields the workload."""
-    from shotbench.runner import Workload, inventory, mirror_locally
+    from shotbench.read.runner import Workload, inventory, mirror_locally
     from shotbench.store.s3 import S3Config, parse_location, preflight
 
     backends = list(cfg.backends)
@@ -56,7 +55,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
         if data is None:
             from shotbench.store.server import embedded_server
             from shotbench.store.stage import stage
-            from shotbench.synth import make_dataset
+            from shotbench.read.synth import make_dataset
 
             stack.enter_context(server_lock(state_dir() / ("bench-server-tls" if tls else "bench-server")))  # before touching its files
             if cfg.families:
@@ -119,7 +118,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
 def make_families(cfg: profiles.BenchConfig, root: Path) -> set[str]:
     """Each file family of a `layouts` run in its own folder under `root` (kept if already made);
     returns the files' paths relative to `root`, the keys this run reads below its prefix."""
-    from shotbench.synth import check_space, estimate_bytes, make_dataset
+    from shotbench.read.synth import check_space, estimate_bytes, make_dataset
 
     shapes = cfg.family_shapes()
     need = sum(estimate_bytes(f.shots, f.signals, f.file_size, f.page_size, f.layout) for f in shapes.values())
@@ -223,7 +222,7 @@ def check_scheduler(address: str) -> None:
 
 def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, str]:
     """How many cases failed and where to look (0 failed: empty message)."""
-    from shotbench.status import OK, row_status
+    from shotbench.read.status import OK, row_status
 
     bad = [r for r in rows if row_status(r) != OK]
     if not bad:
@@ -248,9 +247,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
-    from shotbench.runner import Drivers, Runner, summary_table
+    from shotbench.read.runner import Drivers, Runner, summary_table
     from shotbench.store.network import FAULTS
-    from shotbench.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
+    from shotbench.read.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
 
     if resume_dir is not None:
         meta = _read_resume_meta(resume_dir)
@@ -343,10 +342,10 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                         raise UserError(f"cannot write the run folder in {runs}; fix its permissions or choose another folder.") from None
                     held.enter_context(run_lock(folder.path))
                 assert folder is not None
-                from shotbench.worker import versions as main_versions
+                from shotbench.read.worker import versions as main_versions
 
                 meta["versions"]["packages"] = main_versions()
-                from shotbench.checksums import Checksums
+                from shotbench.read.checksums import Checksums
 
                 runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say,
                                 task_timeout=float(cfg.task_timeout),
@@ -387,12 +386,12 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     rows = folder.cases()
     say("")
     say(summary_table(rows))
-    from shotbench.breakeven import summary_lines
+    from shotbench.read.breakeven import summary_lines
 
     for line in summary_lines(folder.workers()):
         say(line)
     if meta["config"].get("network") in FAULTS:
-        from shotbench import reliability
+        from shotbench.read import reliability
 
         say("")
         say(f"reliability under faults '{meta['config']['network']}':")
@@ -429,7 +428,7 @@ def register(subparsers: Any) -> None:
         description="Read HDF5 shot files with Dask workers through every backend; writes "
                     "data/runs/<run-id>/{workers.csv,cases.csv,run.json}.",
     )
-    p.add_argument("--profile", default="quick", choices=list(profiles.PROFILES))
+    p.add_argument("--profile", default="quick", choices=list(profiles.BENCH_PROFILES))
     p.add_argument("--config", metavar="FILE.toml", help="TOML file overriding the profile")
     p.add_argument("--data", metavar="s3://bucket/prefix", help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder")
     p.add_argument("--network", default="none", help="latency emulation in front of the embedded server, e.g. s3-same-region")

@@ -6,7 +6,6 @@ They run as subprocesses with credentials in their environment only, never in ar
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,7 +15,7 @@ from shotbench import which
 from shotbench.errors import UserError
 from shotbench.paths import bin_dir, cache_dir
 from shotbench.store.s3 import S3Config
-from shotbench.transfer.tools.base import Outcome, Tool, ToolFailed, _last_lines, _scrub
+from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed, _last_lines, _scrub
 
 AWSCLI_VERSION = "1.46.2"
 S5CMD_MODULE = "github.com/peak/s5cmd/v2"
@@ -70,7 +69,7 @@ def ensure_awscli(quiet: bool = False) -> Path:
 def _build_go_module_binary(module: str, version: str, final: Path) -> Path:
     """`go build` through a throwaway module: works where `go install m@v` is refused because
     the module proxy will not list versions (it only serves the pinned one)."""
-    from shotbench.tools import go_executable
+    from shotbench.gobuild import go_executable
 
     go = go_executable()
     with tempfile.TemporaryDirectory(prefix="gobuild-", dir=final.parent) as tmp:
@@ -96,7 +95,7 @@ def ensure_s5cmd(quiet: bool = False) -> Path:
     if final.is_file() and os.access(final, os.X_OK):
         return final
     try:
-        from shotbench.tools import ensure_go_binary
+        from shotbench.gobuild import ensure_go_binary
 
         return ensure_go_binary("s5cmd", S5CMD_MODULE, S5CMD_VERSION, quiet=quiet)
     except (ImportError, UserError):

@@ -2,7 +2,7 @@
 as each case finishes, resumable.
 
 The orchestrator (this module, main environment) never imports a backend's libraries: it
-plans the tasks, asks the environment's driver (`shotbench.worker`) to warm a cluster,
+plans the tasks, asks the environment's driver (`shotbench.read.worker`) to warm a cluster,
 marks the S3 access log, starts the case, and writes the rows.
 """
 
@@ -23,18 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from shotbench import plan as planmod
+from shotbench.read import plan as planmod
 from shotbench.backends import registry
-from shotbench.accounting import case_columns
+from shotbench.read.accounting import case_columns
 from shotbench.backends.base import Backend, Source
 from shotbench.errors import UserError
-from shotbench.checksums import Checksums
-from shotbench.lifeline import die_with_parent
+from shotbench.read.checksums import Checksums
+from shotbench.processes import die_with_parent
 from shotbench.paths import state_dir
-from shotbench.plan import Case, ShotFile
+from shotbench.read.plan import Case, ShotFile
 from shotbench.provenance import utc_iso
-from shotbench.status import FAILED, OK, TIMEOUT, case_status, row_status
-from shotbench.results import (
+from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
+from shotbench.read.results import (
     RunFolder, efficiency, harness_overhead, task_time_sum, worker_rows,
 )
 
@@ -61,7 +61,7 @@ PREPARE_TIMEOUT = 300.0  # starting and warming a LocalCluster (bounded; a dead 
 
 
 class DriverProc:
-    """`<env python> -m shotbench.worker --serve`, spoken to with JSON lines."""
+    """`<env python> -m shotbench.read.worker --serve`, spoken to with JSON lines."""
 
     def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
                  prefix: list[str] | None = None) -> None:
@@ -72,7 +72,7 @@ class DriverProc:
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [*self.prefix, str(self.python), "-m", "shotbench.worker", "--serve"]
+        cmd = [*self.prefix, str(self.python), "-m", "shotbench.read.worker", "--serve"]
         if self.scheduler:
             cmd += ["--scheduler", self.scheduler]
         self._logfh = open(self.log, "a")
@@ -334,7 +334,7 @@ class Runner:
             check_reachable(s3)
             for attempt in range(HEALTH_ATTEMPTS):  # one reset connection is a fault, not a dead server
                 try:
-                    answers(s3.endpoint_url, HEALTH_TIMEOUT)
+                    answers(s3.endpoint_url, HEALTH_TIMEOUT, getattr(s3, "ca_bundle", None))
                     break
                 except (ConnectionResetError, http.client.RemoteDisconnected, http.client.BadStatusLine):
                     if attempt == HEALTH_ATTEMPTS - 1:
@@ -441,13 +441,19 @@ class Runner:
         return out
 
 
-def answers(url: str, timeout: float) -> None:
-    """Any HTTP answer from `url` within `timeout` (an S3 error is an answer); OSError if none."""
+def answers(url: str, timeout: float, ca_bundle: str | None = None) -> None:
+    """Any HTTP answer from `url` within `timeout` (an S3 error is an answer); OSError if none.
+    Over https the server is checked against `ca_bundle` (a private CA) or the system's."""
+    import ssl
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
-    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    host = parts.hostname or "127.0.0.1"
+    if parts.scheme == "https":
+        ctx = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else ssl.create_default_context()
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(host, parts.port, timeout=timeout, context=ctx)
+    else:
+        conn = http.client.HTTPConnection(host, parts.port, timeout=timeout)
     try:
         conn.request("HEAD", "/")
         conn.getresponse().read()
@@ -500,7 +506,7 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
         data = json.loads(cache.read_text())
         return [ShotFile(d["key"], d["size"], d["shot"], tuple(d["signals"]), tuple(d.get("weights", ()))) for d in data]
     from shotbench.backends.base import ReadSettings
-    from shotbench.shotfile import shot_ids, signal_names
+    from shotbench.read.shotfile import shot_ids, signal_names
 
     local_ok = source.local_dir or source.kind == "local"
     if local_ok:

@@ -15,13 +15,13 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from shotbench import plan as planmod
-from shotbench import profiles
+from shotbench.read import plan as planmod
+from shotbench.read import profiles
 from shotbench.backends import registry
-from shotbench.bench import check_envs, prepare, say
+from shotbench.read.bench import check_envs, prepare, say
 from shotbench.paths import data_dir, state_dir
 from shotbench.provenance import new_run_id
-from shotbench.results import efficiency, task_time_sum
+from shotbench.read.results import efficiency, task_time_sum
 
 COLUMNS = [
     "run-id", "trial", "backend", "obj-type", "num-workers", "pb-size",
@@ -40,7 +40,7 @@ def default_backends() -> list[str]:
 
 
 def cmd_harness(args: argparse.Namespace) -> int:
-    from shotbench.runner import Drivers
+    from shotbench.read.runner import Drivers
 
     backends = args.backends or default_backends()
     overrides = {"backends": backends, "workers": args.workers, "trials": args.trials,
@@ -125,7 +125,7 @@ def register(subparsers: Any) -> None:
                     "interleaved, and print per-case harness efficiency and the runtime ratio.",
     )
     p.add_argument("--data", metavar="s3://bucket/prefix", help="default: embedded server + synthetic files")
-    p.add_argument("--profile", default="quick", choices=list(profiles.PROFILES))
+    p.add_argument("--profile", default="quick", choices=list(profiles.BENCH_PROFILES))
     p.add_argument("--config", metavar="FILE.toml")
     p.add_argument("--backends", nargs="+", metavar="NAME", help="default: local and ros3-1.14 (obstore if not built)")
     p.add_argument("--modes", nargs="+", choices=list(planmod.MODES))

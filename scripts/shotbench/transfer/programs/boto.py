@@ -8,7 +8,7 @@ import time
 
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
-from shotbench.transfer.tools.base import _READ, Outcome, Tool, _timed_pool
+from shotbench.transfer.programs.base import _READ, Outcome, Tool, _timed_pool
 
 
 class Boto3UploadFile(Tool):

@@ -24,8 +24,8 @@ from typing import Any
 
 from shotbench.backends import registry
 from shotbench.errors import UserError
-from shotbench import families as fammod
-from shotbench.plan import ALL_MODES, MODES, Matrix
+from shotbench.read import families as fammod
+from shotbench.read.plan import ALL_MODES, MODES, Matrix
 
 MIB = 1024 * 1024
 
@@ -100,7 +100,7 @@ def size_setting(value: Any, what: str) -> int:
     return size
 
 
-PROFILES: dict[str, dict[str, Any]] = {
+BENCH_PROFILES: dict[str, dict[str, Any]] = {
     # Fits a 2-core machine in about ten minutes with every backend present.
     # `signals` mode reads a seeded sample of 4 files x 16 signals: with a page buffer every
     # open of a file reads whole 8 MB pages, which makes the full pattern minutes per case.
@@ -155,9 +155,9 @@ def load(profile: str = "quick", config: Path | None = None, overrides: dict[str
         except tomllib.TOMLDecodeError as exc:
             raise UserError(f"config file {config} is not valid TOML ({exc}); fix the file and rerun.") from None
         profile = str(data.pop("profile", profile))
-    if profile not in PROFILES:
-        raise UserError(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)} or a --config file.")
-    cfg = _apply(BenchConfig(profile=profile), PROFILES[profile], "profile")
+    if profile not in BENCH_PROFILES:
+        raise UserError(f"unknown profile {profile!r}; use one of {', '.join(BENCH_PROFILES)} or a --config file.")
+    cfg = _apply(BenchConfig(profile=profile), BENCH_PROFILES[profile], "profile")
     if data:
         cfg = _apply(cfg, data, str(config))
     if overrides:

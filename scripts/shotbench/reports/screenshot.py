@@ -10,7 +10,7 @@ from pathlib import Path
 
 from shotbench import which
 from shotbench.errors import UserError
-from shotbench.htmlcheck import figure_count
+from shotbench.reports.htmlcheck import figure_count
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 WIDTH = 1400

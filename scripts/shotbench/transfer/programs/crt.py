@@ -9,7 +9,7 @@ from urllib.parse import quote, urlsplit
 
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
-from shotbench.transfer.tools.base import Outcome, Tool, ToolFailed, _scrub
+from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed, _scrub
 
 
 class AwsCrt(Tool):

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
-from shotbench.transfer.tools.base import _READ, Outcome, Tool, _timed_gather, _timed_pool
+from shotbench.transfer.programs.base import _READ, Outcome, Tool, _timed_gather, _timed_pool
 
 
 def _s3fs(cfg: S3Config, asynchronous: bool, loop=None):

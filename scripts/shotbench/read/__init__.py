@@ -1,0 +1,1 @@
+"""The reading benchmark: plan, run, record and analyse Dask reads of shot files."""

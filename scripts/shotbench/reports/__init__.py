@@ -1,0 +1,1 @@
+"""Rendering: executed notebooks to standalone HTML, screenshots, the reports index."""
