@@ -58,3 +58,5 @@ if [ $# -gt 0 ] || [ ! -x .venv/bin/shotbench ] || [ ! -f "$stamp" ] || [ uv.loc
     || die "\`uv sync\` failed (see above); check that PyPI is reachable and retry \`make venv\`."
   touch "$stamp"
 fi
+# .venv remembers which uv made it, whatever SHOTBENCH_CACHE says later (shotbench.which.uv)
+ln -sfn "$UV" .venv/bin/uv

@@ -28,11 +28,12 @@ def _executable(path: Path | str | None) -> Path | None:
 
 
 def uv() -> Path:
-    """The uv that made `.venv`: `SHOTBENCH_UV`, the `uv` package of this interpreter, the
-    bootstrap's private copy under the cache, then PATH, in that order."""
-    found = _executable(os.environ.get("SHOTBENCH_UV"))
+    """The uv that made `.venv`: `SHOTBENCH_UV`, the link bootstrap leaves in the venv's bin,
+    the `uv` package of this interpreter, the bootstrap's private copy under the cache, then
+    PATH, in that order."""
+    found = _executable(os.environ.get("SHOTBENCH_UV")) or _executable(Path(sys.prefix) / "bin" / "uv")
     if found:
-        return found
+        return found.resolve()
     try:  # the PyPI package `uv` is a locked dependency of .venv
         from uv import find_uv_bin
 
