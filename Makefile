@@ -11,6 +11,8 @@ PROFILE ?= quick
 NETWORK ?= none
 CONFIG  ?=
 RUN     ?=
+CODE    ?=
+no_code = $(if $(CODE),,--no-code)
 SHOTS   ?= 24
 BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config
 BROWSER_DEPS := chromium
@@ -19,11 +21,11 @@ TOOL_DEPS    := strace openssl util-linux
 bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness anatomy \
-        bench-transfer report reports report-reference lab test test-fast rehearse clean
+        bench-transfer report reports report-reference compare lab test test-fast rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full  NETWORK=none|s3-same-region|s3-cross-region  CONFIG=file.toml"
+	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts  NETWORK=none|s3-same-region|s3-cross-region  CONFIG=file.toml  CODE=1 (show code in reports)"
 
 venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
@@ -50,7 +52,7 @@ server-status: venv ## Is the embedded S3 server running, and where
 
 bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=), then the report
 	@$(SB) bench $(bench_args)
-	@$(SB) report --latest
+	@$(SB) report --latest $(no_code)
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))
@@ -64,13 +66,16 @@ bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PR
 	@$(SB) report --latest-transfer
 
 report: venv ## Render the report of the latest run (or RUN=data/runs/<id>) into reports/
-	@$(SB) report $(if $(RUN),--run $(RUN),--latest)
+	@$(SB) report $(if $(RUN),--run $(RUN),--latest) $(no_code)
 
 reports: report-reference ## Re-render every run and the upstream study; write reports/index.html
-	@$(SB) reports
+	@$(SB) reports $(no_code)
+
+compare: venv ## Compare two runs case by case (A=run-dir B=run-dir THRESHOLD=1.10): exit 1 on a significant slowdown
+	@$(SB) compare $(A) $(B) $(if $(THRESHOLD),--threshold $(THRESHOLD))
 
 report-reference: venv ## Render the upstream MDSplusBench single-shot and many-shot studies (old vs new ROS3) into reports/mdsplusbench
-	@$(SB) report --reference
+	@$(SB) report --reference $(no_code)
 
 lab: venv ## Open the notebooks in JupyterLab
 	@scripts/bootstrap.sh --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/

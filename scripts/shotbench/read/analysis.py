@@ -437,7 +437,9 @@ def _assemble(
         notes.append(f"{len(failed)} failed or partial cases are left out of every table and plot; they are listed on their own.")
     sizes = sorted(workers["pb-size"].unique())
     if 268435456 in sizes:
-        notes.append('Page buffer 268,435,456 bytes is shown as "256 MiB" (the upstream notebook called it "264MB").')
+        notes.append('Page buffer 268,435,456 bytes is asked as "256 MiB". libhdf5 rounds a page buffer down to whole '
+                     'file pages: with 8 MB pages it holds 264,000,000 bytes, which is what the upstream notebook\'s '
+                     '"264MB" label said. Where a run records what libhdf5 did (pb-effective), series names show it.')
     if 0 in sizes:
         notes.append('Page buffer size 0 means the page buffer is off and is shown as "off".')
     if -1 in sizes:

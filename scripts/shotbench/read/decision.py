@@ -224,9 +224,12 @@ def styled(frame: pd.DataFrame) -> "pd.io.formats.style.Styler":
     return (
         frame.style.hide(axis="index")
         .map(tone, subset=["verdict"])
-        .set_properties(subset=["backend"], **{"text-align": "left"})
-        .set_table_styles([{"selector": "td", "props": "white-space: nowrap; padding: 2px 6px"},
-                           {"selector": "th", "props": "padding: 2px 6px"}])
+        .set_properties(subset=[c for c in frame.columns if c != "backend"], **{"white-space": "nowrap"})
+        .set_properties(subset=["backend"], **{"text-align": "left", "white-space": "normal", "min-width": "14em",
+                                               "max-width": "24em"})
+        .set_table_styles([{"selector": "td", "props": "padding: 2px 6px"},
+                           {"selector": "th", "props": "padding: 2px 6px"},
+                           {"selector": "", "props": "display: block; overflow-x: auto; max-width: 100%"}])
     )
 
 

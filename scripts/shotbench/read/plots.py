@@ -22,7 +22,7 @@ from shotbench.read.analysis import pb_label
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#393b79", "#bcbd22")
 # grey and black draw references (y = 1, linear scaling, whiskers), never a series
 LEGEND_LIMIT = 1000  # HoloViews hides the legend past 25 glyphs by default: 13 lines of curve + markers
-WIDTH, HEIGHT = 600, 380  # wide enough for two legend columns of "ros3-1.14 · page buffer 256 MiB"
+WIDTH, HEIGHT = 600, 380
 WORKERS = hv.Dimension("num-workers", label="Number of Dask workers")
 MODE_TITLES = {"shots": "All signals of one shot file", "signals": "All signals of all shot files"}
 PLOT_CLASS = "shotbench-plot"
@@ -79,10 +79,13 @@ def colors(series: Iterable[str]) -> dict[str, str]:
 
 
 def _line_name(df: pd.DataFrame) -> pd.Series:
-    """Series name, plus the page buffer when a mode mixes several page-buffer sizes."""
+    """Series name, plus the page buffer when a mode mixes several page-buffer sizes (unless the
+    name already says what page buffer libhdf5 used)."""
+    names = df["series"].astype(str)
     if df["pb-size"].nunique() > 1:
-        return df["series"].astype(str) + " · page buffer " + df["pb-size"].map(pb_label)
-    return df["series"].astype(str)
+        said = names.str.contains("page buffer", regex=False)
+        return names.where(said, names + " · page buffer " + df["pb-size"].map(pb_label))
+    return names
 
 
 DASHES = ("solid", "dashed", "dotted", "dashdot")
@@ -123,10 +126,10 @@ def _frame(overlay: hv.Overlay, title: str, ylabel: str, xmax: float, legend: st
             xticks=_worker_ticks(overlay),
             ylim=(0, None),
             width=WIDTH,
-            height=HEIGHT + 30 * len(_labels(overlay)) // 2,
+            height=HEIGHT + 22 * len(_labels(overlay)),
             show_grid=True,
             legend_position=legend,
-            legend_cols=2,
+            legend_cols=1,  # long effective-settings names: one column, never clipped
             legend_limit=LEGEND_LIMIT,
             toolbar="right",
         )
