@@ -48,7 +48,9 @@ class KerchunkBackend(ReadersBackend):
         self.s3 = s3
         self.fs = make_filesystem(s3)
         self.fs.connect()
-        self.count_s3fs(s3, self.fs)
+        # Chunk reads go through the asynchronous s3fs of `_remote`, whose aiobotocore client is
+        # made inside zarr's event loop and is not hooked: client columns stay empty, not zero.
+        self.meter = None
         self.async_fs: Any = None
         folder = self.options["index_dir"] or os.path.join(os.environ.get("TMPDIR", "/tmp"), "shotbench-kerchunk")
         self.index_dir = Path(folder)

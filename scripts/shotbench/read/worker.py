@@ -260,14 +260,27 @@ def read_whole(backend: Any, task: Any, verify: bool = False) -> dict[str, Any]:
     return row
 
 
-def gather_time(spec: dict[str, Any], key: str, size: int) -> float:
-    """Upstream's `gather-time`: open the file and list every signal dataset (`visititems`)."""
+def gather_time(spec: dict[str, Any], key: str, size: int) -> float | None:
+    """Upstream's `gather-time`: open the file and list every signal dataset (`visititems`).
+
+    None for readers whose files are not h5py objects (kerchunk, pyfive, h5coro): upstream's
+    listing is an h5py call, and another library's walk would be another measurement."""
     import h5py
 
     backend = backend_for(spec)
+    if not backend.reads_hdf5:
+        return None
     t0 = time.perf_counter()
     found: list[str] = []
-    with backend.open(key, size) as fh:
+    try:
+        fh = backend.open(key, size)
+    except Exception:  # noqa: BLE001 - the timed read meets the same error and records it in its row
+        backend.end_task()
+        return None
+    with fh:
+        if not isinstance(fh, h5py.File):
+            backend.end_task()
+            return None
         fh.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) and "shot" in obj.attrs else None)
     seconds = time.perf_counter() - t0
     backend.end_task()
@@ -540,7 +553,8 @@ class Driver:
         client, names, spec = self.current
         fut = client.submit(gather_time, spec, msg["key"], int(msg["size"]), workers=[names[0]],
                             allow_other_workers=False, pure=False)  # fmt: skip
-        return {"seconds": float(fut.result())}
+        seconds = fut.result()
+        return {"seconds": None if seconds is None else float(seconds)}
 
     def close(self, workers: int) -> None:
         pair = self.clusters.pop(workers, None)
