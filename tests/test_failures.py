@@ -303,7 +303,7 @@ def test_damaged_file_in_the_prefix_is_named(damage: str, shot_dir: Path, tmp_pa
 
 
 def test_endpoint_that_is_not_s3_is_named(tmp_path: Path) -> None:
-    web = subprocess.Popen([sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+    web = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],  # -u: its banner is our port
                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = web.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N ..."
