@@ -37,7 +37,7 @@ UPSTREAM_COLUMNS: tuple[str, ...] = (
 KEYS: list[str] = ["label", "backend", "obj-type", "pb-size", "num-workers"]
 DESCRIBE_COLUMNS: list[str] = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
 SUMMARY_COLUMNS: list[str] = KEYS + ["trials", "total-runtime", "norm-tot-runtime"] + DESCRIBE_COLUMNS
-# issue 10: the series name and what libhdf5 did differently from the request (effective_label)
+# the series name and what libhdf5 did differently from the request (effective_label)
 SUMMARY_COLUMNS += ["series", "effective"]
 MODES: tuple[str, ...] = ("shots", "signals")
 RAW_GET = "raw-get"
@@ -580,7 +580,7 @@ def case_metrics(ds: Dataset) -> pd.DataFrame:
             "MB": ("MB", "median"),
             "harness-efficiency": ("harness-efficiency", "median"),
             "errors": ("errors", "sum"),
-            "client-gets": ("client-gets", "median"),  # issue 11: counted by the client
+            "client-gets": ("client-gets", "median"),  # counted by the client
             "client-MB": ("client-MB", "median"),
             "amplification": ("amplification", "median"),
         },

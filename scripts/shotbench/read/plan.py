@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 MODES = ("shots", "signals")
-# The partial-read workload (issue 12): k signals of one single-shot file, the file opened once
+# The partial-read workload: k signals of one single-shot file, the file opened once
 # for all of them, or once per signal; and the layouts of many-shot files.
 PARTIAL_MODES = ("partial-once", "partial-each")
 ALL_MODES = MODES + PARTIAL_MODES
@@ -333,7 +333,7 @@ def task_from_json(data: dict[str, Any]) -> Task:
 
 
 # --------------------------------------------------------------------------------------
-# Many-shot files and partial reads (issue 12)
+# Many-shot files and partial reads
 
 
 def many_shot_objects(mode: str, shots: Sequence[ShotFile]) -> list[Part]:

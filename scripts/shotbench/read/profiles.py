@@ -54,7 +54,7 @@ class BenchConfig:
     task_timeout: float = 0.0  # seconds a case's tasks may run before they are recorded `timeout`; 0 = derived
     verify: bool = False  # check every signal read against a checksum of the local copy (on with --faults)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # issue 12: file families measured side by side (families.py); [] = the one synthetic workload
+    # file families measured side by side (families.py); [] = the one synthetic workload
     families: list[str] = field(default_factory=list)
     family_shots: int = 8  # files of each single-shot family (the big ones a quarter of that, 2 to 16)
     family_big_size: int = 256_000_000  # bytes of the big single-shot files
@@ -110,7 +110,7 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
         "workers": [1, 2, 4, 8, 16, 24, 32, 48, 64], "trials": 3, "signals_files": 0, "signals_names": 0,
         "shots": 500, "max_live_workers": 64,
     },
-    # File shapes side by side (issue 12): 16 MB files, 256 MB files paged and unpaged, and a
+    # File shapes side by side: 16 MB files, 256 MB files paged and unpaged, and a
     # many-shot file in shot and in signal layout, every backend, both upstream orders plus the
     # partial read (8 signals of a shot, file opened once / once per signal). Sized for a 2-core
     # machine in about 20 minutes: 2 workers, one trial, a 64 MB page buffer (8 pages, upstream's

@@ -25,17 +25,17 @@ UPSTREAM_COLUMNS = [
 WORKER_COLUMNS = UPSTREAM_COLUMNS + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
-    # issue 11: requests and bytes counted by the client (shotbench.read.accounting)
+    # requests and bytes counted by the client (shotbench.read.accounting)
     "client-gets", "client-heads", "client-bytes",
-    # issue 12 (layouts): upstream many-shot timings and which file family a row read
+    # layouts: upstream many-shot timings and which file family a row read
     "open-file-time", "read-data-time", "gather-time", "layout", "file-family",
-    # issue 16 (failures): ok / failed / timeout; requests the client sent again (empty: it cannot tell);
+    # failures: ok / failed / timeout; requests the client sent again (empty: it cannot tell);
     # yes / no (bytes checked against the local copy) or empty
     "status", "retries", "verified",
 ]
-# issue 10 (effective settings): what libhdf5 did, read back after open (shotbench.read.effective)
+# effective settings: what libhdf5 did, read back after open (shotbench.read.effective)
 WORKER_COLUMNS += EFFECTIVE_COLUMNS
-# issue 13 (readers): a per-file index (kerchunk): its build seconds and stored bytes,
+# readers: a per-file index (kerchunk): its build seconds and stored bytes,
 # measured once when built, before any case clock; empty for readers without an index
 WORKER_COLUMNS += ["index-time", "index-bytes"]
 CASE_COLUMNS = [
@@ -43,15 +43,15 @@ CASE_COLUMNS = [
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
     "started", "finished", "harness-overhead",
-    # issue 11: client-side sums; bytes-needed = signal payload bytes the tasks returned
+    # client-side sums; bytes-needed = signal payload bytes the tasks returned
     "client-gets", "client-heads", "client-bytes", "bytes-needed", "amplification",
     "request-p50-ms", "request-p99-ms",
-    # issue 12 (layouts)
+    # layouts
     "layout", "file-family", "gather-time",
-    # issue 16 (failures): ok / partial / failed; `errors` above is the count of failed tasks
+    # failures: ok / partial / failed; `errors` above is the count of failed tasks
     "status", "first-error",
 ]
-# issue 10 (effective settings): the requested 2.2 ROS3 block cache (-1 default, 0 off, else bytes)
+# effective settings: the requested 2.2 ROS3 block cache (-1 default, 0 off, else bytes)
 CASE_COLUMNS += ["block-cache"]
 
 
