@@ -760,6 +760,9 @@ def _fill(
     capacity: int,
     progress: bool,
 ) -> list[Path]:
+    # an upper bound first: a million shots is refused at once, before any of them is planned
+    have = sum(f.stat().st_size for f in out.glob("*.h5") if f.is_file())
+    check_space(out, max(0, shots * file_size - have))
     ids = make_shot_ids(shots, seed)
     params = _params(signals, file_size, page_size, paging, seed)
     todo: list[tuple[int, int, Path]] = []
