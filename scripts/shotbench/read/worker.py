@@ -105,59 +105,80 @@ def _worker_address() -> str:
 def execute(backend: Any, task_json: dict[str, Any], verify: bool = False) -> list[dict[str, Any]]:
     """Read every part of one task, timing each; one small dict per CSV row. With `verify`,
     each row also carries a CRC-32 of every signal it read, for the orchestrator to check."""
-    from shotbench.read.effective import PartReadback
-
     task = task_from_json(task_json)
     address = _worker_address()
-    if task.whole and backend.reads_hdf5:
-        try:
-            return [dict(read_whole(backend, task, verify), **{"dask-worker": address})]
-        finally:
-            backend.end_task()
-    rows: list[dict[str, Any]] = []
-    perf = time.perf_counter
     meter = getattr(backend, "meter", None)
     if meter is not None:
         meter.drain()  # requests made before this task (warm-up, listing) are not its own
     try:
+        if task.whole and backend.reads_hdf5:
+            return [dict(read_whole(backend, task, verify), **{"dask-worker": address})]
+        rows: list[dict[str, Any]] = []
         for part in task.parts:
-            t0 = perf()
-            ndsets = nbytes = nobjs = 0
-            open_time = 0.0
-            keys: list[str] = []
-            error = ""
-            readback = PartReadback()
-            crcs: list[list[Any]] = []
-            sent_again = backend.retries()
+            t0 = time.perf_counter()
+            reads = Reads(backend, verify)
             if backend.reads_hdf5:
                 for key, group in groupby(part.items, key=lambda it: it.key):
-                    nobjs += 1
-                    d, n, o, err = read_open(backend, key, list(group), readback, crcs if verify else None)
-                    ndsets, nbytes, open_time, error = ndsets + d, nbytes + n, open_time + o, error or err
-                    keys.append(key)
+                    reads.read(key, list(group))
+                nobjs = reads.opens
             else:
                 for it in part.items:
-                    nobjs += 1
-                    try:
-                        nbytes += backend.fetch(it.key, it.start, it.length)
-                    except Exception as exc:  # noqa: BLE001
-                        error = error or scrub(f"{it.key}: {type(exc).__name__}: {exc}")[:300]
-            elapsed = perf() - t0
-            row = {
-                "worker#": task.index, "obj-id": part.obj_id, "time": elapsed,
-                "objs": nobjs, "dsets": ndsets, "bytes": nbytes, "open": open_time,
-                "error": error, "dask-worker": address,
-                **(readback.columns() if backend.reads_hdf5 else {}),
-                **index_columns(backend, keys),
-                **({"crcs": crcs} if verify else {}),
-                "retries": "" if sent_again is None else backend.retries() - sent_again,
-            }
-            if meter is not None:
-                row.update(meter.drain().row())
-            rows.append(row)
+                    reads.fetch(it)
+                nobjs = len(part.items)
+            elapsed = time.perf_counter() - t0
+            rows.append({
+                "worker#": task.index, "obj-id": part.obj_id, "time": elapsed, "objs": nobjs,
+                "dsets": reads.dsets, "bytes": reads.bytes, "open": reads.open_time, "error": reads.error,
+                "dask-worker": address, **reads.columns(),
+            })
+        return rows
     finally:
         backend.end_task()
-    return rows
+
+
+class Reads:
+    """What one CSV row read, and what it cost besides the clock: counters, what libhdf5 did,
+    index stats, checksums, retries and the client's requests (taken after the clock stops)."""
+
+    def __init__(self, backend: Any, verify: bool) -> None:
+        from shotbench.read.effective import PartReadback
+
+        self.backend = backend
+        self.readback = PartReadback()
+        self.crcs: list[list[Any]] | None = [] if verify else None
+        self.keys: list[str] = []
+        self.sent_again = backend.retries()
+        self.dsets = self.bytes = self.opens = 0
+        self.open_time = 0.0
+        self.error = ""
+
+    def read(self, key: str, items: list[Any]) -> None:
+        """Open `key` once and read `items` from it."""
+        d, n, o, err = read_open(self.backend, key, items, self.readback, self.crcs)
+        self.dsets, self.bytes, self.open_time = self.dsets + d, self.bytes + n, self.open_time + o
+        self.error = self.error or err
+        self.opens += 1
+        self.keys.append(key)
+
+    def fetch(self, it: Any) -> None:
+        """A raw GET of one item's bytes (no HDF5)."""
+        try:
+            self.bytes += self.backend.fetch(it.key, it.start, it.length)
+        except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
+            self.error = self.error or scrub(f"{it.key}: {type(exc).__name__}: {exc}")[:300]
+
+    def columns(self) -> dict[str, Any]:
+        backend = self.backend
+        cols = {
+            **(self.readback.columns() if backend.reads_hdf5 else {}),
+            **index_columns(backend, sorted(set(self.keys))),
+            **({"crcs": self.crcs} if self.crcs is not None else {}),
+            "retries": "" if self.sent_again is None else backend.retries() - self.sent_again,
+        }
+        meter = getattr(backend, "meter", None)
+        if meter is not None:
+            cols.update(meter.drain().row())
+        return cols
 
 
 def index_columns(backend: Any, keys: list[str]) -> dict[str, Any]:
@@ -182,6 +203,8 @@ def index_files(spec: dict[str, Any], files: list[list[Any]]) -> int:
         except Exception:  # noqa: BLE001 - reported by the read, see above
             pass
     return built
+
+
 def read_open(backend: Any, key: str, items: list[Any], readback: Any = None,
               crcs: list[list[Any]] | None = None) -> tuple[int, int, float, str]:
     """Open one file, read `items` from it: (datasets, bytes, open seconds, error or "").
@@ -227,37 +250,18 @@ def read_whole(backend: Any, task: Any, verify: bool = False) -> dict[str, Any]:
     signal) the file is opened for every part. `open` is the summed open time, `read` the
     rest; `objs` counts objects (shots, signals), not files.
     """
-    from shotbench.read.effective import PartReadback
-
-    perf = time.perf_counter
-    meter = getattr(backend, "meter", None)
-    if meter is not None:
-        meter.drain()  # requests made before this task (warm-up, listing) are not its own
-    readback = PartReadback()
-    keys: list[str] = []
-    crcs: list[list[Any]] = []
-    sent_again = backend.retries()
-    t0 = perf()
-    ndsets = nbytes = opens = 0
-    open_time = 0.0
-    error = ""
+    reads = Reads(backend, verify)
+    t0 = time.perf_counter()
     runs = [p.items for p in task.parts] if task.reopen else [[it for p in task.parts for it in p.items]]
     for run in runs:
         for key, group in groupby(run, key=lambda it: it.key):
-            d, n, o, err = read_open(backend, key, list(group), readback, crcs if verify else None)
-            ndsets, nbytes, open_time, error, opens = ndsets + d, nbytes + n, open_time + o, error or err, opens + 1
-            keys.append(key)
-    total = perf() - t0
-    row = {
-        "worker#": task.index, "obj-id": "*", "time": total, "objs": len(task.parts), "dsets": ndsets,
-        "bytes": nbytes, "open": open_time, "read": total - open_time, "opens": opens, "error": error,
-        **readback.columns(), **index_columns(backend, sorted(set(keys))),
-        **({"crcs": crcs} if verify else {}),
-        "retries": "" if sent_again is None else backend.retries() - sent_again,
+            reads.read(key, list(group))
+    total = time.perf_counter() - t0
+    return {
+        "worker#": task.index, "obj-id": "*", "time": total, "objs": len(task.parts), "dsets": reads.dsets,
+        "bytes": reads.bytes, "open": reads.open_time, "read": total - reads.open_time, "opens": reads.opens,
+        "error": reads.error, **reads.columns(),
     }
-    if meter is not None:
-        row.update(meter.drain().row())
-    return row
 
 
 def gather_time(spec: dict[str, Any], key: str, size: int) -> float | None:
