@@ -41,6 +41,29 @@ class _RetryLog(logging.Handler):
 _S3FS_RETRIES = _RetryLog()
 
 
+class Attempts:
+    """Requests an s3fs filesystem's client sent again: botocore's retries (attempts beyond
+    one per call, from its before-send / before-call hooks) plus s3fs's own (a call made
+    again after a retryable error, e.g. a body cut short). Cumulative; rows take differences."""
+
+    def __init__(self, fs: Any) -> None:
+        self.sent = self.calls = 0
+        events = fs.s3.meta.events
+        events.register("before-send.s3", self._count_sent)
+        events.register("before-call.s3", self._count_call)
+        self._s3fs_base = _S3FS_RETRIES.count
+        _S3FS_RETRIES.install()
+
+    def _count_sent(self, **_: Any) -> None:
+        self.sent += 1
+
+    def _count_call(self, **_: Any) -> None:
+        self.calls += 1
+
+    def retries(self) -> int:
+        return self.sent - self.calls + _S3FS_RETRIES.count - self._s3fs_base
+
+
 def make_filesystem(s3: Any) -> Any:
     """One S3FileSystem per process and S3 settings: dropping one makes s3fs close its
     aiohttp session from the wrong event loop, and a real application keeps one anyway."""
@@ -86,26 +109,14 @@ class FsspecBackend(Backend):
             from shotbench.read.accounting import attach_botocore
 
             attach_botocore(self.fs.s3, self.meter)
-        self._sent = self._calls = 0
-        events = self.fs.s3.meta.events  # botocore's hooks: one before-call per call, one before-send per attempt
-        events.register("before-send.s3", self._count_sent)
-        events.register("before-call.s3", self._count_call)
-        _S3FS_RETRIES.install()
+        self.attempts = Attempts(self.fs)
         try:
             self.fs.info(self.source.bucket)
         except Exception:  # noqa: BLE001 - a real failure shows up in the measured reads
             pass
 
-    def _count_sent(self, **_: Any) -> None:
-        self._sent += 1
-
-    def _count_call(self, **_: Any) -> None:
-        self._calls += 1
-
     def retries(self) -> int | None:
-        """botocore's retries (attempts beyond one per call) plus s3fs's own (a call made again
-        after a retryable error, e.g. a body cut short)."""
-        return self._sent - self._calls + _S3FS_RETRIES.count
+        return self.attempts.retries()
 
     def open(self, key: str, size: int) -> Any:
         fobj = self.fs.open(

@@ -49,7 +49,7 @@ class KerchunkBackend(ReadersBackend):
         self.fs = make_filesystem(s3)
         self.fs.connect()
         # Chunk reads go through the asynchronous s3fs of `_remote`, whose aiobotocore client is
-        # made inside zarr's event loop and is not hooked: client columns stay empty, not zero.
+        # made inside zarr's event loop and is not hooked: client columns and retries stay empty, not zero.
         self.meter = None
         self.async_fs: Any = None
         folder = self.options["index_dir"] or os.path.join(os.environ.get("TMPDIR", "/tmp"), "shotbench-kerchunk")

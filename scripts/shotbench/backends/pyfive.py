@@ -28,6 +28,13 @@ class PyfiveBackend(ReadersBackend):
         self.fs = make_filesystem(s3)
         self.fs.connect()
         self.count_s3fs(s3, self.fs)
+        from shotbench.backends.fsspec import Attempts
+
+        self.attempts = Attempts(self.fs)
+
+    def retries(self) -> int | None:
+        """The same s3fs counters as the fsspec backend (`shotbench.backends.fsspec.Attempts`)."""
+        return self.attempts.retries()
 
     def open(self, key: str, size: int) -> Any:
         import pyfive

@@ -50,6 +50,18 @@ class Ros3Backend(Backend):
         self._fapls = {id(fh): fapl}  # one open file per task part at a time
         return fh
 
+    def retries(self) -> int | None:
+        """2.x: requests aws-c-s3 sent again, from its ERROR-level log (see
+        `shotbench.read.accounting.aws_retry_delta`).
+
+        1.14: unknown, hence empty rather than 0. Its driver has no retry loop (one
+        `curl_easy_perform` per request, a failure fails the read), but libcurl itself sends a
+        request again on a fresh connection when a reused one died before any byte came back
+        ("Connection died, retrying a fresh connect", up to 5 times), and 1.14 has no runtime
+        log that would say so."""
+        retries = getattr(self.meter, "retries", None)
+        return retries() if callable(retries) else None
+
     def read_back(self, fh: Any) -> tuple[dict[str, Any], Any]:
         from shotbench.read.effective import read_settings, read_stats
 

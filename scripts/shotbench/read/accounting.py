@@ -9,6 +9,9 @@ offers, so the counts exist against AWS or any other S3 service too:
   synchronously in the calling thread. The worker points its stderr at a private file,
   parses the lines and passes everything else on; request headers are dropped. aws-c-s3
   splits each ranged GET into 8 MiB parts, one HTTP GET each, and they are counted so.
+  The same file receives aws-c-s3's own log at level ERROR (`HDF5_ROS3_VFD_LOG_LEVEL`,
+  `HDF5_ROS3_VFD_LOG_FILE=stderr`): one line per failed attempt it sets up for a retry,
+  which is how the 2.x rows count retries (`aws_retry_delta`); those lines are never passed on.
 - libhdf5 1.14 ROS3 (`SocketMeter`): it has no runtime log (its stats and debug output
   are compile-time switches), so its TCP sockets to the endpoint are read with
   `getsockopt(TCP_INFO)` just before each file is closed (1.14 keeps one libcurl
@@ -133,6 +136,8 @@ def attach_botocore(client: Any, meter: Meter) -> None:
 
 
 DEBUG_VAR = "HDF5_ROS3_VFD_DEBUG"
+LOG_LEVEL_VAR = "HDF5_ROS3_VFD_LOG_LEVEL"  # aws-c-s3's logger, set up by the 2.x driver at its init
+LOG_FILE_VAR = "HDF5_ROS3_VFD_LOG_FILE"  # "stderr": the same private file as the debug lines
 AWS_C_S3_PART_SIZE = 8 * 1024 * 1024  # aws-c-s3's default part size; HDF5 2.x does not set one
 
 
@@ -156,6 +161,34 @@ def parse_debug_line(line: str) -> tuple[str, int] | None:
     return None
 
 
+# aws-c-s3 (awscrt 0.38) at level ERROR. A failed attempt that is set up for a retry logs
+# "... Try to setup a retry." (s3_meta_request.c) or, when no connection could be had,
+# "Could not acquire connection due to error code ..." (s3_client.c); the retry strategy
+# refusing it (retries used up, or an error it cannot recover from) logs one of _REFUSED.
+_AWS_LOG_LINE = re.compile(r"^\[(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\] \[[0-9TZ:-]+\] \[[0-9a-f]+\] \[")
+_RETRY_SET_UP = ("Try to setup a retry.", "Could not acquire connection due to error code")
+_REFUSED = ("Client could not retry request", "Client could not schedule retry of request",
+            "while acquiring HTTP connection")
+
+
+def aws_retry_delta(line: str) -> int:
+    """+1 for an aws-c-s3 log line that sets up a retry, -1 for one that refuses it, else 0.
+
+    The sum over a task is the requests aws-c-s3 sent again. A refusal whose meta request had
+    already failed for another reason is logged at DEBUG only, so when a whole GET fails the
+    sum can exceed the retries by the parts still in flight; a failed row says so anyway."""
+    if not _AWS_LOG_LINE.match(line):
+        return 0
+    if any(text in line for text in _REFUSED):
+        return -1
+    return 1 if any(text in line for text in _RETRY_SET_UP) else 0
+
+
+def is_aws_log_line(line: str) -> bool:
+    """A line of aws-c-s3's standard logger ('[LEVEL] [time] [thread] [subject] - …')."""
+    return bool(_AWS_LOG_LINE.match(line))
+
+
 _HEADER = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+: ")
 
 
@@ -174,6 +207,9 @@ class Ros3DebugMeter(Meter):
     passed on to the original stderr at each drain; request headers are dropped.
     Must be installed before libhdf5's ROS3 driver initialises (it reads the variable
     once), i.e. before h5py is imported in the worker process.
+
+    aws-c-s3's ERROR-level log is pointed at the same file; its retry lines are summed into
+    `retried` (cumulative: a row takes the difference before/after) and never passed on.
     """
 
     method = "HDF5_ROS3_VFD_DEBUG lines"
@@ -184,6 +220,9 @@ class Ros3DebugMeter(Meter):
 
         super().__init__()
         os.environ[DEBUG_VAR] = "1"
+        os.environ[LOG_LEVEL_VAR] = "error"  # quiet unless a request fails: no cost when none does
+        os.environ[LOG_FILE_VAR] = "stderr"
+        self.retried = 0
         fd, path = tempfile.mkstemp(prefix="shotbench-ros3-debug-")
         self._read_fd = os.open(path, os.O_RDONLY)
         write_fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -208,6 +247,8 @@ class Ros3DebugMeter(Meter):
             if hit is not None:
                 op, size = hit
                 self.record(op, size, requests=http_gets(size) if op == "GET" else 1)
+            elif is_aws_log_line(line):
+                self.retried += aws_retry_delta(line)
             elif not _is_debug_output(line, self._in_headers):
                 passed.append(line)
             if line.startswith((" -- ", "-- ")):
@@ -221,6 +262,11 @@ class Ros3DebugMeter(Meter):
     def drain(self) -> Counts:
         self._consume()
         return super().drain()
+
+    def retries(self) -> int:
+        """Requests aws-c-s3 has sent again in this process so far (reads what has arrived)."""
+        self._consume()
+        return self.retried
 
 
 _DEBUG_METER: Ros3DebugMeter | None = None

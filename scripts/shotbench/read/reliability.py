@@ -7,8 +7,10 @@ ok-case runtime against the fault-free run (same backend, mode, workers, page bu
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +65,88 @@ def render(rows: list[dict[str, Any]]) -> str:
         lines.append(f"{r['backend']:<10} {r['rows']:>5} {r['failed']:>6} {r['timeouts']:>8} {retries:>7} "
                      f"{r['wrong-bytes']:>5} {r['verified']:>8} {slow:>8}")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
+# The report's section: when to show it, which fault-free run to compare with, the table
+
+
+REPORT_COLUMNS = {"backend": "backend", "rows": "tasks", "failed": "failures", "timeouts": "timeouts",
+                  "retries": "retries", "slowdown": "slowdown", "wrong-bytes": "wrong bytes",
+                  "verified": "verified"}
+
+
+@dataclass(frozen=True)
+class Section:
+    """What the report shows for one run folder: its fault profile, the fault-free run it was
+    compared with (None: not found) and one row per backend."""
+
+    run: Path
+    network: str
+    baseline: Path | None
+    rows: list[dict[str, Any]]
+
+    def frame(self) -> Any:
+        """The table as a DataFrame, under the report's column names; retries and slowdown
+        stay empty (NaN) where they are unknown, never 0."""
+        import pandas as pd
+
+        return pd.DataFrame([{REPORT_COLUMNS[k]: r[k] for k in REPORT_COLUMNS} for r in self.rows],
+                            columns=list(REPORT_COLUMNS.values()))
+
+
+def _meta(run: Path) -> dict[str, Any]:
+    try:
+        return json.loads((run / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _network(meta: dict[str, Any]) -> str:
+    return str((meta.get("config") or {}).get("network") or (meta.get("data") or {}).get("network") or "none")
+
+
+def faulted(run: Path) -> bool:
+    """The run was made with `--faults`."""
+    from shotbench.store.network import FAULTS
+
+    return _network(_meta(run)) in FAULTS
+
+
+def shown(run: Path, rows: list[dict[str, Any]]) -> bool:
+    """The section is worth showing: faults on purpose, or any task that failed or was retried."""
+    return faulted(run) or any(r["failed"] or r["retries"] for r in rows)
+
+
+def _plan(meta: dict[str, Any]) -> tuple[str, str]:
+    """What makes two runs the same plan: the bench settings and the data read."""
+    cfg = meta.get("config") or {}
+    data = meta.get("data") or {}
+    bench = json.dumps(cfg.get("bench"), sort_keys=True)
+    return bench, json.dumps([data.get("location"), data.get("files"), data.get("bytes")])
+
+
+def find_baseline(run: Path) -> Path | None:
+    """The latest fault-free run of the same plan beside `run` (same runs folder), or None."""
+    from shotbench.store.network import FAULTS
+
+    meta = _meta(run)
+    if not meta.get("config"):
+        return None
+    plan = _plan(meta)
+    found = []
+    for other in run.parent.iterdir():
+        m = _meta(other) if other != run and other.is_dir() else {}
+        if m.get("config") and _network(m) not in FAULTS and _plan(m) == plan and (other / "cases.csv").is_file():
+            found.append((str(m.get("started") or ""), other))
+    return max(found)[1] if found else None
+
+
+def section(run: Path) -> Section | None:
+    """The reliability section of one run folder; None when it has nothing to say."""
+    run = Path(run)
+    if not (run / "workers.csv").is_file():
+        return None
+    baseline = find_baseline(run)
+    rows = table(run, baseline)
+    return Section(run, _network(_meta(run)), baseline, rows) if shown(run, rows) else None

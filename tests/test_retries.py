@@ -1,0 +1,139 @@
+"""Retries as the client counted them, and the report's reliability section.
+
+The aws-c-s3 log lines in tests/data were captured from libhdf5 2.0's ROS3 driver reading
+through toxiproxy: `aws-c-s3-reset-retried.log` with 30 % of connections reset (2 attempts
+failed and were sent again), `aws-c-s3-retries-exhausted.log` with the endpoint refusing
+every connection (4 GETs, each tried 1 + 5 times, then given up: 20 retries).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shotbench.read import reliability
+from shotbench.read.accounting import aws_retry_delta, is_aws_log_line
+from shotbench.read.results import CASE_COLUMNS, WORKER_COLUMNS
+
+DATA = Path(__file__).parent / "data"
+
+
+def _retries(name: str) -> int:
+    return sum(aws_retry_delta(line) for line in (DATA / name).read_text().splitlines())
+
+
+def test_aws_log_retries_are_counted() -> None:
+    assert _retries("aws-c-s3-reset-retried.log") == 2
+
+
+def test_aws_log_retries_given_up_are_not_counted() -> None:
+    """24 connection attempts failed; 4 were refused a retry (retries used up): 20 were sent again."""
+    assert _retries("aws-c-s3-retries-exhausted.log") == 20
+
+
+def test_only_aws_logger_lines_count() -> None:
+    line = (DATA / "aws-c-s3-reset-retried.log").read_text().splitlines()[0]
+    assert is_aws_log_line(line)
+    assert aws_retry_delta(line.split("] - ", 1)[1]) == 0  # the same text without the logger's prefix
+    assert aws_retry_delta(" -- GET: Bucket: b Key: k Request Size: 10") == 0
+    assert not is_aws_log_line("Traceback (most recent call last):")
+
+
+METER_SCRIPT = """
+import json, os, sys
+from shotbench.read.accounting import ros3_debug_meter
+meter = ros3_debug_meter()
+before = meter.retries()
+lines = open(sys.argv[1]).read() + " -- GET: Bucket: b Key: k Request Size: 1000\\nplain warning\\n"
+os.write(2, lines.encode())
+after = meter.retries()
+counts = meter.drain()
+print(json.dumps({"before": before, "after": after, "gets": counts.gets,
+                  "level": os.environ["HDF5_ROS3_VFD_LOG_LEVEL"], "file": os.environ["HDF5_ROS3_VFD_LOG_FILE"]}))
+"""
+
+
+def test_debug_meter_counts_retries_and_keeps_log_lines_private() -> None:
+    """A real process whose fd 2 the meter takes over: aws-c-s3 lines are counted, never passed on,
+    while other stderr lines still reach the original stderr."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "scripts")}
+    proc = subprocess.run([sys.executable, "-c", METER_SCRIPT, str(DATA / "aws-c-s3-retries-exhausted.log")],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out == {"before": 0, "after": 20, "gets": 1, "level": "error", "file": "stderr"}
+    assert proc.stderr == "plain warning\n"
+
+
+# --- the report's section ------------------------------------------------------------------
+
+
+def _run(root: Path, name: str, network: str, rows: list[dict[str, str]], runtime: float) -> Path:
+    """A run folder with one case per backend in `rows` (worker rows as given)."""
+    run = root / name
+    run.mkdir(parents=True)
+    meta = {"run_id": name, "started": name, "status": "complete",
+            "config": {"bench": {"trials": 1, "workers": [1]}, "network": network},
+            "data": {"location": "s3://b/shots/", "files": 2, "bytes": 4_000_000}}
+    (run / "run.json").write_text(json.dumps(meta))
+    with open(run / "workers.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, WORKER_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({"obj-type": "shots", "num-workers": "1", "pb-size": "0", "total-runtime": runtime,
+                        "status": "ok", **r})
+    with open(run / "cases.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, CASE_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for backend in dict.fromkeys(r["backend"] for r in rows):
+            w.writerow({"backend": backend, "obj-type": "shots", "num-workers": "1", "pb-size": "0",
+                        "chunk-cache": "", "total-runtime": runtime, "status": "ok", "errors": "0"})
+    return run
+
+
+FAULT_ROWS = [
+    {"backend": "fsspec", "retries": "3", "verified": "yes"},
+    {"backend": "fsspec", "retries": "0", "verified": "yes"},
+    {"backend": "obstore", "retries": "", "verified": "yes"},
+    {"backend": "ros3-2.0", "retries": "1", "verified": "no", "status": "failed", "error": "x"},
+]
+
+
+def test_section_compares_with_the_fault_free_run_of_the_same_plan(tmp_path: Path) -> None:
+    clean = _run(tmp_path, "20260101T000000Z-a", "none", [{"backend": b, "retries": "0"} for b in
+                                                           ("fsspec", "obstore", "ros3-2.0")], 2.0)
+    _run(tmp_path, "20260101T000001Z-other", "none", [{"backend": "fsspec"}], 1.0)
+    faulted = _run(tmp_path, "20260101T000002Z-b", "flaky-5pc", FAULT_ROWS, 3.0)
+    (tmp_path / "20260101T000001Z-other" / "run.json").write_text(json.dumps({
+        "started": "x", "config": {"bench": {"trials": 2}, "network": "none"}, "data": {}}))  # another plan
+    part = reliability.section(faulted)
+    assert part is not None and part.baseline == clean and part.network == "flaky-5pc"
+    table = part.frame().set_index("backend")
+    assert table.loc["fsspec", "retries"] == 3 and table.loc["fsspec", "tasks"] == 2
+    assert table.loc["fsspec", "slowdown"] == pytest.approx(1.5)
+    assert pd_isna(table.loc["obstore", "retries"])  # the client cannot tell: empty, not 0
+    assert table.loc["ros3-2.0", "failures"] == 1 and table.loc["ros3-2.0", "wrong bytes"] == 1
+
+
+def test_section_without_a_fault_free_run_says_so(tmp_path: Path) -> None:
+    part = reliability.section(_run(tmp_path, "r", "flaky-5pc", FAULT_ROWS, 3.0))
+    assert part is not None and part.baseline is None
+    assert part.frame()["slowdown"].isna().all()
+
+
+def test_section_is_hidden_for_a_clean_run_and_shown_when_tasks_retried(tmp_path: Path) -> None:
+    assert reliability.section(_run(tmp_path, "clean", "none", [{"backend": "fsspec", "retries": "0"}], 1.0)) is None
+    retried = reliability.section(_run(tmp_path, "retried", "none", [{"backend": "fsspec", "retries": "2"}], 1.0))
+    assert retried is not None and retried.rows[0]["retries"] == 2
+
+
+def pd_isna(value: object) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
