@@ -137,3 +137,75 @@ def pd_isna(value: object) -> bool:
     import pandas as pd
 
     return bool(pd.isna(value))
+
+
+# --- a real server behind toxiproxy -------------------------------------------------------------
+
+READ_SCRIPT = """
+import json, sys
+from shotbench.backends import registry
+from shotbench.backends.base import ReadSettings, Source, s3_from_environ
+from shotbench.read.shotfile import read_signal, shot_ids, signal_names
+
+backend = registry.get(sys.argv[1])(Source("s3", sys.argv[2], "shots/"), ReadSettings())
+backend.setup(s3_from_environ())
+before, failed = backend.retries(), 0
+for _ in range(3):
+    for key in sys.argv[3:]:
+        try:
+            with backend.open(key, 0) as fh:
+                for shot in shot_ids(fh):
+                    for name in signal_names(fh, shot):
+                        read_signal(fh, shot, name)
+        except Exception:
+            failed += 1
+print(json.dumps({"retries": backend.retries() - before, "failed": failed}))
+"""
+
+
+@pytest.fixture(scope="module")
+def resetting_server(tmp_path_factory: pytest.TempPathFactory, shot_dir: Path):
+    """A private server behind toxiproxy that resets 40 % of connections at their first response
+    byte, with `shot_dir` uploaded past the proxy (to versitygw's own port)."""
+    from shotbench.store import network
+    from shotbench.store.s3 import S3Config
+    from shotbench.store.server import embedded_server
+
+    name = "test-resets-40pc"
+    network.NETWORK_PROFILES[name] = network.Profile(0, 0, None, "40 % of connections reset",
+                                                     (("reset_peer", 0.4, (("timeout", 0),)),))
+    try:
+        with embedded_server(tmp_path_factory.mktemp("resets"), network=name) as info:
+            cfg = info.s3config()
+            direct = S3Config(endpoint_url=f"http://127.0.0.1:{info.upstream_port}", region=cfg.region,
+                              access_key=cfg.access_key, secret_key=cfg.secret_key)
+            client = direct.boto3_client()
+            client.create_bucket(Bucket="resets")
+            keys = []
+            for path in sorted(shot_dir.glob("*.h5"))[:2]:
+                client.upload_file(str(path), "resets", f"shots/{path.name}")
+                keys.append(f"shots/{path.name}")
+            yield cfg, keys
+    finally:
+        network.NETWORK_PROFILES.pop(name, None)
+
+
+@pytest.mark.parametrize("backend", ["ros3-2.0", "ros3-2.2"])
+def test_ros3_2x_retries_are_counted_under_resets(backend: str, resetting_server) -> None:
+    """With 40 % of connections reset, aws-c-s3 must send requests again, and the backend says how many."""
+    from shotbench.backends import registry
+    from shotbench.read.ros3open import ros3_env
+
+    cfg, keys = resetting_server
+    cls = registry.get(backend)
+    try:
+        python = cls.python()
+    except Exception as exc:  # noqa: BLE001 - the build is not installed in this checkout
+        pytest.skip(f"{backend} is not built here ({exc}); `make envs` installs it")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HDF5_ROS3"))}
+    env.update(ros3_env(cfg), PYTHONPATH=str(Path(__file__).parents[1] / "scripts"))
+    proc = subprocess.run([str(python), "-c", READ_SCRIPT, backend, "resets", *keys],
+                          capture_output=True, text=True, env=env, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["retries"] > 0, out

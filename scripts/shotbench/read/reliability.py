@@ -91,8 +91,11 @@ class Section:
         stay empty (NaN) where they are unknown, never 0."""
         import pandas as pd
 
-        return pd.DataFrame([{REPORT_COLUMNS[k]: r[k] for k in REPORT_COLUMNS} for r in self.rows],
-                            columns=list(REPORT_COLUMNS.values()))
+        frame = pd.DataFrame([{REPORT_COLUMNS[k]: r[k] for k in REPORT_COLUMNS} for r in self.rows],
+                             columns=list(REPORT_COLUMNS.values()))
+        frame["retries"] = frame["retries"].astype("Int64")  # counts, with <NA> where unknown
+        frame["slowdown"] = pd.to_numeric(frame["slowdown"]).round(2)
+        return frame
 
 
 def _meta(run: Path) -> dict[str, Any]:
@@ -119,11 +122,13 @@ def shown(run: Path, rows: list[dict[str, Any]]) -> bool:
 
 
 def _plan(meta: dict[str, Any]) -> tuple[str, str]:
-    """What makes two runs the same plan: the bench settings and the data read."""
+    """What makes two runs the same plan: the cases (ids from run.json's plan, else the bench
+    settings) and the data read. `verify`, which `--faults` turns on, is not part of it."""
     cfg = meta.get("config") or {}
     data = meta.get("data") or {}
-    bench = json.dumps(cfg.get("bench"), sort_keys=True)
-    return bench, json.dumps([data.get("location"), data.get("files"), data.get("bytes")])
+    cases = sorted(c.get("case_id", "") for c in meta.get("plan") or [] if isinstance(c, dict))
+    bench = {k: v for k, v in (cfg.get("bench") or {}).items() if k != "verify"}
+    return json.dumps(cases or bench, sort_keys=True), json.dumps([data.get("location"), data.get("files"), data.get("bytes")])
 
 
 def find_baseline(run: Path) -> Path | None:
