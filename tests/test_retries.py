@@ -125,6 +125,9 @@ def test_section_without_a_fault_free_run_says_so(tmp_path: Path) -> None:
     part = reliability.section(_run(tmp_path, "r", "flaky-5pc", FAULT_ROWS, 3.0))
     assert part is not None and part.baseline is None
     assert part.frame()["slowdown"].isna().all()
+    shown = part.shown_frame()
+    assert list(shown["slowdown"]) == ["–"] * 3 and shown.loc["obstore", "retries"] == "–"
+    assert shown.loc["fsspec", "retries"] == 3
 
 
 def test_section_is_hidden_for_a_clean_run_and_shown_when_tasks_retried(tmp_path: Path) -> None:

@@ -97,6 +97,12 @@ class Section:
         frame["slowdown"] = pd.to_numeric(frame["slowdown"]).round(2)
         return frame
 
+    def shown_frame(self) -> Any:
+        """`frame()` for the report: one row per backend, `–` where retries or slowdown are unknown."""
+        frame = self.frame().set_index("backend").astype(object)
+        frame["slowdown"] = [f"{v:.2f}×" if v == v else None for v in self.frame()["slowdown"]]
+        return frame.where(frame.notna(), "–")
+
 
 def _meta(run: Path) -> dict[str, Any]:
     try:
