@@ -3,6 +3,11 @@
 obstore returns its own `Bytes` buffer type while h5py's file-object driver wants `bytes`
 from read() (the well-known TypeError); this reader implements `readinto`, which h5py
 prefers, and copies obstore's buffer through a memoryview.
+
+Retries stay unknown (`Backend.retries` None, an empty cell) for every obstore backend
+(obstore, download, raw-get): object_store retries inside Rust, and obstore 0.12 forwards no
+log to Python (no pyo3-log, no tracing subscriber, so RUST_LOG does nothing) and offers no
+per-request hook; only the error raised after giving up names its retries.
 """
 
 from __future__ import annotations
