@@ -238,3 +238,31 @@ def test_bench_slowdown_run_records_what_was_injected(shot_dir: Path, tmp_path: 
     in_cases = sum(c["slowdown"] for c in injected["by_case"].values())
     assert 0 < in_cases <= injected["total"]["slowdown"]
     assert injected["total"]["internal"] == injected["total"]["truncated"] == 0
+
+
+def test_a_profile_with_both_layers_chains_them_and_stops_them(tmp_path: Path, monkeypatch) -> None:
+    """client -> toxiproxy (20 ms) -> fault proxy (GETs answered SlowDown) -> versitygw: a HEAD
+    passes late, a GET gets S3's error, and stopping the server stops both proxies."""
+    import time
+
+    from botocore.exceptions import ClientError
+    from shotbench.processes import pid_alive
+    from shotbench.store import network, server
+
+    both = network.Profile(20, 0, http=fp.HttpFaults((("slowdown", 1.0),), methods=("GET",)))
+    monkeypatch.setitem(network.NETWORK_PROFILES, "both-layers", both)
+    state = tmp_path / "state"
+    with server.embedded_server(state, network="both-layers") as info:
+        rec = json.loads((state / "server.json").read_text())
+        assert info.fault_stats is not None and rec["proxy_pid"] and rec["fault_proxy_pid"]
+        direct = replace(info.s3config(), endpoint_url=f"http://127.0.0.1:{info.upstream_port}").boto3_client()
+        direct.create_bucket(Bucket="both")
+        direct.put_object(Bucket="both", Key="k", Body=b"x" * 1000)
+        s3 = info.s3config().boto3_client(retries=0)
+        t = time.perf_counter()
+        assert s3.head_object(Bucket="both", Key="k")["ContentLength"] == 1000
+        assert time.perf_counter() - t >= 0.015
+        with pytest.raises(ClientError, match="SlowDown"):
+            s3.get_object(Bucket="both", Key="k")
+        assert fp.read_stats(info.fault_stats)["slowdown"] == 1
+    assert not pid_alive(rec["fault_proxy_pid"], fp.MODULE) and not pid_alive(rec["proxy_pid"], "toxiproxy")
