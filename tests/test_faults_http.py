@@ -266,3 +266,16 @@ def test_a_profile_with_both_layers_chains_them_and_stops_them(tmp_path: Path, m
             s3.get_object(Bucket="both", Key="k")
         assert fp.read_stats(info.fault_stats)["slowdown"] == 1
     assert not pid_alive(rec["fault_proxy_pid"], fp.MODULE) and not pid_alive(rec["proxy_pid"], "toxiproxy")
+
+
+def test_a_dead_server_behind_the_proxy_gets_no_answer(tmp_path: Path) -> None:
+    """No HTTP error in its place: the health check between cases must see a dead server as dead."""
+    from shotbench.processes import free_port
+    from shotbench.read.runner import answers
+
+    info = fp.start(tmp_path, free_port(), fp.HttpFaults(()), private=True)
+    try:
+        with pytest.raises(OSError):
+            answers(f"http://127.0.0.1:{info.port}", 5)
+    finally:
+        terminate(info.pid, fp.MODULE)

@@ -184,10 +184,21 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
             return web.Response(status=status, body=None if head else body, headers={
                 "Content-Type": "application/xml", "x-amz-request-id": request_id,
                 **({"Content-Length": str(len(body))} if head else {})})
-        has_body = request.body_exists
+        try:
+            return await forward(request, kind)
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError):
+            # The server is gone (or the client): the client's connection ends without an
+            # answer, as it would without the proxy, never with an HTTP error the health check
+            # between cases would take for a live server.
+            if request.transport is not None:
+                request.transport.abort()
+            raise asyncio.CancelledError from None
+
+    async def forward(request: web.Request, kind: str | None) -> web.StreamResponse:
+        assert session is not None
         async with session.request(
             request.method, URL(upstream + request.raw_path, encoded=True), headers=_forwarded(request.raw_headers),
-            data=request.content if has_body else None, allow_redirects=False,
+            data=request.content if request.body_exists else None, allow_redirects=False,
             skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent", "Content-Type"),
         ) as up:
             resp = web.StreamResponse(status=up.status, reason=up.reason,
