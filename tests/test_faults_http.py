@@ -67,6 +67,40 @@ def test_methods_limit_what_may_be_hit_and_presigned_dates_do_not_count() -> Non
         fp.HttpFaults((("slowdown", 0.7), ("internal", 0.7)))
 
 
+def test_a_case_is_credited_its_own_faults_and_a_resume_keeps_earlier_ones(tmp_path: Path) -> None:
+    """Counts read around each case from the proxy's stats file; the raw-get ceiling's are apart."""
+    from shotbench.read.faultcount import InjectedFaults, summary_lines
+
+    stats = tmp_path / fp.STATS_FILE
+
+    def proxy_counted(**kinds: int) -> None:
+        fp.write_stats(stats, {"injected": kinds})
+
+    proxy_counted(slowdown=2)  # staging
+    faults = InjectedFaults(stats)
+    with faults.case("c1"):
+        proxy_counted(slowdown=5, truncated=1)
+        with faults.ceiling():
+            proxy_counted(slowdown=6, truncated=1)
+    proxy_counted(slowdown=7, truncated=1)  # a health check
+    with faults.case("c2"):
+        pass
+    rec = faults.record()
+    assert rec["by_case"] == {"c1": {"slowdown": 3, "internal": 0, "truncated": 1},
+                              "c2": {"slowdown": 0, "internal": 0, "truncated": 0}}
+    assert rec["raw_get_ceiling"]["slowdown"] == 1 and rec["total"]["slowdown"] == 7
+    proxy_counted(internal=1)  # the proxy of the resumed session starts from zero
+    resumed = InjectedFaults(stats, rec)
+    with resumed.case("c3"):
+        proxy_counted(internal=4)
+    again = resumed.record()
+    assert set(again["by_case"]) == {"c1", "c2", "c3"} and again["by_case"]["c3"]["internal"] == 3
+    assert again["total"] == {"slowdown": 7, "internal": 4, "truncated": 1}
+    lines = summary_lines(again, [{"case_id": "c1", "backend": "obstore"}, {"case_id": "c3", "backend": "obstore"}])
+    assert "  obstore    3 × 503 SlowDown, 3 × 500 InternalError, 1 truncated" in lines
+    assert InjectedFaults().record() is None
+
+
 # --- the proxy in front of the real server ---
 
 @pytest.fixture(scope="module")
@@ -236,7 +270,7 @@ def test_bench_slowdown_run_records_what_was_injected(shot_dir: Path, tmp_path: 
     injected = meta["faults_injected"]
     assert set(injected["by_case"]) == {c["case_id"] for c in meta["plan"]}
     in_cases = sum(c["slowdown"] for c in injected["by_case"].values())
-    assert 0 < in_cases <= injected["total"]["slowdown"]
+    assert 0 < in_cases <= injected["total"]["slowdown"] - injected["raw_get_ceiling"]["slowdown"]
     assert injected["total"]["internal"] == injected["total"]["truncated"] == 0
 
 

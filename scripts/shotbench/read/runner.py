@@ -390,7 +390,8 @@ class Runner:
         rg: float | None = total if not cls.reads_hdf5 else None
         if rg is None and not errors:
             try:
-                rg = self.raw_get_runtime(case)
+                with self.faults.ceiling():
+                    rg = self.raw_get_runtime(case)
             except (DriverError, UserError) as exc:
                 ceiling_error = f"raw-get: {exc}"
         first = errors[0] if errors else ceiling_error
