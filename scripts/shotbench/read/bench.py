@@ -448,7 +448,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--faults", metavar="PROFILE",
                    help="inject faults in front of the embedded server and check every byte read: "
                         "flaky-5pc, throttled, stalls-2pc (toxiproxy) or slowdown-5pc, http-flaky-5pc "
-                        "(HTTP errors and cut bodies from a fault-injecting proxy)")
+                        "(HTTP errors and cut bodies from a fault-injecting proxy; http-0pc: that proxy, no faults)")
     p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
     p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
     p.add_argument("--keep-going", action="store_true",

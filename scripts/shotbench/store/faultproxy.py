@@ -173,7 +173,6 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
         write_stats(stats_path, decider.stats())  # before the answer leaves: a case never misses its own
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        assert session is not None
         kind = decider.decide(request.method, request.raw_path, request.headers.get("Range", ""))
         if kind in ERRORS:
             status, code, message = ERRORS[kind]

@@ -56,6 +56,8 @@ FAULTS: dict[str, Profile] = {
     # HTTP-level: the fault-injecting proxy answers a seeded share of requests (any method: S3's
     # SlowDown can hit any request) as S3 does under trouble; truncated: a GET's body ends at half
     # its Content-Length.
+    "http-0pc": Profile(0, 0, None, "the fault proxy injecting nothing: the fault-free baseline of the HTTP "
+                        "profiles (same proxy hop)", http=HttpFaults(())),
     "slowdown-5pc": Profile(0, 0, None, "5 % of requests answered 503 SlowDown (S3's XML error body)",
                             http=HttpFaults((("slowdown", 0.05),))),
     "http-flaky-5pc": Profile(0, 0, None, "5 % of requests fail: 2 % 503 SlowDown, 1 % 500 InternalError, "
