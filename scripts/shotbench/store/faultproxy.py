@@ -105,7 +105,7 @@ class Decider:
     """Per-request decisions of one proxy process; counts what it injected."""
 
     faults: HttpFaults
-    seen: Counter[str] = field(default_factory=Counter)
+    seen: Counter[bytes] = field(default_factory=Counter)  # times each request came before
     requests: int = 0
     injected: Counter[str] = field(default_factory=Counter)
 
@@ -114,8 +114,9 @@ class Decider:
         if self.faults.methods and method.upper() not in self.faults.methods:
             return None
         key = request_key(method, raw_path, range_header)
-        n = self.seen[key]
-        self.seen[key] += 1
+        short = hashlib.blake2b(key.encode(), digest_size=8).digest()  # a long run's memory stays small
+        n = self.seen[short]
+        self.seen[short] += 1
         return choose(self.faults, draw(self.faults.seed, key, n))
 
     def stats(self) -> dict[str, Any]:
