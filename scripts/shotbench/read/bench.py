@@ -39,6 +39,7 @@ class Prepared:
     workload: Any  # runner.Workload
     data: dict[str, Any]
     backends: list[str]
+    fault_stats: Path | None = None  # HTTP fault profiles: the fault proxy's counts (store/faultproxy.py)
 
 
 @contextlib.contextmanager
@@ -51,6 +52,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
     backends = list(cfg.backends)
     with contextlib.ExitStack() as stack:
         access_log: Path | None = None
+        fault_stats: Path | None = None
         made: set[str] | None = None  # the files a `layouts` run made (its keys below the prefix)
         if data is None:
             from shotbench.store.server import embedded_server
@@ -73,6 +75,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             loc = parse_location(f"s3://{EMBEDDED_BUCKET}/{'layouts/' if cfg.families else EMBEDDED_PREFIX}")
             stage(shots_dir, loc, s3, jobs=8, progress=False, create_bucket=True)
             access_log = Path(info.access_log)
+            fault_stats = info.fault_stats
             local_dir = str(shots_dir)
         else:
             if network != "none":
@@ -112,7 +115,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             "signals": len(planmod.all_signals(files)), "local_copies": local_dir,
             **({"endpoint": s3.public()["endpoint"], "region": s3.region} if s3 is not None else {}),
         }
-        yield Prepared(workload, record, backends)
+        yield Prepared(workload, record, backends, fault_stats)
 
 
 def make_families(cfg: profiles.BenchConfig, root: Path) -> set[str]:
@@ -248,7 +251,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
     from shotbench.read.runner import Drivers, Runner, summary_table
-    from shotbench.store.network import FAULTS
+    from shotbench.read.faultcount import InjectedFaults, summary_lines as fault_lines
+    from shotbench.store.network import FAULTS, check_tls
     from shotbench.read.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
 
     if resume_dir is not None:
@@ -274,6 +278,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                 raise UserError(f"unknown fault profile {args.faults!r}; choose one of: {', '.join(FAULTS)}.")
             if network != "none":
                 raise UserError("--faults and --network both choose the proxy in front of the server; give one of them.")
+            check_tls(args.faults, tls)
             network = args.faults
             cfg.verify = True
         shots_dir = Path(args.shots_dir) if args.shots_dir else None
@@ -349,7 +354,8 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
 
                 runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say,
                                 task_timeout=float(cfg.task_timeout),
-                                checksums=Checksums(wl.source) if cfg.verify else None)
+                                checksums=Checksums(wl.source) if cfg.verify else None,
+                                faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}))
                 for name in prep.backends:
                     v = drivers.drivers[registry.get(name).env_key()].versions
                     meta["versions"]["backends"][name] = {"python": v.get("python", ""), "hdf5": v.get("hdf5", ""),
@@ -376,6 +382,9 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                     meta["errors"] = sum(1 for r in rows if row_status(r) != OK)  # cases that are not measurements
                     meta["failed_tasks"] = sum(error_count(r.get("errors")) for r in rows)
                     meta["finished"] = utc_iso()
+                    injected = runner.faults.record()
+                    if injected is not None:
+                        meta["faults_injected"] = injected
                     folder.write_meta(meta)
             finally:
                 drivers.stop(timeout=20.0 if status == COMPLETE else 2.0)
@@ -396,6 +405,8 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
         say("")
         say(f"reliability under faults '{meta['config']['network']}':")
         say(reliability.render(reliability.table(folder.path)))
+        for line in fault_lines(meta.get("faults_injected"), meta.get("plan", [])):
+            say(line)
     n_bad, message = finish_message(rows, folder.cases_csv)
     say(f"results: {folder.path}")
     if n_bad:
@@ -435,8 +446,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tls", action="store_true", help="serve the embedded server over https (a private CA; TLS handshakes are measured)")
     p.add_argument("--anatomy", action="store_true", help="after the cases, write anatomy.json (see `shotbench anatomy`) into the run folder")
     p.add_argument("--faults", metavar="PROFILE",
-                   help="inject faults in front of the embedded server (toxiproxy) and check every byte read: "
-                        "flaky-5pc, throttled or stalls-2pc")
+                   help="inject faults in front of the embedded server and check every byte read: "
+                        "flaky-5pc, throttled, stalls-2pc (toxiproxy) or slowdown-5pc, http-flaky-5pc "
+                        "(HTTP errors and cut bodies from a fault-injecting proxy; http-0pc: that proxy, no faults)")
     p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
     p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
     p.add_argument("--keep-going", action="store_true",

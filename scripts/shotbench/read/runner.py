@@ -29,6 +29,7 @@ from shotbench.read.accounting import case_columns
 from shotbench.backends.base import Backend, Source
 from shotbench.errors import UserError
 from shotbench.read.checksums import Checksums
+from shotbench.read.faultcount import InjectedFaults
 from shotbench.processes import die_with_parent
 from shotbench.paths import state_dir
 from shotbench.read.plan import Case, ShotFile
@@ -253,6 +254,7 @@ class Runner:
     say: Callable[[str], None] = print
     task_timeout: float = 0.0  # seconds; 0 = derived per case from what its tasks read
     checksums: Checksums | None = None  # set: every signal read is checked against the local copy
+    faults: InjectedFaults = field(default_factory=InjectedFaults)  # HTTP faults the proxy injected, per case
 
     def spec(self, case: Case, backend: str | None = None) -> dict[str, Any]:
         name = backend or case.backend
@@ -388,7 +390,8 @@ class Runner:
         rg: float | None = total if not cls.reads_hdf5 else None
         if rg is None and not errors:
             try:
-                rg = self.raw_get_runtime(case)
+                with self.faults.ceiling():
+                    rg = self.raw_get_runtime(case)
             except (DriverError, UserError) as exc:
                 ceiling_error = f"raw-get: {exc}"
         first = errors[0] if errors else ceiling_error
@@ -416,7 +419,8 @@ class Runner:
         out = []
         for i, case in enumerate(cases, 1):
             self.check_server()
-            res = self.run_case(case)
+            with self.faults.case(case.case_id):
+                res = self.run_case(case)
             self.folder.append_case(res.rows, res.case_row)
             if res.case_row["status"] != OK:
                 self.check_server()  # a dead server ends the run now; --resume reruns failed cases

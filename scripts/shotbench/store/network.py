@@ -19,6 +19,7 @@ from pathlib import Path
 
 from shotbench.errors import UserError
 from shotbench.processes import die_with_parent, free_port, terminate
+from shotbench.store.faultproxy import HttpFaults
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Profile:
     bandwidth_kbps: int | None = None  # KiB/s per connection (toxiproxy's unit)
     description: str = ""
     faults: tuple[tuple[str, float, tuple[tuple[str, int], ...]], ...] = ()  # (toxic type, share of connections, attributes)
+    http: HttpFaults | None = None  # HTTP-level faults, answered by store/faultproxy.py in front of the server
 
 
 NETWORK_PROFILES: dict[str, Profile | None] = {
@@ -51,9 +53,26 @@ FAULTS: dict[str, Profile] = {
     "stalls-2pc": Profile(0, 0, None, "2 % of connections stop moving data for 120 s", (
         ("timeout", 0.02, (("timeout", 120_000),)),
     )),
+    # HTTP-level: the fault-injecting proxy answers a seeded share of requests (any method: S3's
+    # SlowDown can hit any request) as S3 does under trouble; truncated: a GET's body ends at half
+    # its Content-Length.
+    "http-0pc": Profile(0, 0, None, "the fault proxy injecting nothing: the fault-free baseline of the HTTP "
+                        "profiles (same proxy hop)", http=HttpFaults(())),
+    "slowdown-5pc": Profile(0, 0, None, "5 % of requests answered 503 SlowDown (S3's XML error body)",
+                            http=HttpFaults((("slowdown", 0.05),))),
+    "http-flaky-5pc": Profile(0, 0, None, "5 % of requests fail: 2 % 503 SlowDown, 1 % 500 InternalError, "
+                              "2 % of GET bodies cut at half their Content-Length",
+                              http=HttpFaults((("slowdown", 0.02), ("internal", 0.01), ("truncated", 0.02)))),
 }
 NETWORK_PROFILES.update(FAULTS)
 SEED = 1  # toxiproxy's jitter is pseudo-random; a fixed seed repeats the same delays
+
+
+def check_tls(name: str, tls: bool) -> None:
+    """The fault-injecting proxy speaks plain HTTP only."""
+    profile = NETWORK_PROFILES.get(name)
+    if tls and profile is not None and profile.http is not None:
+        raise UserError(f"'{name}' injects HTTP errors through a plain-HTTP proxy; drop --tls to use it.")
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,14 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from shotbench.errors import UserError
 from shotbench.paths import state_dir
 from shotbench.processes import die_with_parent, free_port, pid_alive, terminate
 from shotbench.store import network
 from shotbench.store import tls as _tls
+from shotbench.store.faultproxy import MODULE as FAULT_PROXY_MODULE
 from shotbench.store.s3 import DEFAULT_REGION, S3Config, mask
 
 HEALTH_PATH = "/health"
@@ -56,6 +58,7 @@ class ServerInfo:
     proxy_api_port: int | None = None
     state: Path | None = None
     ca_bundle: str | None = None  # https: the private CA clients must trust
+    fault_stats: Path | None = None  # HTTP fault profiles: the proxy's count of injected faults
 
     def s3config(self) -> S3Config:
         return S3Config(
@@ -161,6 +164,8 @@ def status(state: Path | None = None) -> ServerInfo | None:
         return None
     if rec.get("proxy_pid") and not pid_alive(rec["proxy_pid"], "toxiproxy"):
         return None
+    if rec.get("fault_proxy_pid") and not pid_alive(rec["fault_proxy_pid"], FAULT_PROXY_MODULE):
+        return None
     creds = _read_credentials(st)
     if creds is None:
         return None
@@ -180,6 +185,7 @@ def status(state: Path | None = None) -> ServerInfo | None:
         proxy_api_port=rec.get("proxy_api_port"),
         state=st,
         ca_bundle=rec.get("tls_ca"),
+        fault_stats=Path(rec["fault_stats"]) if rec.get("fault_stats") else None,
     )
 
 
@@ -279,6 +285,7 @@ def start(
     serves https with a certificate from the state folder's private CA (`store.tls`).
     """
     network_profile = _check_network(network)
+    _network.check_tls(network, tls)
     st = _state(state)
     with _locked(st):
         return _start_locked(st, port, network, network_profile, private, tls)
@@ -339,17 +346,11 @@ def _start_locked(
     }
     if network_profile is not None:
         try:
-            proxy = _network.start_proxy(st, upstream, network_profile, private=private)
+            rec.update(_start_proxies(st, upstream, network_profile, private, scheme))
         except BaseException:
             terminate(proc.pid, "versitygw")
             terminate(counter.pid, STATSD_MODULE)
             raise
-        rec.update(
-            port=proxy.listen_port,
-            endpoint_url=f"{scheme}://127.0.0.1:{proxy.listen_port}",
-            proxy_pid=proxy.pid,
-            proxy_api_port=proxy.api_port,
-        )
     (st / "server.json").write_text(json.dumps(rec, indent=1) + "\n")
     (st / "versitygw.pid").write_text(f"{proc.pid}\n")
     info = status(st)
@@ -360,6 +361,30 @@ def _start_locked(
 
 
 _network = network  # the module; `start()` has a parameter with the same name
+
+
+def _start_proxies(st: Path, upstream: int, profile: "network.Profile", private: bool, scheme: str) -> dict[str, Any]:
+    """client -> toxiproxy (the network) -> fault proxy (the server's HTTP errors) -> versitygw;
+    either is left out when the profile has nothing for it. The record's fields for server.json."""
+    from shotbench.store import faultproxy
+
+    rec: dict[str, Any] = {}
+    front = upstream
+    if profile.http is not None:
+        fp = faultproxy.start(st, upstream, profile.http, private=private)
+        front = fp.port
+        rec.update(fault_proxy_pid=fp.pid, fault_stats=str(fp.stats))
+    if _network.toxics(profile):
+        try:
+            proxy = _network.start_proxy(st, front, profile, private=private)
+        except BaseException:
+            if "fault_proxy_pid" in rec:
+                terminate(rec["fault_proxy_pid"], FAULT_PROXY_MODULE)
+            raise
+        front = proxy.listen_port
+        rec.update(proxy_pid=proxy.pid, proxy_api_port=proxy.api_port)
+    rec.update(port=front, endpoint_url=f"{scheme}://127.0.0.1:{front}")
+    return rec
 
 
 def _check_network(name: str) -> "network.Profile | None":
@@ -382,6 +407,8 @@ def _cleanup_stale(st: Path) -> None:
         terminate(rec["pid"], "versitygw")
         if rec.get("proxy_pid"):
             terminate(rec["proxy_pid"], "toxiproxy")
+        if rec.get("fault_proxy_pid"):
+            terminate(rec["fault_proxy_pid"], FAULT_PROXY_MODULE)
         if rec.get("counter_pid"):
             terminate(rec["counter_pid"], STATSD_MODULE)
     for name in ("server.json", "versitygw.pid"):
