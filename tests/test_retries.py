@@ -168,15 +168,18 @@ print(json.dumps({"retries": backend.retries() - before, "failed": failed}))
 
 @pytest.fixture(scope="module")
 def resetting_server(tmp_path_factory: pytest.TempPathFactory, shot_dir: Path):
-    """A private server behind toxiproxy that resets 40 % of connections at their first response
-    byte, with `shot_dir` uploaded past the proxy (to versitygw's own port)."""
+    """A private server behind the HTTP fault proxy, which answers 30 % of requests `503 SlowDown`,
+    with `shot_dir` uploaded past the proxy (to versitygw's own port). The proxy's decision is
+    seeded per request, so every run of this test meets the same faults (toxiproxy's share of
+    connections depended on how many connections aws-c-s3 happened to open, and was sometimes 0)."""
     from shotbench.store import network
+    from shotbench.store.faultproxy import HttpFaults
     from shotbench.store.s3 import S3Config
     from shotbench.store.server import embedded_server
 
-    name = "test-resets-40pc"
-    network.NETWORK_PROFILES[name] = network.Profile(0, 0, None, "40 % of connections reset",
-                                                     (("reset_peer", 0.4, (("timeout", 0),)),))
+    name = "test-slowdown-30pc"
+    network.NETWORK_PROFILES[name] = network.Profile(0, 0, None, "30 % of requests 503 SlowDown",
+                                                     http=HttpFaults((("slowdown", 0.3),)))
     try:
         with embedded_server(tmp_path_factory.mktemp("resets"), network=name) as info:
             cfg = info.s3config()
@@ -194,8 +197,8 @@ def resetting_server(tmp_path_factory: pytest.TempPathFactory, shot_dir: Path):
 
 
 @pytest.mark.parametrize("backend", ["ros3-2.0", "ros3-2.2"])
-def test_ros3_2x_retries_are_counted_under_resets(backend: str, resetting_server) -> None:
-    """With 40 % of connections reset, aws-c-s3 must send requests again, and the backend says how many."""
+def test_ros3_2x_retries_are_counted_under_slowdowns(backend: str, resetting_server) -> None:
+    """With 30 % of requests answered 503 SlowDown, aws-c-s3 must send them again, and the backend says how many."""
     from shotbench.backends import registry
     from shotbench.read.ros3open import ros3_env
 
@@ -212,3 +215,30 @@ def test_ros3_2x_retries_are_counted_under_resets(backend: str, resetting_server
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.splitlines()[-1])
     assert out["retries"] > 0, out
+
+
+def test_http_faults_compare_with_the_same_proxy_hop_and_show_what_was_injected(tmp_path: Path) -> None:
+    """An HTTP-fault run is compared with `http-0pc` (same proxy, nothing injected) rather than a
+    direct run, and each backend's injected faults come from run.json, not from the client."""
+    rows = [{"backend": "fsspec", "retries": "2", "verified": "yes"}, {"backend": "obstore", "retries": "", "verified": "yes"}]
+    direct = _run(tmp_path, "20260101T000000Z-direct", "none", rows, 1.0)
+    hop = _run(tmp_path, "20260101T000001Z-hop", "http-0pc", rows, 2.0)
+    faulted = _run(tmp_path, "20260101T000002Z-faulted", "slowdown-5pc", rows, 3.0)
+    meta = json.loads((faulted / "run.json").read_text())
+    meta["plan"] = [{"case_id": "c1", "backend": "fsspec"}, {"case_id": "c2", "backend": "obstore"}]
+    meta["faults_injected"] = {"by_case": {"c1": {"slowdown": 2, "internal": 0, "truncated": 0},
+                                           "c2": {"slowdown": 5, "internal": 1, "truncated": 0}}}
+    (faulted / "run.json").write_text(json.dumps(meta))
+    for other in (direct, hop):  # same plan as the faulted run
+        m = json.loads((other / "run.json").read_text())
+        (other / "run.json").write_text(json.dumps({**m, "plan": meta["plan"]}))
+    part = reliability.section(faulted)
+    assert part is not None and part.baseline == hop and reliability.baseline_network(part) == "http-0pc"
+    table = part.frame().set_index("backend")
+    assert table.loc["fsspec", "injected (HTTP)"] == 2 and table.loc["obstore", "injected (HTTP)"] == 6
+    assert table.loc["fsspec", "slowdown"] == pytest.approx(1.5)
+    assert pd_isna(table.loc["obstore", "retries"])
+    # a toxiproxy profile injects nothing at the HTTP level: its column is unknown, not 0
+    toxic = reliability.section(_run(tmp_path, "20260101T000003Z-toxic", "flaky-5pc", rows, 3.0))
+    assert toxic is not None and toxic.frame()["injected (HTTP)"].isna().all()
+    assert "injected" in reliability.render(toxic.rows).splitlines()[0]

@@ -1,8 +1,13 @@
 """Reliability per backend: what faults did to a run, next to a fault-free run of the same plan.
 
-Read from run folders only (workers.csv, cases.csv): tasks, failed tasks, retries the client
-reported, rows whose bytes did not match the local copy, and the slowdown of the median
+Read from run folders only (workers.csv, cases.csv, run.json): tasks, failed tasks, retries the
+client reported, rows whose bytes did not match the local copy, the faults the HTTP fault proxy
+injected into the backend's requests (run.json `faults_injected`), and the slowdown of the median
 ok-case runtime against the fault-free run (same backend, mode, workers, page buffer).
+
+`injected` is counted where the fault is made, not by the client; it is shown next to `retries`
+because a task that ended ok after an injected 503, 500 or cut body must have asked again, so for
+the clients that cannot count their retries (obstore) it is the one number that says they did.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 from shotbench.read.results import RunFolder
 from shotbench.read.status import OK, row_status
 
-COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "wrong-bytes", "verified", "slowdown"]
+COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "injected", "wrong-bytes", "verified", "slowdown"]
 
 
 def _case_key(row: dict[str, str]) -> tuple[str, ...]:
@@ -38,7 +43,8 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
     folder = RunFolder(run)
     out: dict[str, dict[str, Any]] = {}
     for w in folder.workers():
-        b = out.setdefault(w["backend"], {c: 0 for c in COLUMNS} | {"backend": w["backend"], "retries": None})
+        b = out.setdefault(w["backend"], {c: 0 for c in COLUMNS} | {"backend": w["backend"], "retries": None,
+                                                                     "injected": None})
         b["rows"] += 1
         status = w.get("status") or ("failed" if w.get("error") else OK)
         b["failed"] += status != OK
@@ -47,6 +53,9 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
             b["retries"] = (b["retries"] or 0) + int(w["retries"])
         b["wrong-bytes"] += w.get("verified") == "no"
         b["verified"] += w.get("verified") == "yes"
+    for name, count in injected_by_backend(_meta(run)).items():
+        if name in out:
+            out[name]["injected"] = count
     faulted = _median_runtimes(folder.cases())
     clean = _median_runtimes(RunFolder(baseline).cases()) if baseline else {}
     for name, b in out.items():
@@ -55,15 +64,30 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
     return [out[k] for k in sorted(out)]
 
 
+def injected_by_backend(meta: dict[str, Any]) -> dict[str, int]:
+    """Faults the HTTP proxy injected into each backend's own requests (its cases, not the raw-get
+    ceilings or health checks); empty when the run had no HTTP faults."""
+    record = meta.get("faults_injected") or {}
+    backend_of = {c.get("case_id"): c.get("backend") for c in meta.get("plan") or [] if isinstance(c, dict)}
+    out: dict[str, int] = {}
+    for case_id, counts in (record.get("by_case") or {}).items():
+        name = backend_of.get(case_id)
+        if name:
+            out[name] = out.get(name, 0) + sum(int(v) for v in counts.values())
+    return out
+
+
 def render(rows: list[dict[str, Any]]) -> str:
-    """A fixed-width text table (retries `-` where the client cannot tell)."""
-    lines = [f"{'backend':<10} {'rows':>5} {'failed':>6} {'timeouts':>8} {'retries':>7} {'wrong':>5} "
-             f"{'verified':>8} {'slowdown':>8}"]
+    """A fixed-width text table (`-` where the client cannot tell its retries, or nothing was injected
+    at the HTTP level)."""
+    lines = [f"{'backend':<10} {'rows':>5} {'failed':>6} {'timeouts':>8} {'retries':>7} {'injected':>8} "
+             f"{'wrong':>5} {'verified':>8} {'slowdown':>8}"]
     for r in rows:
         retries = "-" if r["retries"] is None else str(r["retries"])
+        injected = "-" if r.get("injected") is None else str(r["injected"])
         slow = "-" if r["slowdown"] is None else f"{r['slowdown']:.2f}x"
         lines.append(f"{r['backend']:<10} {r['rows']:>5} {r['failed']:>6} {r['timeouts']:>8} {retries:>7} "
-                     f"{r['wrong-bytes']:>5} {r['verified']:>8} {slow:>8}")
+                     f"{injected:>8} {r['wrong-bytes']:>5} {r['verified']:>8} {slow:>8}")
     return "\n".join(lines)
 
 
@@ -72,7 +96,7 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 
 REPORT_COLUMNS = {"backend": "backend", "rows": "tasks", "failed": "failures", "timeouts": "timeouts",
-                  "retries": "retries", "slowdown": "slowdown", "wrong-bytes": "wrong bytes",
+                  "retries": "retries", "injected": "injected (HTTP)", "slowdown": "slowdown", "wrong-bytes": "wrong bytes",
                   "verified": "verified"}
 
 
@@ -93,7 +117,8 @@ class Section:
 
         frame = pd.DataFrame([{REPORT_COLUMNS[k]: r[k] for k in REPORT_COLUMNS} for r in self.rows],
                              columns=list(REPORT_COLUMNS.values()))
-        frame["retries"] = frame["retries"].astype("Int64")  # counts, with <NA> where unknown
+        for name in ("retries", "injected (HTTP)"):
+            frame[name] = pd.to_numeric(frame[name]).astype("Int64")  # counts, with <NA> where unknown
         frame["slowdown"] = pd.to_numeric(frame["slowdown"]).round(2)
         return frame
 
@@ -122,6 +147,25 @@ def faulted(run: Path) -> bool:
     return _network(_meta(run)) in FAULTS
 
 
+def _fault_free(network: str) -> bool:
+    """No fault on purpose: no proxy profile from FAULTS, or one that injects nothing (`http-0pc`)."""
+    from shotbench.store.network import FAULTS
+
+    profile = FAULTS.get(network)
+    return profile is None or (not profile.faults and profile.http is not None and not profile.http.rates)
+
+
+def _same_hop(network: str) -> str | None:
+    """The fault-free profile with the same proxy hop as `network` (the HTTP fault proxy costs
+    time of its own), or None when a plain fault-free run is the like-for-like one."""
+    from shotbench.store.network import FAULTS
+
+    profile = FAULTS.get(network)
+    if profile is None or profile.http is None:
+        return None
+    return next((name for name, p in FAULTS.items() if p.http is not None and _fault_free(name)), None)
+
+
 def shown(run: Path, rows: list[dict[str, Any]]) -> bool:
     """The section is worth showing: faults on purpose, or any task that failed or was retried."""
     return faulted(run) or any(r["failed"] or r["retries"] for r in rows)
@@ -138,19 +182,19 @@ def _plan(meta: dict[str, Any]) -> tuple[str, str]:
 
 
 def find_baseline(run: Path) -> Path | None:
-    """The latest fault-free run of the same plan beside `run` (same runs folder), or None."""
-    from shotbench.store.network import FAULTS
-
+    """The latest fault-free run of the same plan beside `run` (same runs folder), or None. For
+    the HTTP profiles, a run through the same proxy injecting nothing (`http-0pc`) is preferred,
+    so the slowdown is the faults' and not the extra hop's."""
     meta = _meta(run)
     if not meta.get("config"):
         return None
-    plan = _plan(meta)
+    plan, hop = _plan(meta), _same_hop(_network(meta))
     found = []
     for other in run.parent.iterdir():
         m = _meta(other) if other != run and other.is_dir() else {}
-        if m.get("config") and _network(m) not in FAULTS and _plan(m) == plan and (other / "cases.csv").is_file():
-            found.append((str(m.get("started") or ""), other))
-    return max(found)[1] if found else None
+        if m.get("config") and _fault_free(_network(m)) and _plan(m) == plan and (other / "cases.csv").is_file():
+            found.append((_network(m) == hop, str(m.get("started") or ""), other))
+    return max(found)[2] if found else None
 
 
 def section(run: Path) -> Section | None:
@@ -161,3 +205,8 @@ def section(run: Path) -> Section | None:
     baseline = find_baseline(run)
     rows = table(run, baseline)
     return Section(run, _network(_meta(run)), baseline, rows) if shown(run, rows) else None
+
+
+def baseline_network(part: Section) -> str:
+    """The proxy profile of the run a section was compared with (`none` for a direct one)."""
+    return _network(_meta(part.baseline)) if part.baseline else ""
