@@ -12,8 +12,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from shotbench.read.results import RunFolder
+from shotbench.read.results import LAYOUT
 from shotbench.read.status import OK, row_status
+from shotbench.runs import RunFolder
 
 COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "wrong-bytes", "verified", "slowdown"]
 
@@ -33,9 +34,9 @@ def _median_runtimes(rows: list[dict[str, str]]) -> dict[tuple[str, ...], float]
 def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
     """One row per backend of `run`; `slowdown` (median over matching cases of faulted ÷
     fault-free runtime) needs `baseline`, else it is None."""
-    folder = RunFolder(run)
+    folder = RunFolder(run, LAYOUT)
     out: dict[str, dict[str, Any]] = {}
-    for w in folder.workers():
+    for w in folder.details():
         b = out.setdefault(w["backend"], {c: 0 for c in COLUMNS} | {"backend": w["backend"], "retries": None})
         b["rows"] += 1
         status = w.get("status") or ("failed" if w.get("error") else OK)
@@ -46,7 +47,7 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
         b["wrong-bytes"] += w.get("verified") == "no"
         b["verified"] += w.get("verified") == "yes"
     faulted = _median_runtimes(folder.cases())
-    clean = _median_runtimes(RunFolder(baseline).cases()) if baseline else {}
+    clean = _median_runtimes(RunFolder(baseline, LAYOUT).cases()) if baseline else {}
     for name, b in out.items():
         ratios = [faulted[k] / clean[k] for k in faulted if k[0] == name and k in clean and clean[k] > 0]
         b["slowdown"] = statistics.median(ratios) if ratios else None
