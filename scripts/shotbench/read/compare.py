@@ -131,8 +131,9 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "") -> 
     import holoviews as hv
 
     from shotbench.read import plots
+    from shotbench.reports import figures
 
-    setup = plots.setup().text
+    setup = figures.setup().text
     df = table.assign(neg=(table["ratio"] - table["ci-low"]).fillna(0), pos=(table["ci-high"] - table["ratio"]).fillna(0))
     case = hv.Dimension("case", label="Case (backend, mode, workers, page buffer)")
     ratio = hv.Dimension("ratio", label="Runtime B ÷ A (>1: B slower)")
@@ -148,7 +149,7 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "") -> 
     path.write_text(
         f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>{setup}"
         "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;white-space:nowrap}</style></head>"
-        f"<body><h1>shotbench compare</h1>{intro}{body}{plots.show(fig).text}</body></html>\n", encoding="utf-8")
+        f"<body><h1>shotbench compare</h1>{intro}{body}{figures.show(fig).text}</body></html>\n", encoding="utf-8")
     return path
 
 
