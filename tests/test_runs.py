@@ -13,14 +13,14 @@ import pytest
 
 from shotbench.errors import UserError
 from shotbench.read.plan import Matrix, plan_cases
-from shotbench.runs import SCHEMA, Layout, RunFolder, interleave, kind_of, latest_run, read_meta, run_folders
+from shotbench.runs import SCHEMA, RunKind, RunFolder, interleave, kind_of, latest_run, read_meta, run_folders
 from shotbench.transfer import runner as transfer
 from shotbench.transfer.matrix import MiB, Row
 
 REPO = Path(__file__).resolve().parents[1]
 CASES, DETAILS = ["run-id", "case-id", "trial", "total"], ["case-id", "trial", "bytes"]
-READ = Layout("read", CASES, DETAILS)
-TRANSFER = Layout("transfer", CASES, DETAILS, key=transfer.case_trial)
+READ = RunKind("read", CASES, DETAILS)
+TRANSFER = RunKind("transfer", CASES, DETAILS, key=transfer.case_trial)
 
 
 def case(cid: str, trial: int = 1, total: float = 1.0) -> tuple[list[dict], dict]:
@@ -73,7 +73,7 @@ def test_transfer_cases_are_keyed_by_case_and_trial(tmp_path: Path) -> None:
 
 
 def test_repair_gives_an_older_folder_the_new_columns(tmp_path: Path) -> None:
-    old = RunFolder.create(tmp_path / "r", Layout("read", CASES[:-1], DETAILS), {"run_id": "r"})
+    old = RunFolder.create(tmp_path / "r", RunKind("read", CASES[:-1], DETAILS), {"run_id": "r"})
     old.append_case(*case("t1-a"))
     folder = RunFolder(old.path, READ)
     assert folder.repair() == {"t1-a"}

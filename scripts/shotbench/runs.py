@@ -7,7 +7,7 @@ case and trial) and its kind's details table: `workers.csv` (read: one row per D
 case row last, each flushed and fsynced, so the case row is the commit mark: a resume drops
 detail rows of cases without one and runs those cases again.
 
-`run.json` records `schema` (the layout version, checked on reading: a folder without it is
+`run.json` records `schema` (the format version, checked on reading: a folder without it is
 schema 1) and `kind` ("read" or "transfer"; a folder written before `kind` existed is told
 apart by its details table).
 """
@@ -28,7 +28,7 @@ from shotbench.errors import UserError
 
 T = TypeVar("T")
 
-SCHEMA = 1  # the run.json layout this code writes and the newest it reads
+SCHEMA = 1  # the run-folder format this code writes and the newest it reads
 RUN_JSON = "run.json"
 CASES_CSV = "cases.csv"
 # The details table of each kind: only that kind writes it, so it names the kind of a folder
@@ -45,18 +45,18 @@ def case_id(row: Row) -> Hashable:
 
 
 @dataclass(frozen=True)
-class Layout:
-    """One benchmark's run folder: its kind, the columns of its two tables, and what names a
-    case (and trial) among the rows, for resuming."""
+class RunKind:
+    """One benchmark's kind of run folder: its name ("read", "transfer"), the columns of its two
+    tables, and what names a case (and trial) among the rows, for resuming."""
 
-    kind: str
+    name: str
     case_columns: Sequence[str]
     detail_columns: Sequence[str]
     key: Callable[[Row], Hashable] = case_id
 
     @property
     def details_csv(self) -> str:
-        return DETAILS_CSV[self.kind]
+        return DETAILS_CSV[self.name]
 
 
 def read_meta(folder: Path) -> dict[str, Any]:
@@ -138,25 +138,25 @@ def _write_table(file: Path, columns: Sequence[str], rows: Iterable[Row]) -> Non
 class RunFolder:
     """One run's files; every append is on disk before the next case starts."""
 
-    def __init__(self, path: Path, layout: Layout) -> None:
+    def __init__(self, path: Path, kind: RunKind) -> None:
         self.path = Path(path)
-        self.layout = layout
+        self.kind = kind
         self.run_json = self.path / RUN_JSON
         self.cases_csv = self.path / CASES_CSV
-        self.details_csv = self.path / layout.details_csv
+        self.details_csv = self.path / kind.details_csv
 
     @classmethod
-    def create(cls, path: Path, layout: Layout, meta: dict[str, Any]) -> "RunFolder":
+    def create(cls, path: Path, kind: RunKind, meta: dict[str, Any]) -> "RunFolder":
         """A new run folder (refused if it exists): empty tables with their headers, then run.json."""
         Path(path).mkdir(parents=True, exist_ok=False)
-        folder = cls(path, layout)
+        folder = cls(path, kind)
         folder.add_missing_tables()
         folder.write_meta(meta)
         return folder
 
     def add_missing_tables(self) -> None:
         """Header-only tables where none exist yet (a run stopped before its first case)."""
-        for file, cols in ((self.cases_csv, self.layout.case_columns), (self.details_csv, self.layout.detail_columns)):
+        for file, cols in ((self.cases_csv, self.kind.case_columns), (self.details_csv, self.kind.detail_columns)):
             if not file.is_file() or file.stat().st_size == 0:
                 _write_table(file, cols, [])
 
@@ -165,9 +165,12 @@ class RunFolder:
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         """run.json, stamped with this code's schema and the folder's kind; replaced atomically."""
-        meta.update(schema=SCHEMA, kind=self.layout.kind)
+        meta.update(schema=SCHEMA, kind=self.kind.name)
         tmp = self.run_json.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        with open(tmp, "w") as fh:
+            fh.write(json.dumps(meta, indent=2, default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, self.run_json)
 
     @staticmethod
@@ -226,14 +229,14 @@ class RunFolder:
     def repair(self, keep: Callable[[Row], bool] = lambda row: True) -> set[Hashable]:
         """Keep the first case row of each key that `keep` accepts and the detail rows of those
         cases; drop the rest (torn lines, unfinished cases, cases to run again). Both tables
-        are rewritten with the layout's columns (an older folder gains new ones, empty).
+        are rewritten with the kind's columns (an older folder gains new ones, empty).
         Returns the keys of the cases that stay measured."""
-        key = self.layout.key
+        key = self.kind.key
         kept: dict[Hashable, dict[str, str]] = {}
         for row in self.cases():
             if keep(row):
                 kept.setdefault(key(row), row)
         details = [r for r in self.details() if key(r) in kept]
-        _write_table(self.cases_csv, self.layout.case_columns, kept.values())
-        _write_table(self.details_csv, self.layout.detail_columns, details)
+        _write_table(self.cases_csv, self.kind.case_columns, kept.values())
+        _write_table(self.details_csv, self.kind.detail_columns, details)
         return set(kept)

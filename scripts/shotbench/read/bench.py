@@ -24,7 +24,7 @@ from shotbench.backends.base import Source
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir, data_dir, runs_dir, state_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
-from shotbench.read.results import LAYOUT, measured
+from shotbench.read.results import RUN_KIND, measured
 from shotbench.runs import RunFolder, latest_run
 
 EMBEDDED_BUCKET = "shotbench"
@@ -185,7 +185,7 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
 def _read_resume_meta(resume_dir: Path) -> dict[str, Any]:
     """run.json of the run to resume, or one sentence if it is unreadable."""
     try:
-        meta = RunFolder(resume_dir, LAYOUT).read_meta()
+        meta = RunFolder(resume_dir, RUN_KIND).read_meta()
         meta["config"]["bench"], meta["config"]["data"], meta["config"]["network"]  # noqa: B018 - keys it needs
         return meta
     except (ValueError, KeyError, TypeError, OSError):
@@ -300,7 +300,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
             "files": [f.key for f in wl.files],
         }
         if resume_dir is not None:
-            folder = RunFolder(resume_dir, LAYOUT)
+            folder = RunFolder(resume_dir, RUN_KIND)
             if meta.get("selection", {}).get("files") != selection["files"]:
                 raise UserError(f"the data at {prep.data['location']} differs from when run {meta['run_id']} started; start a new run instead of --resume.")
             done = folder.repair(measured)
@@ -338,7 +338,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                     drivers.for_backend(registry.get(name))
                 if resume_dir is None:
                     try:
-                        folder = RunFolder.create(runs / run_id, LAYOUT, meta)
+                        folder = RunFolder.create(runs / run_id, RUN_KIND, meta)
                     except PermissionError:
                         raise UserError(f"cannot write the run folder in {runs}; fix its permissions or choose another folder.") from None
                     held.enter_context(run_lock(folder.path))

@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from shotbench.read.results import LAYOUT
+from shotbench.read.results import RUN_KIND
 from shotbench.read.status import OK, row_status
 from shotbench.runs import RunFolder
 
@@ -34,7 +34,7 @@ def _median_runtimes(rows: list[dict[str, str]]) -> dict[tuple[str, ...], float]
 def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
     """One row per backend of `run`; `slowdown` (median over matching cases of faulted ÷
     fault-free runtime) needs `baseline`, else it is None."""
-    folder = RunFolder(run, LAYOUT)
+    folder = RunFolder(run, RUN_KIND)
     out: dict[str, dict[str, Any]] = {}
     for w in folder.details():
         b = out.setdefault(w["backend"], {c: 0 for c in COLUMNS} | {"backend": w["backend"], "retries": None})
@@ -47,7 +47,7 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
         b["wrong-bytes"] += w.get("verified") == "no"
         b["verified"] += w.get("verified") == "yes"
     faulted = _median_runtimes(folder.cases())
-    clean = _median_runtimes(RunFolder(baseline, LAYOUT).cases()) if baseline else {}
+    clean = _median_runtimes(RunFolder(baseline, RUN_KIND).cases()) if baseline else {}
     for name, b in out.items():
         ratios = [faulted[k] / clean[k] for k in faulted if k[0] == name and k in clean and clean[k] > 0]
         b["slowdown"] = statistics.median(ratios) if ratios else None

@@ -11,7 +11,7 @@ from typing import Any
 
 from shotbench.read.effective import COLUMNS as EFFECTIVE_COLUMNS
 from shotbench.read.status import OK, row_status, task_status
-from shotbench.runs import Layout
+from shotbench.runs import RunKind
 
 UPSTREAM_COLUMNS = [
     "worker#", "obj-id", "open+read-data-time", "wrkr-num-objs", "mean-obj-time", "num-dsets",
@@ -109,7 +109,7 @@ def harness_overhead(raw: Iterable[dict[str, Any]], total: float) -> float:
 
 
 # The read benchmark's run folder (shotbench.runs): cases.csv and workers.csv; a case id names its trial.
-LAYOUT = Layout("read", CASE_COLUMNS, WORKER_COLUMNS)
+RUN_KIND = RunKind("read", CASE_COLUMNS, WORKER_COLUMNS)
 
 
 def measured(row: dict[str, str]) -> bool:

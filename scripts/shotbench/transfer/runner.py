@@ -15,7 +15,7 @@ from typing import Callable
 
 from shotbench.errors import UserError
 from shotbench.provenance import git_commit, machine_info, utc_iso
-from shotbench.runs import RUN_JSON, Layout, RunFolder, interleave
+from shotbench.runs import RUN_JSON, RunKind, RunFolder, interleave
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
@@ -36,7 +36,7 @@ def case_trial(row) -> tuple[str, int]:
 
 
 # The transfer benchmark's run folder (shotbench.runs): cases.csv and transfers.csv.
-LAYOUT = Layout("transfer", CASE_COLUMNS, TRANSFER_COLUMNS, key=case_trial)
+RUN_KIND = RunKind("transfer", CASE_COLUMNS, TRANSFER_COLUMNS, key=case_trial)
 PYTHON_PACKAGES = ("boto3", "botocore", "s3transfer", "s3fs", "aiobotocore", "fsspec", "obstore", "awscrt", "numpy")
 
 
@@ -253,7 +253,7 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
     old: dict = {}
     skip: set = set()
     if (ctx.run_dir / RUN_JSON).exists():  # a resume: keep every case written, drop rows of an unfinished one
-        folder = RunFolder(ctx.run_dir, LAYOUT)
+        folder = RunFolder(ctx.run_dir, RUN_KIND)
         old = folder.read_meta()
         folder.add_missing_tables()
         skip = folder.repair()
@@ -274,7 +274,7 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
         ],
     }
     if folder is None:
-        folder = RunFolder.create(ctx.run_dir, LAYOUT, meta)
+        folder = RunFolder.create(ctx.run_dir, RUN_KIND, meta)
     else:
         folder.write_meta(meta)
     for t in tools:
