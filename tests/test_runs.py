@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,18 @@ def test_both_benchmarks_keep_their_case_order_for_a_seed() -> None:
         (0, "d"), (0, "b"), (0, "a"), (0, "c"), (1, "d"), (1, "b"), (1, "c"), (1, "a"),
     ]
 
+
+
+def test_commands_refuse_a_run_from_a_newer_shotbench_in_one_sentence(tmp_path: Path, capsys) -> None:
+    from shotbench.cli import main
+
+    published = sorted(p for p in (REPO / "data" / "runs").iterdir() if p.is_dir())[-1]
+    for name in ("a", "b"):
+        shutil.copytree(published, tmp_path / name)
+    meta = json.loads((tmp_path / "b" / "run.json").read_text())
+    (tmp_path / "b" / "run.json").write_text(json.dumps({**meta, "schema": SCHEMA + 1}))
+    for argv in (["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "out")],
+                 ["bench", "--resume", str(tmp_path / "b")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "newer than this shotbench reads" in err and "update shotbench" in err
