@@ -46,6 +46,7 @@ def test_tiny_matrix_end_to_end_writes_verified_results(tmp_path, s3_server, s3_
     assert all(r["verified"] == "True" for r in transfers)
     meta = json.loads((ctx.run_dir / "run.json").read_text())
     assert meta["status"] == "finished" and meta["tools"]["obstore"]["status"] == "ok"
+    assert (meta["kind"], meta["schema"]) == ("transfer", 1)
     for name in ("cases.csv", "transfers.csv", "run.json"):
         text = (ctx.run_dir / name).read_text()
         assert s3_server.secret_key not in text and s3_server.access_key not in text

@@ -36,10 +36,10 @@ CASES_CSV = "cases.csv"
 DETAILS_CSV = {"read": "workers.csv", "transfer": "transfers.csv"}
 KINDS = tuple(DETAILS_CSV)
 
-Row = Mapping[str, Any]
+CsvRow = Mapping[str, Any]
 
 
-def case_id(row: Row) -> Hashable:
+def case_id(row: CsvRow) -> Hashable:
     """A case row's identity when its case id already names the trial (read: `t1-…`)."""
     return row.get("case-id")
 
@@ -52,7 +52,7 @@ class RunKind:
     name: str
     case_columns: Sequence[str]
     detail_columns: Sequence[str]
-    key: Callable[[Row], Hashable] = case_id
+    key: Callable[[CsvRow], Hashable] = case_id
 
     @property
     def details_csv(self) -> str:
@@ -122,7 +122,7 @@ def _complete(text: str) -> str:
     return text if not text or text.endswith("\n") else text[: text.rfind("\n") + 1]
 
 
-def _write_table(file: Path, columns: Sequence[str], rows: Iterable[Row]) -> None:
+def _write_table(file: Path, columns: Sequence[str], rows: Iterable[CsvRow]) -> None:
     """Replace a table atomically (temp file, fsync, rename)."""
     tmp = file.with_suffix(".csv.tmp")
     with open(tmp, "w", newline="") as fh:
@@ -193,7 +193,7 @@ class RunFolder:
             fh.flush()
             os.fsync(fh.fileno())
 
-    def _append(self, file: Path, rows: list[Row]) -> None:
+    def _append(self, file: Path, rows: list[CsvRow]) -> None:
         """Rows under the file's own header (unknown keys left out, missing ones empty), fsynced."""
         self.cut_torn_tail(file)
         columns = self._header(file)
@@ -206,7 +206,7 @@ class RunFolder:
             fh.flush()
             os.fsync(fh.fileno())
 
-    def append_case(self, details: list[Row], case_row: Row) -> None:
+    def append_case(self, details: list[CsvRow], case_row: CsvRow) -> None:
         """A case's detail rows, then its case row (the commit mark)."""
         if details:
             self._append(self.details_csv, details)
@@ -226,7 +226,7 @@ class RunFolder:
         """Complete detail rows: workers.csv of a read run, transfers.csv of a transfer run."""
         return self._read(self.details_csv)
 
-    def repair(self, keep: Callable[[Row], bool] = lambda row: True) -> set[Hashable]:
+    def repair(self, keep: Callable[[CsvRow], bool] = lambda row: True) -> set[Hashable]:
         """Keep the first case row of each key that `keep` accepts and the detail rows of those
         cases; drop the rest (torn lines, unfinished cases, cases to run again). Both tables
         are rewritten with the kind's columns (an older folder gains new ones, empty).

@@ -15,7 +15,7 @@ from typing import Callable
 
 from shotbench.errors import UserError
 from shotbench.provenance import git_commit, machine_info, utc_iso
-from shotbench.runs import RUN_JSON, RunKind, RunFolder, interleave
+from shotbench.runs import RUN_JSON, CsvRow, RunFolder, RunKind, interleave
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
@@ -30,7 +30,7 @@ TRANSFER_COLUMNS = [
 ]
 
 
-def case_trial(row) -> tuple[str, int]:
+def case_trial(row: CsvRow) -> tuple[str, int]:
     """A transfer case row's identity: its case id does not name the trial."""
     return row["case-id"], int(row["trial"])
 
@@ -260,7 +260,7 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
     reasons = {t.name: t.check() for t in tools}
     meta = {
         "run_id": ctx.run_dir.name, "started": old.get("started", utc_iso()), "finished": None, "status": "running",
-        "kind": "transfer", "plan": plan.to_json(),
+        "plan": plan.to_json(),
         "tools": {t.name: {"family": t.family, "mode": t.mode, "version": None if reasons[t.name] else t.version(),
                            "status": reasons[t.name] or "ok", "how": t.describe} for t in tools},
         "versions": {"packages": package_versions()}, "machine": {**machine_info(), "python": platform.python_version()}, "git_commit": git_commit(),
