@@ -15,7 +15,8 @@ from shotbench.read import plan
 from shotbench.backends import registry
 from shotbench.backends.base import Source
 from shotbench.read.effective import COLUMNS
-from shotbench.read.results import RunFolder
+from shotbench.read.results import RUN_KIND
+from shotbench.runs import RunFolder
 
 pytestmark = pytest.mark.slow
 
@@ -39,13 +40,13 @@ def run_cases(
     workload = Workload(source, files, signal_files, s3, Path(server.access_log), bucket)
     cases = plan.plan_cases(matrix, 0, {b: True for b in matrix.backends},
                             {b: registry.get(b).has_block_cache for b in matrix.backends})
-    folder = RunFolder.create(tmp_path / "run", {"run_id": "effective"})
+    folder = RunFolder.create(tmp_path / "run", RUN_KIND, {"run_id": "effective"})
     drivers = Drivers(s3, tmp_path / "logs", None, 4, matrix.backends)
     try:
         Runner(folder, "effective", workload, 0, {}, drivers, say=print).run(cases)
     finally:
         drivers.stop()
-    return folder.workers(), folder.cases()
+    return folder.details(), folder.cases()
 
 
 @pytest.fixture(autouse=True)

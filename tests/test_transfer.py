@@ -12,7 +12,7 @@ import pytest
 from shotbench.cli import main as cli_main
 from shotbench.transfer import analysis, verify
 from shotbench.transfer.matrix import KiB, MiB, Row, ensure_files, parse_rows, size_label
-from shotbench.transfer.runner import Case, RunContext, TransferPlan, interleave, run_transfer, seed_source
+from shotbench.transfer.runner import Case, RunContext, TransferPlan, case_order, run_transfer, seed_source
 from shotbench.transfer.programs import Target, make_tools
 
 TINY = [Row(3, 64 * KiB), Row(1, 192 * KiB)]
@@ -46,6 +46,7 @@ def test_tiny_matrix_end_to_end_writes_verified_results(tmp_path, s3_server, s3_
     assert all(r["verified"] == "True" for r in transfers)
     meta = json.loads((ctx.run_dir / "run.json").read_text())
     assert meta["status"] == "finished" and meta["tools"]["obstore"]["status"] == "ok"
+    assert (meta["kind"], meta["schema"]) == ("transfer", 1)
     for name in ("cases.csv", "transfers.csv", "run.json"):
         text = (ctx.run_dir / name).read_text()
         assert s3_server.secret_key not in text and s3_server.access_key not in text
@@ -117,8 +118,8 @@ def test_rows_sizes_and_interleaving():
     assert parse_rows("1000x1MiB, 10x100MiB") == (Row(1000, MiB), Row(10, 100 * MiB))
     assert Row(1000, MiB).label == "1000 File/1 MiB ea" and size_label(10 * 1024 * MiB) == "10 GiB"
     cases = [Case("upload", t, 4, Row(1, MiB)) for t in "abcdef"]
-    order = interleave(cases, trials=3, seed=7)
-    assert order == interleave(cases, trials=3, seed=7)
+    order = case_order(cases, trials=3, seed=7)
+    assert order == case_order(cases, trials=3, seed=7)
     assert [t for t, _ in order] == [0] * 6 + [1] * 6 + [2] * 6
     assert [c for _, c in order[:6]] != [c for _, c in order[6:12]]  # each trial its own shuffle
 

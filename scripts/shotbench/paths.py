@@ -52,7 +52,13 @@ def data_dir() -> Path:
 
 
 def runs_dir() -> Path:
+    """Run folders of the reading benchmark (`shotbench bench`)."""
     return data_dir() / "runs"
+
+
+def transfer_runs_dir() -> Path:
+    """Run folders of the transfer benchmark (`shotbench transfer`)."""
+    return data_dir() / "transfer"
 
 
 def reports_dir() -> Path:

@@ -19,6 +19,7 @@ import pandas as pd
 from shotbench.read import multishot
 from shotbench.errors import UserError
 from shotbench.read.status import OK, error_count, legacy_case_status
+from shotbench.runs import RUN_JSON, latest_run, read_meta
 
 UPSTREAM_COLUMNS: tuple[str, ...] = (
     "worker#",
@@ -300,10 +301,10 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
             df[col] = default
     df["backend"] = df["backend"].fillna("").astype(str)
     run: dict = {}
-    meta = inp.path / "run.json"
+    meta = inp.path / RUN_JSON
     if meta.is_file():
         try:
-            run = json.loads(meta.read_text())
+            run = read_meta(inp.path)
         except json.JSONDecodeError:
             raise UserError(f"{meta} is not valid JSON; restore it or delete it to report without metadata.") from None
     case_file = inp.path / "cases.csv"
@@ -668,9 +669,9 @@ def default_inputs() -> list[str]:
     """What a notebook opened without parameters shows: the latest run, else the upstream CSVs."""
     from shotbench.paths import data_dir, runs_dir
 
-    runs = sorted(p for p in runs_dir().glob("*/") if (p / "workers.csv").is_file())
-    if runs:
-        return [f"{runs[-1].name}={runs[-1]}"]
+    run = latest_run(runs_dir(), "read")
+    if run is not None:
+        return [f"{run.name}={run}"]
     ref = data_dir() / "fixtures" / "mdsplusbench"
     return [f"ros3-1.14={ref / 'single-shot-ec2-s3.csv.gz'}", f"ros3-2.0-dev={ref / 'single-shot-ec2-s3-libaws.csv.gz'}"]
 

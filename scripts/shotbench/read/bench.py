@@ -24,7 +24,8 @@ from shotbench.backends.base import Source
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir, data_dir, runs_dir, state_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
-from shotbench.read.results import RunFolder, latest_run
+from shotbench.read.results import RUN_KIND, measured
+from shotbench.runs import RunFolder, latest_run
 
 EMBEDDED_BUCKET = "shotbench"
 EMBEDDED_PREFIX = "shots/"
@@ -187,7 +188,7 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
 def _read_resume_meta(resume_dir: Path) -> dict[str, Any]:
     """run.json of the run to resume, or one sentence if it is unreadable."""
     try:
-        meta = RunFolder(resume_dir).read_meta()
+        meta = RunFolder(resume_dir, RUN_KIND).read_meta()
         meta["config"]["bench"], meta["config"]["data"], meta["config"]["network"]  # noqa: B018 - keys it needs
         return meta
     except (ValueError, KeyError, TypeError, OSError):
@@ -242,7 +243,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         writable(runs, "runs folder")
         return _bench(args, runs, None)
-    resume_dir = latest_run(runs) if args.resume == "latest" else Path(args.resume)
+    resume_dir = latest_run(runs, "read") if args.resume == "latest" else Path(args.resume)
     if resume_dir is None or not (resume_dir / "run.json").exists():
         raise UserError(f"no run to resume in {args.resume if args.resume != 'latest' else runs}; start one with `shotbench bench`.")
     with run_lock(resume_dir):
@@ -304,10 +305,10 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
             "files": [f.key for f in wl.files],
         }
         if resume_dir is not None:
-            folder = RunFolder(resume_dir)
+            folder = RunFolder(resume_dir, RUN_KIND)
             if meta.get("selection", {}).get("files") != selection["files"]:
                 raise UserError(f"the data at {prep.data['location']} differs from when run {meta['run_id']} started; start a new run instead of --resume.")
-            done = folder.repair()
+            done = folder.repair(measured)
             run_id = meta["run_id"]
             pending = [c for c in cases if c.case_id not in done]
             if not pending:
@@ -342,7 +343,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                     drivers.for_backend(registry.get(name))
                 if resume_dir is None:
                     try:
-                        folder = RunFolder.create(runs / run_id, meta)
+                        folder = RunFolder.create(runs / run_id, RUN_KIND, meta)
                     except PermissionError:
                         raise UserError(f"cannot write the run folder in {runs}; fix its permissions or choose another folder.") from None
                     held.enter_context(run_lock(folder.path))
@@ -397,7 +398,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     say(summary_table(rows))
     from shotbench.read.breakeven import summary_lines
 
-    for line in summary_lines(folder.workers()):
+    for line in summary_lines(folder.details()):
         say(line)
     if meta["config"].get("network") in FAULTS:
         from shotbench.read import reliability

@@ -20,6 +20,7 @@ import pandas as pd
 
 from shotbench.read import analysis, decision
 from shotbench.errors import UserError
+from shotbench.runs import kind_of
 
 ALPHA = 0.05
 EXACT_MAX = 400  # n1 × n2 up to which the exact null distribution of U is counted
@@ -130,8 +131,9 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "") -> 
     import holoviews as hv
 
     from shotbench.read import plots
+    from shotbench.reports import figures
 
-    setup = plots.setup().text
+    setup = figures.setup().text
     df = table.assign(neg=(table["ratio"] - table["ci-low"]).fillna(0), pos=(table["ci-high"] - table["ratio"]).fillna(0))
     case = hv.Dimension("case", label="Case (backend, mode, workers, page buffer)")
     ratio = hv.Dimension("ratio", label="Runtime B ÷ A (>1: B slower)")
@@ -147,14 +149,14 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "") -> 
     path.write_text(
         f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>{setup}"
         "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;white-space:nowrap}</style></head>"
-        f"<body><h1>shotbench compare</h1>{intro}{body}{plots.show(fig).text}</body></html>\n", encoding="utf-8")
+        f"<body><h1>shotbench compare</h1>{intro}{body}{figures.show(fig).text}</body></html>\n", encoding="utf-8")
     return path
 
 
 def _sides(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, list[str], str]:
     if args.run:
         run = Path(args.run)
-        if not (run / "workers.csv").is_file():
+        if kind_of(run) != "read":
             raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
         c = _cases(run)
         known = sorted(set(c["backend"]))
@@ -165,7 +167,7 @@ def _sides(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, list[s
         return c[c["backend"] == args.a], c[c["backend"] == args.b], keys, f"{args.b} vs {args.a} ({run.name})"
     paths = [Path(args.a), Path(args.b)]
     for p in paths:
-        if not (p / "workers.csv").is_file():
+        if kind_of(p) != "read":
             raise UserError(f"{p} is not a run folder; pass two run folders, or two backends with --run DIR.")
     return _cases(paths[0]), _cases(paths[1]), CASE_KEYS, f"{paths[1].name} vs {paths[0].name}"
 

@@ -11,6 +11,7 @@ import holoviews as hv
 import pandas as pd
 
 from shotbench.read import multishot, plots
+from shotbench.reports.figures import use_bokeh
 
 PAIR_COLORS = {
     ("shot", "shots"): "#1f77b4", ("signal", "signals"): "#2ca02c",
@@ -20,7 +21,7 @@ PAIR_COLORS = {
 
 def _case_lines(table: pd.DataFrame, source: str, y: str, ylabel: str, title: str, logy: bool = False) -> hv.Overlay:
     """Lines vs workers for one source; hover shows runtime, hit rates and the row count."""
-    plots._backend()
+    use_bokeh()
     df = table[(table["source"] == source) & table[y].notna()].copy()
     df["case"] = df.apply(multishot.case_label, axis=1)
     pbs = sorted(int(x) for x in df["pb-size"].unique())

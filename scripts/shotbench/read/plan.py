@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from shotbench.runs import interleave
+
 T = TypeVar("T")
 
 MODES = ("shots", "signals")
@@ -284,32 +286,30 @@ def plan_cases(
     The block cache joins the case id only when it is not the default, so ids of runs made
     before it existed stay the same.
     """
-    cases: list[Case] = []
-    order = 0
     block_cache = block_cache or {}
-    for trial in range(1, matrix.trials + 1):
-        combos = []
-        for fam in matrix.families or {"": None}:
-            shape = matrix.families.get(fam)
-            modes = [m for m in matrix.modes if shape is None or not shape.many_shot or m in MODES]
-            for backend in matrix.backends:
-                hdf5 = reads_hdf5[backend]
-                bcs: list[int | None] = list(matrix.block_caches) if block_cache.get(backend) else [None]
-                wanted = (shape.page_buffers or matrix.page_buffers) if shape is not None else matrix.page_buffers
-                pbs = [p for p in wanted if shape is None or shape.accepts_page_buffer(p)] or [0]
-                for mode in modes:
-                    for w in matrix.workers:
-                        for pb in dict.fromkeys(pbs) if hdf5 else [0]:
-                            for cc in matrix.chunk_caches if hdf5 else [0]:
-                                for bc in bcs:
-                                    combos.append((fam, backend, mode, w, pb, cc, bc))
-        seeded(seed, "order", trial).shuffle(combos)
-        for fam, backend, mode, w, pb, cc, bc in combos:
-            order += 1
-            cid = f"t{trial}-{fam + '-' if fam else ''}{backend}-{mode}-w{w}-pb{setting_token(pb)}-cc{cc}"
-            if bc is not None and bc >= 0:
-                cid += f"-bc{setting_token(bc)}"
-            cases.append(Case(cid, trial, order, backend, mode, w, pb, cc, bc, fam))
+    combos = []
+    for fam in matrix.families or {"": None}:
+        shape = matrix.families.get(fam)
+        modes = [m for m in matrix.modes if shape is None or not shape.many_shot or m in MODES]
+        for backend in matrix.backends:
+            hdf5 = reads_hdf5[backend]
+            bcs: list[int | None] = list(matrix.block_caches) if block_cache.get(backend) else [None]
+            wanted = (shape.page_buffers or matrix.page_buffers) if shape is not None else matrix.page_buffers
+            pbs = [p for p in wanted if shape is None or shape.accepts_page_buffer(p)] or [0]
+            for mode in modes:
+                for w in matrix.workers:
+                    for pb in dict.fromkeys(pbs) if hdf5 else [0]:
+                        for cc in matrix.chunk_caches if hdf5 else [0]:
+                            for bc in bcs:
+                                combos.append((fam, backend, mode, w, pb, cc, bc))
+    cases: list[Case] = []
+    trials = range(1, matrix.trials + 1)
+    for order, (trial, combo) in enumerate(interleave(combos, trials, lambda t: seeded(seed, "order", t)), start=1):
+        fam, backend, mode, w, pb, cc, bc = combo
+        cid = f"t{trial}-{fam + '-' if fam else ''}{backend}-{mode}-w{w}-pb{setting_token(pb)}-cc{cc}"
+        if bc is not None and bc >= 0:
+            cid += f"-bc{setting_token(bc)}"
+        cases.append(Case(cid, trial, order, backend, mode, w, pb, cc, bc, fam))
     return cases
 
 

@@ -1,23 +1,18 @@
-"""HoloViews/Bokeh figure builders for the report notebooks, and a display that survives export.
+"""HoloViews/Bokeh figure builders for the reading benchmark's report notebooks.
 
-The usual notebook display of hvplot/holoviews objects loads BokehJS and Panel from CDNs and
-relies on Jupyter comms, so an exported HTML opened from disk shows nothing. `setup()` instead
-puts BokehJS inline once, and `show()` embeds each figure as a self-contained Bokeh document
-(`bokeh.embed.components`): the same HTML works in JupyterLab, in nbconvert output and offline.
+They are displayed with `setup()` once and `show()` per figure (shotbench.reports.figures, shared
+with the transfer report; the read notebooks and tests reach them through this module).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Iterable
 
 import holoviews as hv
 import pandas as pd
-from bokeh.embed import components
-from bokeh.models import Plot
-from bokeh.resources import Resources
 
 from shotbench.read.analysis import pb_label
+from shotbench.reports.figures import count_figures, setup, show, use_bokeh  # noqa: F401  the read notebooks' display
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#393b79", "#bcbd22")
 # grey and black draw references (y = 1, linear scaling, whiskers), never a series
@@ -25,52 +20,6 @@ LEGEND_LIMIT = 1000  # HoloViews hides the legend past 25 glyphs by default: 13 
 WIDTH, HEIGHT = 600, 380
 WORKERS = hv.Dimension("num-workers", label="Number of Dask workers")
 MODE_TITLES = {"shots": "All signals of one shot file", "signals": "All signals of all shot files"}
-PLOT_CLASS = "shotbench-plot"
-
-
-@lru_cache(maxsize=1)
-def _backend() -> None:
-    import holoviews.plotting.bokeh  # noqa: F401  registers the renderer without notebook output
-
-    hv.Store.set_current_backend("bokeh")
-
-
-@lru_cache(maxsize=1)
-def bokeh_js() -> str:
-    """BokehJS (core only: the figures use no widgets, tables or WebGL) as an inline script."""
-    res = Resources(mode="inline", components=["bokeh"])
-    return "\n".join(f"<script type=\"text/javascript\">{js}</script>" for js in res.js_raw)
-
-
-class _Html:
-    """An HTML output with nothing but text/html, so every frontend and exporter keeps it."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def _repr_html_(self) -> str:
-        return self.text
-
-
-def setup() -> _Html:
-    """Load the Bokeh plotting backend; display the result once, before the first `show()`."""
-    _backend()
-    return _Html(bokeh_js())
-
-
-def count_figures(obj: hv.core.Dimensioned) -> int:
-    """How many Bokeh plots a HoloViews object renders to (what the browser test expects)."""
-    _backend()
-    return len(list(hv.render(obj, backend="bokeh").select({"type": Plot})))
-
-
-def show(obj: hv.core.Dimensioned) -> _Html:
-    """Embed a figure as a standalone Bokeh document (needs `setup()` displayed earlier)."""
-    _backend()
-    model = hv.render(obj, backend="bokeh")
-    n = len(list(model.select({"type": Plot})))
-    script, div = components(model)
-    return _Html(f'<div class="{PLOT_CLASS}" data-figures="{n}">{div}{script}</div>')
 
 
 def colors(series: Iterable[str]) -> dict[str, str]:
@@ -151,7 +100,7 @@ def _labels(overlay: hv.Overlay) -> list[str]:
 
 def ratio_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
     """Performance ratio vs workers, with y = 1 and the linear-scaling line for reference."""
-    _backend()
+    use_bokeh()
     df = table[table["obj-type"] == mode]
     w0 = int(df["num-workers"].min())
     wmax = int(df["num-workers"].max())
@@ -168,7 +117,7 @@ def ratio_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Ov
 
 def runtime_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
     """Total runtime (median over trials) vs workers."""
-    _backend()
+    use_bokeh()
     df = table[table["obj-type"] == mode]
     lines = _lines(df, "total-runtime", "Total runtime [s]", palette, ["norm-tot-runtime", "trials"])
     first = df[(df["series"] == df["series"].iloc[0]) & (df["pb-size"] == df["pb-size"].iloc[0])].sort_values("num-workers")
@@ -211,7 +160,7 @@ def _box_legend(plot: Any, element: hv.Overlay) -> None:
 
 def box_plot(workers: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
     """Per-worker mean object read time by page buffer and workers, one box per series."""
-    _backend()
+    use_bokeh()
     df = workers.loc[workers["obj-type"] == mode, ["series", "pb-size", "num-workers", "mean-obj-time"]].dropna()
     df["series"] = df["series"].astype(str)
     df = df.assign(**{"page buffer": df["pb-size"].map(pb_label)}).sort_values(["pb-size", "num-workers"], kind="stable")
@@ -243,7 +192,7 @@ def box_plot(workers: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Ov
 
 def metric_plot(metrics: pd.DataFrame, mode: str, column: str, ylabel: str, title: str, palette: dict[str, str], one_line: bool = False) -> hv.Overlay | None:
     """Any per-case metric (raw-GET ratio, GETs, MB, efficiency) vs workers; None if absent."""
-    _backend()
+    use_bokeh()
     df = metrics[(metrics["obj-type"] == mode) & metrics[column].notna()]
     if df.empty:
         return None
@@ -275,7 +224,7 @@ def efficiency_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -
 
 def ratio_ci_plot(ratios: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay | None:
     """Speed relative to the reference series with bootstrap 95 % intervals across trials."""
-    _backend()
+    use_bokeh()
     df = ratios[ratios["obj-type"] == mode]
     if df.empty:
         return None

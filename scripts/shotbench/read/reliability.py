@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shotbench.read.results import RunFolder
+from shotbench.read.results import RUN_KIND
 from shotbench.read.status import OK, row_status
+from shotbench.runs import RunFolder
 
 COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "injected", "wrong-bytes", "verified", "slowdown"]
 
@@ -40,9 +41,9 @@ def _median_runtimes(rows: list[dict[str, str]]) -> dict[tuple[str, ...], float]
 def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
     """One row per backend of `run`; `slowdown` (median over matching cases of faulted ÷
     fault-free runtime) needs `baseline`, else it is None."""
-    folder = RunFolder(run)
+    folder = RunFolder(run, RUN_KIND)
     out: dict[str, dict[str, Any]] = {}
-    for w in folder.workers():
+    for w in folder.details():
         b = out.setdefault(w["backend"], {c: 0 for c in COLUMNS} | {"backend": w["backend"], "retries": None,
                                                                      "injected": None})
         b["rows"] += 1
@@ -57,7 +58,7 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
         if name in out:
             out[name]["injected"] = count
     faulted = _median_runtimes(folder.cases())
-    clean = _median_runtimes(RunFolder(baseline).cases()) if baseline else {}
+    clean = _median_runtimes(RunFolder(baseline, RUN_KIND).cases()) if baseline else {}
     for name, b in out.items():
         ratios = [faulted[k] / clean[k] for k in faulted if k[0] == name and k in clean and clean[k] > 0]
         b["slowdown"] = statistics.median(ratios) if ratios else None

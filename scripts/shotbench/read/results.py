@@ -1,22 +1,17 @@
-"""The run folder: workers.csv, cases.csv, run.json — schema, appending, resuming.
+"""The read benchmark's tables: the columns of workers.csv and cases.csv and the rows a case writes.
 
-A case's worker rows are appended first and its case row last, each flushed and fsynced,
-so the case row is the commit mark: on resume, worker rows of cases without a case row
-are dropped and those cases run again. Every case therefore appears exactly once.
+The run folder itself (appending, resuming, run.json) is shotbench.runs, shared with the
+transfer benchmark; on resume a case row is the commit mark, so every case appears exactly once.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from shotbench.read.effective import COLUMNS as EFFECTIVE_COLUMNS
 from shotbench.read.status import OK, row_status, task_status
+from shotbench.runs import RunKind
 
 UPSTREAM_COLUMNS = [
     "worker#", "obj-id", "open+read-data-time", "wrkr-num-objs", "mean-obj-time", "num-dsets",
@@ -113,95 +108,10 @@ def harness_overhead(raw: Iterable[dict[str, Any]], total: float) -> float:
     return max(0.0, total - max(per_task.values(), default=0.0))
 
 
-class RunFolder:
-    """One run's files; appends are durable before the next case starts."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.workers_csv = self.path / "workers.csv"
-        self.cases_csv = self.path / "cases.csv"
-        self.run_json = self.path / "run.json"
-
-    @classmethod
-    def create(cls, path: Path, meta: dict[str, Any]) -> "RunFolder":
-        path.mkdir(parents=True, exist_ok=False)
-        folder = cls(path)
-        for file, cols in ((folder.workers_csv, WORKER_COLUMNS), (folder.cases_csv, CASE_COLUMNS)):
-            with open(file, "w", newline="") as fh:
-                csv.writer(fh).writerow(cols)
-        folder.write_meta(meta)
-        return folder
-
-    def read_meta(self) -> dict[str, Any]:
-        return json.loads(self.run_json.read_text())
-
-    def write_meta(self, meta: dict[str, Any]) -> None:
-        tmp = self.run_json.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n")
-        os.replace(tmp, self.run_json)
-
-    @staticmethod
-    def _append(file: Path, cols: list[str], rows: list[dict[str, Any]]) -> None:
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-        for row in rows:
-            writer.writerow({k: row.get(k, "") for k in cols})
-        with open(file, "a", newline="") as fh:
-            fh.write(buf.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
-
-    def append_case(self, workers: list[dict[str, Any]], case_row: dict[str, Any]) -> None:
-        """Worker rows, then the case row (the commit mark)."""
-        if workers:
-            self._append(self.workers_csv, WORKER_COLUMNS, workers)
-        self._append(self.cases_csv, CASE_COLUMNS, [case_row])
-
-    @staticmethod
-    def _read(file: Path) -> list[dict[str, str]]:
-        """Complete rows only: a line cut short by a kill (no trailing newline) is ignored."""
-        if not file.exists():
-            return []
-        text = file.read_text()
-        if text and not text.endswith("\n"):
-            text = text[: text.rfind("\n") + 1]
-        return list(csv.DictReader(io.StringIO(text)))
-
-    def cases(self) -> list[dict[str, str]]:
-        return self._read(self.cases_csv)
-
-    def workers(self) -> list[dict[str, str]]:
-        return self._read(self.workers_csv)
-
-    def repair(self) -> set[str]:
-        """Drop rows of unfinished cases (and torn lines) and of failed or partial cases, which
-        a resume runs again; returns the ids of the cases that stay measured."""
-        cases = self.cases()
-        seen: dict[str, dict[str, str]] = {}
-        for row in cases:
-            if row_status(row) == OK:
-                seen.setdefault(row["case-id"], row)
-        done = set(seen)
-        workers = [r for r in self.workers() if r.get("case-id") in done]
-        for file, cols, rows in (
-            (self.cases_csv, CASE_COLUMNS, list(seen.values())),
-            (self.workers_csv, WORKER_COLUMNS, workers),
-        ):
-            tmp = file.with_suffix(".csv.tmp")
-            with open(tmp, "w", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=cols, lineterminator="\n")
-                writer.writeheader()
-                for row in rows:
-                    writer.writerow({k: row.get(k, "") for k in cols})
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, file)
-        return done
+# The read benchmark's run folder (shotbench.runs): cases.csv and workers.csv; a case id names its trial.
+RUN_KIND = RunKind("read", CASE_COLUMNS, WORKER_COLUMNS)
 
 
-def latest_run(runs: Path) -> Path | None:
-    """The most recent run folder (run ids sort by time)."""
-    if not runs.exists():
-        return None
-    folders = sorted(p for p in runs.iterdir() if (p / "run.json").exists())
-    return folders[-1] if folders else None
+def measured(row: dict[str, str]) -> bool:
+    """A case row a resume keeps: ok. Failed and partial cases run again."""
+    return row_status(row) == OK

@@ -36,8 +36,9 @@ from shotbench.read.plan import Case, ShotFile
 from shotbench.provenance import utc_iso
 from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
 from shotbench.read.results import (
-    RunFolder, efficiency, harness_overhead, task_time_sum, worker_rows,
+    efficiency, harness_overhead, task_time_sum, worker_rows,
 )
+from shotbench.runs import RunFolder
 
 
 class DriverError(RuntimeError):

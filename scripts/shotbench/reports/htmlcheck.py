@@ -61,7 +61,7 @@ def external_resources(html: str) -> list[str]:
 
 
 def figure_count(html: str) -> int:
-    """Bokeh figures embedded by `plots.show()` (each wrapper records how many it holds)."""
+    """Bokeh figures embedded by `figures.show()` (each wrapper records how many it holds)."""
     return sum(int(n) for n in re.findall(r'class="shotbench-plot" data-figures="(\d+)"', html))
 
 

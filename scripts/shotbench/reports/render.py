@@ -21,7 +21,8 @@ from typing import IO, Any, Callable
 from shotbench.read import analysis, multishot
 from shotbench.errors import UserError
 from shotbench.reports.htmlcheck import external_resources, figure_count
-from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir
+from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir, transfer_runs_dir
+from shotbench.runs import DETAILS_CSV, latest_run, read_meta, run_folders
 
 KERNEL_NAME = "shotbench"
 INDEX_NAME = "index.html"
@@ -42,7 +43,7 @@ class ReportKind:
     name: str
     notebook: str
     folder: Callable[[], Path]
-    marker: str
+    run_kind: str  # the kind of run folder it reads (shotbench.runs): "read" or "transfer"
     out_prefix: str = ""
 
     @property
@@ -55,10 +56,7 @@ class ReportKind:
 
     def runs(self) -> list[Path]:
         """Run folders of this kind, oldest first (run ids start with a UTC timestamp)."""
-        base = self.folder()
-        if not base.is_dir():
-            return []
-        return sorted(p for p in base.iterdir() if p.is_dir() and (p / self.marker).is_file())
+        return run_folders(self.folder(), self.run_kind)
 
     def out_dir(self, run: Path) -> Path:
         base = reports_dir() / self.out_prefix if self.out_prefix else reports_dir()
@@ -69,8 +67,8 @@ class ReportKind:
 
 
 KINDS: dict[str, ReportKind] = {
-    "ros3": ReportKind("ros3", "ros3-backends.ipynb", runs_dir, "workers.csv"),
-    "transfer": ReportKind("transfer", "transfer.ipynb", lambda: data_dir() / "transfer", "transfers.csv", "transfer"),
+    "ros3": ReportKind("ros3", "ros3-backends.ipynb", runs_dir, "read"),
+    "transfer": ReportKind("transfer", "transfer.ipynb", transfer_runs_dir, "transfer", "transfer"),
 }
 
 
@@ -260,8 +258,8 @@ def index_entry(kind: ReportKind, run: Path, report: Path) -> IndexEntry:
     """Describe a rendered run from its run.json (and cases.csv when versions are missing)."""
     meta: dict = {}
     try:
-        meta = json.loads((run / "run.json").read_text())
-    except (OSError, json.JSONDecodeError):
+        meta = read_meta(run)
+    except (OSError, ValueError):
         pass
     versions = (meta.get("versions") or {}).get("backends") or {}
     backends = list(versions) or list((meta.get("config") or {}).get("backends") or [])
@@ -390,8 +388,9 @@ def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None 
     `extra` adds notebook parameters (e.g. a shared baseline) to the kind's own.
     """
     run = run.resolve()
-    if not (run / kind.marker).is_file():
-        raise UserError(f"{run} has no {kind.marker}; pass a run folder such as {kind.folder()}/<run-id>.")
+    details = DETAILS_CSV[kind.run_kind]
+    if not (run / details).is_file():
+        raise UserError(f"{run} has no {details}; pass a run folder such as {kind.folder()}/<run-id>.")
     out_dir = kind.out_dir(run)
     t0 = time.monotonic()
     print(f"Rendering {run.name} with {kind.notebook} into {out_dir} ...", flush=True)
@@ -407,11 +406,11 @@ def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None 
 
 
 def latest(kind: ReportKind) -> Path:
-    runs = kind.runs()
-    if not runs:
+    run = latest_run(kind.folder(), kind.run_kind)
+    if run is None:
         hint = "make bench-transfer" if kind.name == "transfer" else "make bench-ros3"
         raise UserError(f"No runs in {kind.folder()} yet; run `{hint}` first, or pass --input LABEL=PATH.")
-    return runs[-1]
+    return run
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -6,27 +6,15 @@ A cell is the median over trials that verified; a case with no good trial shows 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from shotbench.paths import data_dir
+from shotbench.runs import RUN_JSON, read_meta
 from shotbench.transfer.matrix import size_label
 
 BASELINE = "raw-get"
-
-
-def transfer_root() -> Path:
-    return data_dir() / "transfer"
-
-
-def latest_run(root: Path | None = None) -> Path | None:
-    """The newest run folder that has a cases.csv (run ids sort by start time)."""
-    root = root or transfer_root()
-    runs = sorted(p for p in root.glob("*/cases.csv")) if root.exists() else []
-    return runs[-1].parent if runs else None
 
 
 def load_cases(run_dir: Path) -> pd.DataFrame:
@@ -36,8 +24,8 @@ def load_cases(run_dir: Path) -> pd.DataFrame:
 
 
 def load_meta(run_dir: Path) -> dict:
-    path = run_dir / "run.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    """run.json (checked by shotbench.runs), or {} for a folder without one."""
+    return read_meta(run_dir) if (run_dir / RUN_JSON).exists() else {}
 
 
 def summarize(cases: pd.DataFrame) -> pd.DataFrame:

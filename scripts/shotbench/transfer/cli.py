@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from shotbench.errors import UserError
-from shotbench.paths import cache_dir
+from shotbench.paths import cache_dir, transfer_runs_dir
 from shotbench.transfer.matrix import TRANSFER_PROFILES, get_profile, parse_rows
 from shotbench.transfer.programs import DEFAULT_TOOLS, TOOL_CLASSES
 
@@ -151,10 +151,9 @@ def install_only(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    import json
-
-    from shotbench.transfer.analysis import terminal_summary, transfer_root
+    from shotbench.transfer.analysis import terminal_summary
     from shotbench.provenance import new_run_id
+    from shotbench.runs import read_meta
     from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
     from shotbench.transfer.programs import make_tools
 
@@ -166,13 +165,17 @@ def main(args: argparse.Namespace) -> int:
         meta_path = run_dir / "run.json"
         if not meta_path.exists():
             raise UserError(f"{run_dir} has no run.json; pass a data/transfer/<run-id> folder to --resume.")
-        plan = TransferPlan.from_json(json.loads(meta_path.read_text())["plan"])
+        try:
+            plan = TransferPlan.from_json(read_meta(run_dir)["plan"])
+        except (ValueError, KeyError, TypeError):
+            raise UserError(f"{meta_path} is damaged or incomplete, so the run cannot be resumed; "
+                            "start a new run with `shotbench transfer`.") from None
     else:
         plan = build_plan(args)
         from shotbench.diskspace import writable
 
-        writable(args.out or transfer_root(), "output folder")
-        run_dir = (args.out or transfer_root()) / new_run_id()
+        writable(args.out or transfer_runs_dir(), "output folder")
+        run_dir = (args.out or transfer_runs_dir()) / new_run_id()
     binaries = {k: v for k, v in {"aws-s3-sync": args.aws_bin, "aws-s3-cp": args.aws_bin,
                                   "s5cmd": args.s5cmd_bin}.items() if v}
     tools = make_tools(plan.tools, binaries)

@@ -1,12 +1,10 @@
 """Running the transfer matrix: cases in interleaved seeded order, every result verified and
-appended to CSV the moment it exists, so an interrupted run keeps (and can resume) its rows.
+appended to the run folder (shotbench.runs) the moment it exists, so an interrupted run keeps
+(and can resume) its rows.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import os
 import platform
 import random
 import shutil
@@ -17,6 +15,7 @@ from typing import Callable
 
 from shotbench.errors import UserError
 from shotbench.provenance import git_commit, machine_info, utc_iso
+from shotbench.runs import RUN_JSON, CsvRow, RunFolder, RunKind, interleave
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
@@ -29,6 +28,15 @@ CASE_COLUMNS = [
 TRANSFER_COLUMNS = [
     "run-id", "case-id", "trial", "direction", "tool", "concurrency", "file", "size", "seconds", "verified", "error",
 ]
+
+
+def case_trial(row: CsvRow) -> tuple[str, int]:
+    """A transfer case row's identity: its case id does not name the trial."""
+    return row["case-id"], int(row["trial"])
+
+
+# The transfer benchmark's run folder (shotbench.runs): cases.csv and transfers.csv.
+RUN_KIND = RunKind("transfer", CASE_COLUMNS, TRANSFER_COLUMNS, key=case_trial)
 PYTHON_PACKAGES = ("boto3", "botocore", "s3transfer", "s3fs", "aiobotocore", "fsspec", "obstore", "awscrt", "numpy")
 
 
@@ -92,44 +100,13 @@ def plan_cases(plan: TransferPlan, tools: list[Tool]) -> list[Case]:
     return cases
 
 
-def interleave(cases: list[Case], trials: int, seed: int) -> list[tuple[int, Case]]:
-    """Each trial runs every case once, in its own seeded shuffle: drift (page cache, a noisy
-    neighbour) spreads over all tools instead of landing on whichever ran last."""
-    order = []
-    for trial in range(trials):
-        block = list(cases)
-        random.Random(seed * 1000 + trial).shuffle(block)
-        order += [(trial, c) for c in block]
-    return order
+def case_order(cases: list[Case], trials: int, seed: int) -> list[tuple[int, Case]]:
+    """(trial, case): each trial runs every case once, in its own seeded shuffle (runs.interleave).
 
-
-class CsvAppender:
-    """Append rows to a CSV, header on first write, flushed per row."""
-
-    def __init__(self, path: Path, columns: list[str]) -> None:
-        self.path, self.columns = path, columns
-        new = not path.exists() or path.stat().st_size == 0
-        self._fh = open(path, "a", newline="")
-        self._w = csv.DictWriter(self._fh, fieldnames=columns, extrasaction="ignore")
-        if new:
-            self._w.writeheader()
-            self._fh.flush()
-
-    def write(self, rows: list[dict]) -> None:
-        self._w.writerows(rows)
-        self._fh.flush()
-
-    def close(self) -> None:
-        self._fh.close()
-
-
-def done_cases(run_dir: Path) -> set[tuple[str, int]]:
-    """(case-id, trial) pairs already in cases.csv: what a resumed run skips."""
-    path = run_dir / "cases.csv"
-    if not path.exists():
-        return set()
-    with open(path, newline="") as f:
-        return {(r["case-id"], int(r["trial"])) for r in csv.DictReader(f)}
+    The per-trial seed `seed * 1000 + trial` is the one this benchmark has always used, so a seed
+    gives the same order as in earlier runs.
+    """
+    return interleave(cases, range(trials), lambda trial: random.Random(seed * 1000 + trial))
 
 
 def package_versions() -> dict[str, str | None]:
@@ -269,24 +246,21 @@ def _one_line(exc: BaseException, cfg: S3Config) -> str:
     return _scrub(" ".join(text.split()), cfg)[:400] or type(exc).__name__
 
 
-def write_run_json(ctx: RunContext, meta: dict) -> None:
-    path = ctx.run_dir / "run.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, default=str))
-    os.replace(tmp, path)
-
-
 def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
                  progress: Callable[[str], None] = print) -> Path:
     """Run (or resume) the plan into ctx.run_dir; returns the run folder."""
-    ctx.run_dir.mkdir(parents=True, exist_ok=True)
-    old = {}
-    if (ctx.run_dir / "run.json").exists():
-        old = json.loads((ctx.run_dir / "run.json").read_text())
+    folder: RunFolder | None = None
+    old: dict = {}
+    skip: set = set()
+    if (ctx.run_dir / RUN_JSON).exists():  # a resume: keep every case written, drop rows of an unfinished one
+        folder = RunFolder(ctx.run_dir, RUN_KIND)
+        old = folder.read_meta()
+        folder.add_missing_tables()
+        skip = folder.repair()
     reasons = {t.name: t.check() for t in tools}
     meta = {
         "run_id": ctx.run_dir.name, "started": old.get("started", utc_iso()), "finished": None, "status": "running",
-        "kind": "transfer", "plan": plan.to_json(),
+        "plan": plan.to_json(),
         "tools": {t.name: {"family": t.family, "mode": t.mode, "version": None if reasons[t.name] else t.version(),
                            "status": reasons[t.name] or "ok", "how": t.describe} for t in tools},
         "versions": {"packages": package_versions()}, "machine": {**machine_info(), "python": platform.python_version()}, "git_commit": git_commit(),
@@ -299,13 +273,15 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
             "uploads are verified by listing object sizes, downloads by size and sha256",
         ],
     }
-    write_run_json(ctx, meta)
+    if folder is None:
+        folder = RunFolder.create(ctx.run_dir, RUN_KIND, meta)
+    else:
+        folder.write_meta(meta)
     for t in tools:
         if reasons[t.name]:
             progress(f"{t.name}: {reasons[t.name]}")
 
-    order = interleave(plan_cases(plan, tools), plan.trials, plan.seed)
-    skip = done_cases(ctx.run_dir)
+    order = case_order(plan_cases(plan, tools), plan.trials, plan.seed)
     by_name = {t.name: t for t in tools}
     files: dict[Row, list[FileSpec]] = {}
     sources: dict[Row, Target] = {}
@@ -317,8 +293,6 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
             seed_source(ctx.cfg, sources[row], files[row])
         progress(f"ready: {row.label} ({size_label(row.total)}) in {time.perf_counter() - t:.1f} s")
 
-    cases_csv = CsvAppender(ctx.run_dir / "cases.csv", CASE_COLUMNS)
-    transfers_csv = CsvAppender(ctx.run_dir / "transfers.csv", TRANSFER_COLUMNS)
     try:
         for i, (trial, case) in enumerate(order):
             if (case.case_id, trial) in skip:
@@ -327,9 +301,9 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
             res, per_file = run_case(ctx, by_name[case.tool], case, trial, files[case.row], sources[case.row],
                                      reasons[case.tool])
             common = {"run-id": ctx.run_dir.name, "case-id": case.case_id, "trial": trial}
-            cases_csv.write([{**common, "order": i, "mode": by_name[case.tool].mode, "started": started,
-                              "finished": utc_iso(), **res}])
-            transfers_csv.write([{**common, **r} for r in per_file])
+            folder.append_case([{**common, **r} for r in per_file],
+                               {**common, "order": i, "mode": by_name[case.tool].mode, "started": started,
+                                "finished": utc_iso(), **res})
             cell = f"{float(res['seconds']):8.2f} s {res['mb-per-s']:>8} MB/s" if res["seconds"] else f"error: {res['error'][:90]}"
             progress(f"[{i + 1}/{len(order)}] {case.direction:8} {case.tool:22} c={case.concurrency:<3} "
                      f"{case.row.label:20} {cell}")
@@ -338,8 +312,6 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
         meta["status"] = "interrupted"
         raise
     finally:
-        cases_csv.close()
-        transfers_csv.close()
         meta["finished"] = utc_iso()
-        write_run_json(ctx, meta)
+        folder.write_meta(meta)
     return ctx.run_dir

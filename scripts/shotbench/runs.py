@@ -1,0 +1,242 @@
+"""The run folder both benchmarks write, in the spirit of asv's `Results`: one class, a schema
+version in its metadata, durable appends, resume.
+
+A run folder holds `run.json` (what ran, where, with which versions), `cases.csv` (one row per
+case and trial) and its kind's details table: `workers.csv` (read: one row per Dask task) or
+`transfers.csv` (transfer: one row per file). A case's detail rows are appended first and its
+case row last, each flushed and fsynced, so the case row is the commit mark: a resume drops
+detail rows of cases without one and runs those cases again.
+
+`run.json` records `schema` (the format version, checked on reading: a folder without it is
+schema 1) and `kind` ("read" or "transfer"; a folder written before `kind` existed is told
+apart by its details table).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import random
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from shotbench.errors import UserError
+
+T = TypeVar("T")
+
+SCHEMA = 1  # the run-folder format this code writes and the newest it reads
+RUN_JSON = "run.json"
+CASES_CSV = "cases.csv"
+# The details table of each kind: only that kind writes it, so it names the kind of a folder
+# whose run.json predates the `kind` field.
+DETAILS_CSV = {"read": "workers.csv", "transfer": "transfers.csv"}
+KINDS = tuple(DETAILS_CSV)
+
+CsvRow = Mapping[str, Any]
+
+
+def case_id(row: CsvRow) -> Hashable:
+    """A case row's identity when its case id already names the trial (read: `t1-…`)."""
+    return row.get("case-id")
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """One benchmark's kind of run folder: its name ("read", "transfer"), the columns of its two
+    tables, and what names a case (and trial) among the rows, for resuming."""
+
+    name: str
+    case_columns: Sequence[str]
+    detail_columns: Sequence[str]
+    key: Callable[[CsvRow], Hashable] = case_id
+
+    @property
+    def details_csv(self) -> str:
+        return DETAILS_CSV[self.name]
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    """run.json of a run folder, refused in one sentence when a newer shotbench wrote it.
+
+    Raises OSError when it is missing and ValueError (json.JSONDecodeError) when it is not a
+    JSON object, so each caller words its own fix.
+    """
+    path = Path(folder) / RUN_JSON
+    text = path.read_text()
+    meta = json.loads(text)
+    if not isinstance(meta, dict):
+        raise json.JSONDecodeError("run.json holds no JSON object", text, 0)
+    schema = meta.get("schema", 1)
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema > SCHEMA:
+        raise UserError(f"{path} has run format {schema!r}, newer than this shotbench reads (up to {SCHEMA}); "
+                        "update shotbench (git pull, then make venv) to read it.")
+    return meta
+
+
+def kind_of(folder: Path) -> str | None:
+    """"read", "transfer" or None (not a run folder): run.json's `kind`, else the details table present."""
+    folder = Path(folder)
+    try:
+        kind = json.loads((folder / RUN_JSON).read_text()).get("kind")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    if kind in KINDS:
+        return kind
+    return next((k for k, name in DETAILS_CSV.items() if (folder / name).is_file()), None)
+
+
+def run_folders(runs_dir: Path, kind: str) -> list[Path]:
+    """The run folders of one kind below runs_dir, oldest first (run ids start with a UTC time)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown run kind {kind!r}")
+    runs_dir = Path(runs_dir)
+    if not runs_dir.is_dir():
+        return []
+    return sorted(p for p in runs_dir.iterdir() if p.is_dir() and kind_of(p) == kind)
+
+
+def latest_run(runs_dir: Path, kind: str) -> Path | None:
+    """The newest run folder of one kind below runs_dir, or None."""
+    folders = run_folders(runs_dir, kind)
+    return folders[-1] if folders else None
+
+
+def interleave(items: Sequence[T], trials: Iterable[int], rng: Callable[[int], random.Random]) -> list[tuple[int, T]]:
+    """(trial, item): every item once per trial, each trial in its own shuffle drawn from
+    `rng(trial)`, so drift (page cache, a noisy neighbour) spreads over all items instead of
+    landing on whichever ran last, and the same seed gives the same order on resume."""
+    order: list[tuple[int, T]] = []
+    for trial in trials:
+        block = list(items)
+        rng(trial).shuffle(block)
+        order += [(trial, item) for item in block]
+    return order
+
+
+def _complete(text: str) -> str:
+    """Whole lines only: a line cut short by a kill (no trailing newline) is left out."""
+    return text if not text or text.endswith("\n") else text[: text.rfind("\n") + 1]
+
+
+def _write_table(file: Path, columns: Sequence[str], rows: Iterable[CsvRow]) -> None:
+    """Replace a table atomically (temp file, fsync, rename)."""
+    tmp = file.with_suffix(".csv.tmp")
+    with open(tmp, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: row.get(k, "") for k in columns})
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, file)
+
+
+class RunFolder:
+    """One run's files; every append is on disk before the next case starts."""
+
+    def __init__(self, path: Path, kind: RunKind) -> None:
+        self.path = Path(path)
+        self.kind = kind
+        self.run_json = self.path / RUN_JSON
+        self.cases_csv = self.path / CASES_CSV
+        self.details_csv = self.path / kind.details_csv
+
+    @classmethod
+    def create(cls, path: Path, kind: RunKind, meta: dict[str, Any]) -> "RunFolder":
+        """A new run folder (refused if it exists): empty tables with their headers, then run.json."""
+        Path(path).mkdir(parents=True, exist_ok=False)
+        folder = cls(path, kind)
+        folder.add_missing_tables()
+        folder.write_meta(meta)
+        return folder
+
+    def add_missing_tables(self) -> None:
+        """Header-only tables where none exist yet (a run stopped before its first case)."""
+        for file, cols in ((self.cases_csv, self.kind.case_columns), (self.details_csv, self.kind.detail_columns)):
+            if not file.is_file() or file.stat().st_size == 0:
+                _write_table(file, cols, [])
+
+    def read_meta(self) -> dict[str, Any]:
+        return read_meta(self.path)
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """run.json, stamped with this code's schema and the folder's kind; replaced atomically."""
+        meta.update(schema=SCHEMA, kind=self.kind.name)
+        tmp = self.run_json.with_suffix(".json.tmp")
+        with open(tmp, "w") as fh:
+            fh.write(json.dumps(meta, indent=2, default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.run_json)
+
+    @staticmethod
+    def _header(file: Path) -> list[str]:
+        with open(file, newline="") as fh:
+            return next(csv.reader(io.StringIO(fh.readline())), [])
+
+    @staticmethod
+    def cut_torn_tail(file: Path) -> None:
+        """Drop a last line a kill cut short, so the next append starts on a line of its own."""
+        with open(file, "rb+") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) == b"\n":
+                return
+            fh.seek(0)
+            fh.truncate(fh.read().rfind(b"\n") + 1)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def _append(self, file: Path, rows: list[CsvRow]) -> None:
+        """Rows under the file's own header (unknown keys left out, missing ones empty), fsynced."""
+        self.cut_torn_tail(file)
+        columns = self._header(file)
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+        for row in rows:
+            writer.writerow({k: row.get(k, "") for k in columns})
+        with open(file, "a", newline="") as fh:
+            fh.write(buf.getvalue())
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def append_case(self, details: list[CsvRow], case_row: CsvRow) -> None:
+        """A case's detail rows, then its case row (the commit mark)."""
+        if details:
+            self._append(self.details_csv, details)
+        self._append(self.cases_csv, [case_row])
+
+    @staticmethod
+    def _read(file: Path) -> list[dict[str, str]]:
+        if not file.exists():
+            return []
+        return list(csv.DictReader(io.StringIO(_complete(file.read_text()))))
+
+    def cases(self) -> list[dict[str, str]]:
+        """Complete case rows (a torn last line is ignored)."""
+        return self._read(self.cases_csv)
+
+    def details(self) -> list[dict[str, str]]:
+        """Complete detail rows: workers.csv of a read run, transfers.csv of a transfer run."""
+        return self._read(self.details_csv)
+
+    def repair(self, keep: Callable[[CsvRow], bool] = lambda row: True) -> set[Hashable]:
+        """Keep the first case row of each key that `keep` accepts and the detail rows of those
+        cases; drop the rest (torn lines, unfinished cases, cases to run again). Both tables
+        are rewritten with the kind's columns (an older folder gains new ones, empty).
+        Returns the keys of the cases that stay measured."""
+        key = self.kind.key
+        kept: dict[Hashable, dict[str, str]] = {}
+        for row in self.cases():
+            if keep(row):
+                kept.setdefault(key(row), row)
+        details = [r for r in self.details() if key(r) in kept]
+        _write_table(self.cases_csv, self.kind.case_columns, kept.values())
+        _write_table(self.details_csv, self.kind.detail_columns, details)
+        return set(kept)
