@@ -159,7 +159,7 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     assert all(r["index-time"] > 0 and r["index-bytes"] > 1000 for r in rows)
     assert len(list((tmp_path / "index").glob("*.meta.json"))) == len(objs)
     # every index was written before the clock started: its build is not in the read time
-    assert all(p.stat().st_mtime < out["started"] for p in (tmp_path / "index").glob("*.json"))
+    assert all(p.stat().st_mtime < out.started for p in (tmp_path / "index").glob("*.json"))
 
 
 def rewrite_earliest(src: Path, dst: Path) -> None:
