@@ -231,3 +231,13 @@ def test_execute_records_a_missing_file_in_its_row(shots: list[plan.ShotFile], t
     (task,) = plan.signals_tasks([gone], 1)
     (row,) = worker.run_task(Spec("local", Source("local"), 0, 1 << 20), task)
     assert row["error"].startswith(f"{tmp_path / 'gone.h5'}: ") and row["bytes"] == row["dsets"] == 0
+
+
+def test_the_protocol_loads_no_heavy_library() -> None:
+    """Both sides import it: the orchestrator must not pull in h5py or Dask through it."""
+    import subprocess
+    import sys
+
+    code = "import sys, shotbench.read.protocol; print(sorted(set(sys.modules) & {'h5py', 'numpy', 'dask', 'distributed'}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
