@@ -52,6 +52,8 @@ def _local_ip_towards(address: str) -> str:
 
 
 class Driver:
+    """The warm clusters of one environment and the case prepared on them (`current`)."""
+
     def __init__(self, scheduler: str | None) -> None:
         self.scheduler = scheduler
         self.clusters: dict[int, tuple[Any, Any]] = {}
