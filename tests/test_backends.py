@@ -82,6 +82,7 @@ def test_raw_get_fetches_full_bytes(staged_shots, shot_dir) -> None:
 def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, tmp_path) -> None:
     """A ROS3 case through its environment's driver: real Dask workers, that env's libhdf5."""
     from shotbench.read import plan
+    from shotbench.read.protocol import Prepare, Run, Spec
     from shotbench.read.runner import DriverProc, _child_env
 
     cls = registry.get(name)
@@ -100,11 +101,9 @@ def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, 
     drv.start()
     try:
         assert drv.versions["hdf5"].startswith(cls.env.split("-")[1])
-        spec = {"backend": name, "source": source.to_dict(), "pb": 0, "cc": 1 << 20, "options": {}}
-        drv.request({"op": "prepare", "workers": 1, "spec": spec})
-        tasks = plan.signals_tasks(files, 1)
-        out = drv.request({"op": "run", "tasks": [plan.task_to_json(t) for t in tasks]})
+        drv.request(Prepare(1, Spec(name, source, 0, 1 << 20)))
+        out = drv.request(Run(plan.signals_tasks(files, 1)))
     finally:
         drv.stop()
-    assert not [r["error"] for r in out["rows"] if r["error"]]
-    assert (sum(r["dsets"] for r in out["rows"]), sum(r["bytes"] for r in out["rows"])) == expected
+    assert not [r["error"] for r in out.rows if r["error"]]
+    assert (sum(r["dsets"] for r in out.rows), sum(r["bytes"] for r in out.rows)) == expected

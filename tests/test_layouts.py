@@ -13,6 +13,7 @@ from shotbench.read import plan, profiles, worker
 from shotbench.backends.base import ReadSettings, Source
 from shotbench.backends.local import LocalBackend
 from shotbench.read.families import NAMES
+from shotbench.read.protocol import Spec
 from shotbench.read.runner import inventory
 from shotbench.read.synth import make_dataset
 
@@ -76,7 +77,7 @@ def test_a_many_shot_task_opens_the_file_once_and_reads_all_its_objects(many: tu
     _, shots = many
     for mode in ("shots", "signals"):
         (task,) = plan.many_shot_tasks(mode, shots, 1, seed=0, trial=1)
-        (row,) = worker.execute(_backend(), plan.task_to_json(task))
+        (row,) = worker.execute(_backend(), task)
         assert row["error"] == "" and row["opens"] == 1
         assert row["objs"] == len(task.parts) and row["dsets"] > sum(len(f.signals) for f in shots)
         assert 0 < row["open"] < row["time"] and row["read"] == pytest.approx(row["time"] - row["open"])
@@ -87,7 +88,7 @@ def test_partial_read_opens_once_or_once_per_signal(single: plan.ShotFile) -> No
     for mode in plan.PARTIAL_MODES:
         (task,) = plan.partial_tasks(mode, single, 1, seed=0, trial=1, k=5)
         assert [p.obj_id for p in task.parts] == sorted(p.obj_id for p in task.parts)
-        (rows[mode],) = worker.execute(_backend(), plan.task_to_json(task))
+        (rows[mode],) = worker.execute(_backend(), task)
     once, each = rows["partial-once"], rows["partial-each"]
     assert once["opens"] == 1 and each["opens"] == 5
     assert once["objs"] == each["objs"] == 5 and once["dsets"] == each["dsets"] and once["bytes"] == each["bytes"]
@@ -96,7 +97,7 @@ def test_partial_read_opens_once_or_once_per_signal(single: plan.ShotFile) -> No
 
 def test_gather_time_lists_signal_datasets_of_the_file(many: tuple[Path, list[plan.ShotFile]], tmp_path: Path) -> None:
     path, _ = many
-    spec = {"backend": "local", "source": Source("local").to_dict(), "pb": 0, "cc": 1 << 20}
+    spec = Spec("local", Source("local"), 0, 1 << 20)
     assert worker.gather_time(spec, str(path), path.stat().st_size) > 0
     import h5py
 

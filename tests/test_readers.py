@@ -127,6 +127,7 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     """A kerchunk case through the real driver and Dask workers: the index is built before the
     clock, each row carries its files' index build time and size, and the reads match h5py."""
     from shotbench.read import plan
+    from shotbench.read.protocol import Prepare, Run, Spec
     from shotbench.read.runner import DriverProc, _child_env, inventory as list_files
 
     cls = registry.get("kerchunk")
@@ -136,14 +137,12 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     drv = DriverProc("readers", cls.python(), _child_env(cfg.env_vars()), tmp_path / "d.log", None)
     drv.start()
     try:
-        spec = {"backend": "kerchunk", "source": source.to_dict(), "pb": 0, "cc": 1 << 20,
-                "options": {"index_dir": str(tmp_path / "index")}}
-        drv.request({"op": "prepare", "workers": 1, "spec": spec})
-        tasks = [plan.task_to_json(t) for t in plan.signals_tasks(files, 1)]
-        out = drv.request({"op": "run", "tasks": tasks})
+        spec = Spec("kerchunk", source, 0, 1 << 20, {"index_dir": str(tmp_path / "index")})
+        drv.request(Prepare(1, spec))
+        out = drv.request(Run(plan.signals_tasks(files, 1)))
     finally:
         drv.stop()
-    rows = out["rows"]
+    rows = out.rows
     assert not [r["error"] for r in rows if r["error"]]
     import h5py
 
@@ -160,7 +159,7 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     assert all(r["index-time"] > 0 and r["index-bytes"] > 1000 for r in rows)
     assert len(list((tmp_path / "index").glob("*.meta.json"))) == len(objs)
     # every index was written before the clock started: its build is not in the read time
-    assert all(p.stat().st_mtime < out["started"] for p in (tmp_path / "index").glob("*.json"))
+    assert all(p.stat().st_mtime < out.started for p in (tmp_path / "index").glob("*.json"))
 
 
 def rewrite_earliest(src: Path, dst: Path) -> None:

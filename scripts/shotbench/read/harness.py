@@ -19,6 +19,7 @@ from shotbench.read import plan as planmod
 from shotbench.read import profiles
 from shotbench.backends import registry
 from shotbench.read.bench import check_envs, prepare, say
+from shotbench.read.protocol import Prepare, Run, Spec, Upstream
 from shotbench.paths import data_dir, state_dir
 from shotbench.provenance import new_run_id
 from shotbench.read.results import efficiency, task_time_sum
@@ -66,8 +67,7 @@ def cmd_harness(args: argparse.Namespace) -> int:
                     drv = drivers.for_backend(cls)
                     files = wl.files_for(mode)
                     case = planmod.Case("h", trial, 0, backend, mode, w, pb, 1024 * 1024)
-                    spec = {"backend": backend, "source": wl.source.to_dict(), "pb": pb, "cc": 1024 * 1024,
-                            "options": cfg.options.get(backend, {})}
+                    spec = Spec(backend, wl.source, pb, 1024 * 1024, cfg.options.get(backend, {}))
                     if mode == "shots":
                         shot = planmod.pick_shot(wl.files, cfg.seed, trial, w)
                         rounds = [planmod.shots_tasks(shot, w, upstream=True)]
@@ -75,24 +75,20 @@ def cmd_harness(args: argparse.Namespace) -> int:
                     else:
                         rounds = planmod.signals_rounds(files, w)
                         info = list(files)
-                    up = drv.request({
-                        "op": "upstream", "workers": w, "spec": spec,
-                        "rounds": [[planmod.task_to_json(t) for t in r] for r in rounds],
-                        "info_files": [[f.key, f.size] for f in info],
-                    })
+                    up = drv.request(Upstream(w, spec, rounds, [(f.key, f.size) for f in info]))
                     drivers.reserve(cls.env_key(), w)
-                    drv.request({"op": "prepare", "workers": w, "spec": spec})
+                    drv.request(Prepare(w, spec))
                     tasks = planmod.case_tasks(case, files, cfg.seed, cls.reads_hdf5)
-                    ours = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks]})
+                    ours = drv.request(Run(tasks))
                     row = {
                         "run-id": run_id, "trial": trial, "backend": backend, "obj-type": mode,
                         "num-workers": w, "pb-size": pb,
-                        "upstream-runtime": up["total"],
-                        "upstream-efficiency": efficiency(task_time_sum(up["rows"]), w, up["total"]),
-                        "upstream-info-time": up["info_time"], "upstream-wall": up["wall"],
-                        "ours-runtime": ours["total"],
-                        "ours-efficiency": efficiency(task_time_sum(ours["rows"]), w, ours["total"]),
-                        "ratio": ours["total"] / up["total"] if up["total"] else float("nan"),
+                        "upstream-runtime": up.total,
+                        "upstream-efficiency": efficiency(task_time_sum(up.rows), w, up.total),
+                        "upstream-info-time": up.info_time, "upstream-wall": up.wall,
+                        "ours-runtime": ours.total,
+                        "ours-efficiency": efficiency(task_time_sum(ours.rows), w, ours.total),
+                        "ratio": ours.total / up.total if up.total else float("nan"),
                     }
                     rows.append(row)
                     say(f"{backend:<9} {mode:<7} w={w:<2} t{trial}  upstream {row['upstream-runtime']:.3f}s "

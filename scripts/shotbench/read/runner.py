@@ -2,8 +2,8 @@
 as each case finishes, resumable.
 
 The orchestrator (this module, main environment) never imports a backend's libraries: it
-plans the tasks, asks the environment's driver (`shotbench.read.worker`) to warm a cluster,
-marks the S3 access log, starts the case, and writes the rows.
+plans the tasks, asks the environment's driver (`read/driver.py`, messages in `read/protocol.py`)
+to warm a cluster, marks the S3 access log, starts the case, and writes the rows.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from shotbench.read import plan as planmod
 from shotbench.backends import registry
@@ -34,6 +34,10 @@ from shotbench.processes import die_with_parent
 from shotbench.paths import state_dir
 from shotbench.read.plan import Case, ShotFile
 from shotbench.provenance import utc_iso
+from shotbench.read.protocol import (
+    PROTOCOL_VERSION, Close, Failed, Gather, Hello, Prepare, ProtocolMismatch, Quit, Reply, Request, Run, RunReply,
+    Spec, read_reply,
+)
 from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
 from shotbench.read.results import (
     efficiency, harness_overhead, task_time_sum, worker_rows,
@@ -61,9 +65,11 @@ HEALTH_ATTEMPTS = 3
 DEADLINE_SLACK = 10.0  # seconds past the task deadline for the driver to report back
 PREPARE_TIMEOUT = 300.0  # starting and warming a LocalCluster (bounded; a dead scheduler ends here)
 
+R = TypeVar("R", bound=Reply)
+
 
 class DriverProc:
-    """`<env python> -m shotbench.read.worker --serve`, spoken to with JSON lines."""
+    """`<env python> -m shotbench.read.worker --serve`, spoken to with `read/protocol.py`'s messages."""
 
     def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
                  prefix: list[str] | None = None) -> None:
@@ -83,19 +89,20 @@ class DriverProc:
             text=True, env=self.env, start_new_session=True, bufsize=1,
             preexec_fn=die_with_parent(),
         )
-        self.versions = self.request({"op": "hello"}, timeout=HELLO_TIMEOUT)["versions"]
+        self.versions = self.request(Hello(PROTOCOL_VERSION), timeout=HELLO_TIMEOUT).versions
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def request(self, msg: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    def request(self, req: Request[R], timeout: float | None = None) -> R:
         """One request, one reply line; with `timeout`, a driver that has not answered in time
-        is ended (with its Dask processes) and `DriverTimeout` raised."""
-        if not self.alive() and msg.get("op") != "hello":
+        is ended (with its Dask processes) and `DriverTimeout` raised. A driver whose reply
+        shows another version of shotbench is ended too (`ProtocolMismatch`, naming `make envs`)."""
+        if not self.alive() and not isinstance(req, Hello):
             self.start()
         assert self.proc and self.proc.stdin and self.proc.stdout
         try:
-            self.proc.stdin.write(json.dumps(msg) + "\n")
+            self.proc.stdin.write(json.dumps(req.to_json()) + "\n")
             self.proc.stdin.flush()
             if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
                 self.kill()
@@ -105,9 +112,13 @@ class DriverProc:
             line = ""
         if not line:
             raise DriverError(f"the {self.name} driver exited; see {self.log}")
-        reply = json.loads(line)
-        if not reply.get("ok"):
-            raise DriverError(reply.get("error", "unknown driver error"))
+        try:
+            reply = read_reply(req, json.loads(line))
+        except ProtocolMismatch as exc:
+            self.kill()
+            raise ProtocolMismatch(f"the {self.name} environment: {exc}") from None
+        if isinstance(reply, Failed):
+            raise DriverError(reply.error)
         return reply
 
     def stop(self, timeout: float = 20.0) -> None:
@@ -118,7 +129,7 @@ class DriverProc:
         try:
             if self.alive():
                 assert self.proc.stdin
-                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self.proc.stdin.write(json.dumps(Quit().to_json()) + "\n")
                 self.proc.stdin.flush()
                 self.proc.stdin.close()
                 self.proc.wait(timeout=timeout)
@@ -201,7 +212,7 @@ class Drivers:
                 (ek, w), _ = self.live.popitem(last=False)
                 drv = self.drivers.get(ek)
                 if drv and drv.alive():
-                    drv.request({"op": "close", "workers": w})
+                    drv.request(Close(w))
         self.live[k] = workers
 
     def stop(self, timeout: float = 20.0) -> None:
@@ -250,22 +261,22 @@ class Runner:
     seed: int
     options: dict[str, dict[str, Any]]
     drivers: Drivers
-    versions: dict[str, dict[str, str]] = field(default_factory=dict)
     dashboards: set[str] = field(default_factory=set)
     say: Callable[[str], None] = print
     task_timeout: float = 0.0  # seconds; 0 = derived per case from what its tasks read
     checksums: Checksums | None = None  # set: every signal read is checked against the local copy
     faults: InjectedFaults = field(default_factory=InjectedFaults)  # HTTP faults the proxy injected, per case
 
-    def spec(self, case: Case, backend: str | None = None) -> dict[str, Any]:
+    def spec(self, case: Case, backend: str | None = None) -> Spec:
+        """The case's backend with its settings; with `backend` (the raw-get ceiling), that one with none."""
         name = backend or case.backend
-        return {
-            "backend": name, "source": self.workload.source.to_dict(),
-            "pb": case.pb_size if backend is None else 0, "cc": case.chunk_cache if backend is None else 0,
-            "options": {**self._index_option(name), **self.options.get(name, {})},
-            **({"bc": case.block_cache} if backend is None and case.block_cache is not None else {}),
-            **({"verify": True} if self.checksums is not None and backend is None else {}),
-        }
+        return Spec(
+            name, self.workload.source,
+            pb_size=case.pb_size if backend is None else 0, chunk_cache=case.chunk_cache if backend is None else 0,
+            options={**self._index_option(name), **self.options.get(name, {})},
+            block_cache=case.block_cache if backend is None else None,
+            verify=self.checksums is not None and backend is None,
+        )
 
     def _index_option(self, name: str) -> dict[str, str]:
         """Readers with a per-file index keep it beside the run, shared by all its cases."""
@@ -287,14 +298,15 @@ class Runner:
                                  for p in t.parts))
         return 60.0 + most / 2e6
 
-    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: dict[str, Any], tasks: list[Any],
-               gather: ShotFile | None = None) -> tuple[dict[str, Any], Any]:
+    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: Spec, tasks: list[Any],
+               gather: ShotFile | None = None) -> tuple[RunReply, float | None, Any]:
+        """The case's run reply, its gather-time (None when not measured) and its access-log counts."""
         self.drivers.reserve(cls.env_key(), case.workers)
-        prep = drv.request({"op": "prepare", "workers": case.workers, "spec": spec}, timeout=PREPARE_TIMEOUT)
+        prep = drv.request(Prepare(case.workers, spec), timeout=PREPARE_TIMEOUT)
+        seconds = None
         if gather is not None:  # upstream's gather-time: listed before the clock, timed on its own
-            prep["gather"] = drv.request({"op": "gather", "key": gather.key, "size": gather.size},
-                                         timeout=PREPARE_TIMEOUT)["seconds"]
-        link = prep.get("dashboard") or ""
+            seconds = drv.request(Gather(gather.key, gather.size), timeout=PREPARE_TIMEOUT).seconds
+        link = prep.dashboard
         if link and link not in self.dashboards:
             self.dashboards.add(link)
             self.say(f"  dask dashboard [{drv.name}, {case.workers} workers]: {link}")
@@ -306,12 +318,10 @@ class Runner:
             accesslog.settle(log, quiet=0.25)  # earlier requests' late lines land before the mark
             mark = accesslog.offset_marker(log)
         limit = self.deadline(tasks)
-        out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks],
-                           "park_timeout": PREPARE_TIMEOUT}, timeout=limit + DEADLINE_SLACK)
-        out["gather"] = prep.get("gather")
+        out = drv.request(Run(tasks, park_timeout=PREPARE_TIMEOUT), timeout=limit + DEADLINE_SLACK)
         if log is not None:
             stats = accesslog.count_since(log, mark, bucket=self.workload.bucket, quiet=0.25)
-        return out, stats
+        return out, seconds, stats
 
     def raw_get_runtime(self, case: Case) -> float | None:
         """The S3 ceiling for exactly this case's work, measured right after it."""
@@ -320,11 +330,9 @@ class Runner:
         tasks = planmod.case_tasks(case, files, self.seed, reads_hdf5=False)
         drv = self.drivers.for_backend(cls)
         self.drivers.reserve(cls.env_key(), case.workers)
-        drv.request({"op": "prepare", "workers": case.workers, "spec": self.spec(case, "raw-get")},
-                    timeout=PREPARE_TIMEOUT)
-        out = drv.request({"op": "run", "tasks": [planmod.task_to_json(t) for t in tasks]},
-                          timeout=self.deadline(tasks) + DEADLINE_SLACK)
-        return float(out["total"])
+        drv.request(Prepare(case.workers, self.spec(case, "raw-get")), timeout=PREPARE_TIMEOUT)
+        out = drv.request(Run(tasks), timeout=self.deadline(tasks) + DEADLINE_SLACK)
+        return float(out.total)
 
     def check_server(self) -> None:
         """Between cases: a dead S3 endpoint stops the run now, not after every client's retries."""
@@ -364,26 +372,21 @@ class Runner:
         try:
             drv = self.drivers.for_backend(cls)
             v = drv.versions
-            self.versions.setdefault(case.backend, {
-                "python": v.get("python", ""), "hdf5": v.get("hdf5", ""), "h5py": v.get("h5py", ""),
-                "env": cls.env_key(), **{k: v[k] for k in v if k not in ("python", "hdf5", "h5py")},
-            })
             tasks = planmod.case_tasks(case, files, self.seed, cls.reads_hdf5)
-            out, stats = self._timed(drv, cls, case, self.spec(case), tasks, files[0] if many else None)
+            out, gather, stats = self._timed(drv, cls, case, self.spec(case), tasks, files[0] if many else None)
         except DriverTimeout as exc:
             hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
             rows = timeout_rows(tasks, case, str(exc), files, self.run_id, hdf5, h5v)
             return CaseResult(failed_row(base, len(tasks), len(rows), f"timeout: {exc}", started), rows)
         except (DriverError, UserError) as exc:
             return CaseResult(failed_row(base, 0, 1, str(exc), started), [])
-        total = float(out["total"])
-        raw = out["rows"]
+        total = float(out.total)
+        raw = out.rows
         if self.checksums is not None:
             for r in raw:
                 r["verified"], wrong = self.checksums.verdict(r)
                 r["error"] = r.get("error") or wrong
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
-        gather = out.get("gather")
         rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                            run_id=self.run_id, hdf5=hdf5, h5py_version=h5v, layout=layout, family=family, gather=gather)
         errors = [r["error"] for r in rows if r["error"]]
@@ -407,7 +410,7 @@ class Runner:
             "errors": len(errors) + bool(ceiling_error),
             "status": case_status([r["status"] for r in rows], bool(ceiling_error)),
             "first-error": " ".join(first.split())[:500],
-            "started": utc_iso(out.get("started", started)), "finished": utc_iso(out.get("finished")),
+            "started": utc_iso(out.started), "finished": utc_iso(out.finished),
             **case_columns(raw),
             "gather-time": "" if gather is None else gather,
         }
