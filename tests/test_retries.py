@@ -242,3 +242,17 @@ def test_http_faults_compare_with_the_same_proxy_hop_and_show_what_was_injected(
     toxic = reliability.section(_run(tmp_path, "20260101T000003Z-toxic", "flaky-5pc", rows, 3.0))
     assert toxic is not None and toxic.frame()["injected (HTTP)"].isna().all()
     assert "injected" in reliability.render(toxic.rows).splitlines()[0]
+
+
+def test_extra_server_gets_show_resends_the_client_did_not_count(tmp_path: Path) -> None:
+    """obstore counts its calls, not its attempts: the access log's surplus is its resends."""
+    run = _run(tmp_path, "20260101T000000Z-r", "flaky-5pc", [{"backend": "obstore", "retries": ""},
+                                                            {"backend": "local", "retries": ""}], 1.0)
+    rows = list(csv.DictReader(open(run / "cases.csv")))
+    rows[0].update({"gets": "130", "client-gets": "124"})  # obstore; local has neither
+    with open(run / "cases.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, CASE_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    table = reliability.section(run).frame().set_index("backend")
+    assert table.loc["obstore", "extra GETs (server)"] == 6 and pd_isna(table.loc["local", "extra GETs (server)"])

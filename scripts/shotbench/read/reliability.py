@@ -8,6 +8,10 @@ ok-case runtime against the fault-free run (same backend, mode, workers, page bu
 `injected` is counted where the fault is made, not by the client; it is shown next to `retries`
 because a task that ended ok after an injected 503, 500 or cut body must have asked again, so for
 the clients that cannot count their retries (obstore) it is the one number that says they did.
+`server-extra` is the other side of the same question for faults below HTTP (toxiproxy's resets
+and cut connections, which the server does not see): GETs in the server's access log beyond the
+client's own count. Both are measured at the embedded server's side, never by the client, and
+are labelled so; on a real bucket they are empty.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from shotbench.read.results import RUN_KIND
 from shotbench.read.status import OK, row_status
 from shotbench.runs import RunFolder
 
-COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "injected", "wrong-bytes", "verified", "slowdown"]
+COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "injected", "server-extra", "wrong-bytes",
+           "verified", "slowdown"]
 
 
 def _case_key(row: dict[str, str]) -> tuple[str, ...]:
@@ -45,7 +50,7 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for w in folder.details():
         b = out.setdefault(w["backend"], {c: 0 for c in COLUMNS} | {"backend": w["backend"], "retries": None,
-                                                                     "injected": None})
+                                                                     "injected": None, "server-extra": None})
         b["rows"] += 1
         status = w.get("status") or ("failed" if w.get("error") else OK)
         b["failed"] += status != OK
@@ -57,12 +62,25 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
     for name, count in injected_by_backend(_meta(run)).items():
         if name in out:
             out[name]["injected"] = count
+    for name, extra in server_extra_gets(folder.cases()).items():
+        if name in out:
+            out[name]["server-extra"] = extra
     faulted = _median_runtimes(folder.cases())
     clean = _median_runtimes(RunFolder(baseline, RUN_KIND).cases()) if baseline else {}
     for name, b in out.items():
         ratios = [faulted[k] / clean[k] for k in faulted if k[0] == name and k in clean and clean[k] > 0]
         b["slowdown"] = statistics.median(ratios) if ratios else None
     return [out[k] for k in sorted(out)]
+
+
+def server_extra_gets(cases: list[dict[str, str]]) -> dict[str, int]:
+    """Per backend: GETs the server logged beyond those the client counted, over the cases where
+    both were measured (a client that counts calls, not attempts, shows its retries here)."""
+    out: dict[str, int] = {}
+    for c in cases:
+        if c.get("gets", "") != "" and c.get("client-gets", "") != "":
+            out[c["backend"]] = out.get(c["backend"], 0) + int(float(c["gets"])) - int(float(c["client-gets"]))
+    return out
 
 
 def injected_by_backend(meta: dict[str, Any]) -> dict[str, int]:
@@ -81,14 +99,16 @@ def injected_by_backend(meta: dict[str, Any]) -> dict[str, int]:
 def render(rows: list[dict[str, Any]]) -> str:
     """A fixed-width text table (`-` where the client cannot tell its retries, or nothing was injected
     at the HTTP level)."""
+    def cell(value: Any) -> str:
+        return "-" if value is None else str(value)
+
     lines = [f"{'backend':<10} {'rows':>5} {'failed':>6} {'timeouts':>8} {'retries':>7} {'injected':>8} "
-             f"{'wrong':>5} {'verified':>8} {'slowdown':>8}"]
+             f"{'srv-extra':>9} {'wrong':>5} {'verified':>8} {'slowdown':>8}"]
     for r in rows:
-        retries = "-" if r["retries"] is None else str(r["retries"])
-        injected = "-" if r.get("injected") is None else str(r["injected"])
         slow = "-" if r["slowdown"] is None else f"{r['slowdown']:.2f}x"
-        lines.append(f"{r['backend']:<10} {r['rows']:>5} {r['failed']:>6} {r['timeouts']:>8} {retries:>7} "
-                     f"{injected:>8} {r['wrong-bytes']:>5} {r['verified']:>8} {slow:>8}")
+        lines.append(f"{r['backend']:<10} {r['rows']:>5} {r['failed']:>6} {r['timeouts']:>8} {cell(r['retries']):>7} "
+                     f"{cell(r.get('injected')):>8} {cell(r.get('server-extra')):>9} {r['wrong-bytes']:>5} "
+                     f"{r['verified']:>8} {slow:>8}")
     return "\n".join(lines)
 
 
@@ -97,7 +117,8 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 
 REPORT_COLUMNS = {"backend": "backend", "rows": "tasks", "failed": "failures", "timeouts": "timeouts",
-                  "retries": "retries", "injected": "injected (HTTP)", "slowdown": "slowdown", "wrong-bytes": "wrong bytes",
+                  "retries": "retries", "injected": "injected (HTTP)",
+                  "server-extra": "extra GETs (server)", "slowdown": "slowdown", "wrong-bytes": "wrong bytes",
                   "verified": "verified"}
 
 
@@ -118,7 +139,7 @@ class Section:
 
         frame = pd.DataFrame([{REPORT_COLUMNS[k]: r[k] for k in REPORT_COLUMNS} for r in self.rows],
                              columns=list(REPORT_COLUMNS.values()))
-        for name in ("retries", "injected (HTTP)"):
+        for name in ("retries", "injected (HTTP)", "extra GETs (server)"):
             frame[name] = pd.to_numeric(frame[name]).astype("Int64")  # counts, with <NA> where unknown
         frame["slowdown"] = pd.to_numeric(frame["slowdown"]).round(2)
         return frame
