@@ -19,6 +19,7 @@ from itertools import groupby
 from typing import Any
 
 from shotbench.read.plan import task_from_json
+from shotbench.redact import scrub
 
 _BACKENDS: dict[str, Any] = {}
 SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its workers: six times this
@@ -34,15 +35,6 @@ OUR_DASK_CONFIG = {
     "distributed.worker.memory.terminate": False,
     "distributed.scheduler.worker-saturation": "inf",
 }
-
-
-def scrub(text: str) -> str:
-    """Remove any credential value this process knows from a message before it leaves."""
-    for var in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        value = os.environ.get(var)
-        if value and len(value) >= 4:
-            text = text.replace(value, "***")
-    return text
 
 
 def versions() -> dict[str, str]:

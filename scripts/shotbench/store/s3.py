@@ -52,6 +52,10 @@ class S3Config:
             "access_key": mask(self.access_key),
         }
 
+    def secrets(self) -> tuple[str | None, ...]:
+        """The values no output may carry (`shotbench.redact.scrub` hides them)."""
+        return (self.secret_key, self.session_token, self.access_key)
+
     @classmethod
     def from_env(cls) -> "S3Config":
         """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles."""

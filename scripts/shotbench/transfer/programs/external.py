@@ -14,8 +14,9 @@ from pathlib import Path
 from shotbench import which
 from shotbench.errors import UserError
 from shotbench.paths import bin_dir, cache_dir
+from shotbench.redact import scrub
 from shotbench.store.s3 import S3Config
-from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed, _last_lines, _scrub
+from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed, _last_lines
 
 AWSCLI_VERSION = "1.46.2"
 S5CMD_MODULE = "github.com/peak/s5cmd/v2"
@@ -38,7 +39,7 @@ def _run_cli(argv: list[str], env: dict[str, str], cfg: S3Config, timeout: float
     except OSError as exc:
         raise ToolFailed(f"could not start {argv[0]}: {exc.strerror}") from None
     if proc.returncode != 0:
-        raise ToolFailed(_scrub(f"exit {proc.returncode}: {_last_lines(proc.stderr or proc.stdout)}", cfg))
+        raise ToolFailed(scrub(f"exit {proc.returncode}: {_last_lines(proc.stderr or proc.stdout)}", cfg.secrets()))
 
 
 def awscli_home() -> Path:
