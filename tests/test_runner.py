@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from shotbench.read.results import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
+from shotbench.store.s3 import without_s3_settings
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ backends = {backends}
 
 
 def bench_env(state: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(state)
     return env
 

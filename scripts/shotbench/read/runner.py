@@ -33,6 +33,7 @@ from shotbench.processes import die_with_parent
 from shotbench.paths import state_dir
 from shotbench.read.plan import Case, ShotFile
 from shotbench.provenance import utc_iso
+from shotbench.store.s3 import without_s3_settings
 from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
 from shotbench.read.results import (
     RunFolder, efficiency, harness_overhead, task_time_sum, worker_rows,
@@ -141,7 +142,7 @@ class DriverProc:
 
 
 def _child_env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env.update(extra)
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("PYTHONPATH", None)

@@ -15,7 +15,7 @@ from shotbench import which
 from shotbench.errors import UserError
 from shotbench.paths import bin_dir, cache_dir
 from shotbench.redact import scrub
-from shotbench.store.s3 import S3Config
+from shotbench.store.s3 import S3Config, without_s3_settings
 from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed, _last_lines
 
 AWSCLI_VERSION = "1.46.2"
@@ -25,7 +25,7 @@ S5CMD_VERSION = "v2.3.0"
 
 def _subprocess_env(cfg: S3Config, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The parent environment without the user's AWS_* settings, plus this case's."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3_"))}
+    env = without_s3_settings()
     env.update(cfg.env_vars())
     env.update(extra or {})
     return env
