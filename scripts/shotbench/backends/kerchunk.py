@@ -107,15 +107,9 @@ class KerchunkBackend(ReadersBackend):
     def _remote(self) -> Any:
         """An asynchronous s3fs for ReferenceFileSystem (zarr 3 stores are async)."""
         if self.async_fs is None:
-            import s3fs
+            from shotbench.store.clients import s3fs_filesystem
 
-            s3 = self.s3
-            client_kwargs: dict[str, Any] = {"region_name": s3.region or "us-east-1"}
-            if s3.endpoint_url:
-                client_kwargs["endpoint_url"] = s3.endpoint_url
-            self.async_fs = s3fs.S3FileSystem(
-                key=s3.access_key, secret=s3.secret_key, token=s3.session_token, anon=not s3.access_key,
-                client_kwargs=client_kwargs, asynchronous=True, skip_instance_cache=True)
+            self.async_fs = s3fs_filesystem(self.s3, asynchronous=True)
         return self.async_fs
 
     def open(self, key: str, size: int) -> Any:
