@@ -8,8 +8,6 @@ The prefix is not relocatable: h5py records it as RUNPATH, so no library path is
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -20,7 +18,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +31,7 @@ from shotbench.builds.specs import (
 )
 from shotbench import which
 from shotbench.errors import UserError
+from shotbench.locks import exclusive
 from shotbench.paths import cache_dir
 
 RECIPE = 1
@@ -135,18 +133,6 @@ def cached(spec: BuildSpec) -> BuildResult | None:
     if not wheel.is_file() or not (root / "prefix" / "lib").is_dir():
         return None
     return BuildResult(spec, root.name.rsplit("-", 1)[1], root, root / "prefix", wheel, manifest)
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Two `make envs` at once must not compile into the same folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # ---------------------------------------------------------------- sources
@@ -258,7 +244,7 @@ def ensure_cmake() -> Path:
     version = CMAKE_PYPI.split("==")[1]
     venv = cache_dir() / "tools" / f"cmake-{version}"
     cmake = venv / "bin" / "cmake"
-    with file_lock(cache_dir() / "tools" / f"cmake-{version}.lock"):
+    with exclusive(cache_dir() / "tools" / f"cmake-{version}.lock"):
         if cmake.is_file():
             return cmake
         logs = cache_dir() / "tools" / "logs"
@@ -297,7 +283,7 @@ def ensure_aws(name: str) -> Path:
     root = builds_dir() / f"aws-crt-{aws_key()}"
     prefix = root / "prefix"
     stamp = root / "build.json"
-    with _aws_lock, file_lock(builds_dir() / f"{root.name}.lock"):
+    with _aws_lock, exclusive(builds_dir() / f"{root.name}.lock"):
         if stamp.is_file():
             return prefix
         cmake = ensure_cmake()
@@ -340,7 +326,7 @@ def build(spec: BuildSpec, force: bool = False) -> BuildResult:
         if hit is not None:
             return hit
     root = build_root(spec)
-    with file_lock(builds_dir() / f"{root.name}.lock"):
+    with exclusive(builds_dir() / f"{root.name}.lock"):
         if not force and (hit := cached(spec)) is not None:
             return hit
         started = time.monotonic()

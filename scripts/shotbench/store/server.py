@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from shotbench.errors import UserError
+from shotbench.locks import exclusive
 from shotbench.paths import state_dir
 from shotbench.processes import die_with_parent, free_port, pid_alive, terminate
 from shotbench.store import network
@@ -256,19 +257,6 @@ def _wait_healthy(proc: subprocess.Popen, port: int, st: Path, ca: str | None = 
     raise UserError(f"the embedded S3 server did not answer within {START_TIMEOUT:.0f} s; see {st / 'versitygw.log'}.")
 
 
-@contextlib.contextmanager
-def _locked(st: Path) -> Iterator[None]:
-    """One start/stop at a time per state directory (two terminals, two test processes)."""
-    import fcntl
-
-    with open(st / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def start(
     state: Path | None = None, port: int = 0, network: str = "none", private: bool = False, tls: bool = False
 ) -> ServerInfo:
@@ -280,7 +268,7 @@ def start(
     """
     network_profile = _check_network(network)
     st = _state(state)
-    with _locked(st):
+    with exclusive(st / ".lock"):  # one start/stop at a time per state directory
         return _start_locked(st, port, network, network_profile, private, tls)
 
 
@@ -392,7 +380,7 @@ def _cleanup_stale(st: Path) -> None:
 def stop(state: Path | None = None) -> bool:
     """Stop the server of this state directory; True if one was running. Data is kept."""
     st = _state(state)
-    with _locked(st):
+    with exclusive(st / ".lock"):  # one start/stop at a time per state directory
         rec = _read_state(st)
         was_running = bool(rec) and pid_alive(rec["pid"], "versitygw")
         _cleanup_stale(st)
