@@ -25,8 +25,10 @@ MIB = 1024 * 1024
 
 def run_cases(
     tmp_path: Path, server, bucket: str, prefix: str, local_dir: Path, matrix: plan.Matrix,
+    signals_files: int = 0, signals_names: int = 0,
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Run a matrix through `shotbench.read.runner` on s3://bucket/prefix; (workers rows, case rows)."""
+    """Run a matrix through `shotbench.read.runner` on s3://bucket/prefix; (workers rows, case rows).
+    `signals` mode reads a seeded sample of `signals_files` files and `signals_names` names (0: all)."""
     from shotbench.read.runner import Drivers, Runner, Workload, inventory
     from shotbench.store.s3 import list_shot_files, parse_location
 
@@ -35,7 +37,7 @@ def run_cases(
     objs = list_shot_files(loc, s3)
     source = Source("s3", bucket=bucket, prefix=prefix, local_dir=str(local_dir))
     files = inventory(source, objs, s3, say=lambda _: None)
-    signal_files = plan.sample_signals(plan.sample_files(files, matrix.files, 0), matrix.signals, 0)
+    signal_files = plan.sample_signals(plan.sample_files(files, signals_files, 0), signals_names, 0)
     workload = Workload(source, files, signal_files, s3, Path(server.access_log), bucket)
     cases = plan.plan_cases(matrix, 0, {b: True for b in matrix.backends},
                             {b: registry.get(b).has_block_cache for b in matrix.backends})
@@ -92,8 +94,8 @@ def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_serv
     make_shot_file(local / "flat-64mb.h5", 1160505003, signals=61, file_size=64_000_000, paging="unpaged")
     stage(local, parse_location(f"s3://{s3_bucket}/flat/"), s3_server.s3config(), jobs=2, progress=False)
     matrix = plan.Matrix(backends=["ros3-2.2"], modes=["signals"], workers=[1], page_buffers=[0],
-                         block_caches=[0, -1], trials=1, files=1, signals=3)
-    workers, cases = run_cases(tmp_path, s3_server, s3_bucket, "flat/", local, matrix)
+                         block_caches=[0, -1], trials=1)
+    workers, cases = run_cases(tmp_path, s3_server, s3_bucket, "flat/", local, matrix, signals_files=1, signals_names=3)
     assert all(c["status"] == "ok" for c in cases), [c["first-error"] for c in cases]
     by_setting = {int(c["block-cache"]): c for c in cases}
     off, on = by_setting[0], by_setting[-1]

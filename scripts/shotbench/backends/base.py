@@ -150,23 +150,17 @@ class Backend:
 def s3_from_environ() -> Any:
     """The S3 settings a worker process was started with (AWS_* variables, never argv).
 
-    Uses `shotbench.store.s3.S3Config` when importable; the ROS3 environments may lack
-    boto3, so a plain namespace with the same fields stands in.
+    Read from the variables alone, not boto3's chain: the ROS3 environments lack boto3
+    (`shotbench.store.s3` itself imports it only where it is used).
     """
+    from shotbench.store.s3 import DEFAULT_REGION, S3Config
+
     env = os.environ
-    fields = {
-        "endpoint_url": env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
-        "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
-        "access_key": env.get("AWS_ACCESS_KEY_ID") or None,
-        "secret_key": env.get("AWS_SECRET_ACCESS_KEY") or None,
-        "session_token": env.get("AWS_SESSION_TOKEN") or None,
-        "ca_bundle": env.get("AWS_CA_BUNDLE") or None,
-    }
-    try:
-        from shotbench.store.s3 import S3Config
-
-        return S3Config(**fields)
-    except Exception:  # noqa: BLE001 - any import/constructor mismatch: fall back to the fields
-        from types import SimpleNamespace
-
-        return SimpleNamespace(**fields)
+    return S3Config(
+        endpoint_url=env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
+        region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or DEFAULT_REGION,
+        access_key=env.get("AWS_ACCESS_KEY_ID") or None,
+        secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
+        session_token=env.get("AWS_SESSION_TOKEN") or None,
+        ca_bundle=env.get("AWS_CA_BUNDLE") or None,
+    )

@@ -264,8 +264,6 @@ class Matrix:
     chunk_caches: list[int] = field(default_factory=lambda: [1024 * 1024])
     block_caches: list[int] = field(default_factory=lambda: [-1])  # -1 default, 0 off, else bytes
     trials: int = 1
-    files: int = 0  # files used in `signals` mode (seeded sample; 0 = all)
-    signals: int = 0  # signal names used in `signals` mode (seeded sample; 0 = all)
     families: dict[str, Any] = field(default_factory=dict)  # name -> families.Family; {} = one workload
 
 

@@ -76,8 +76,7 @@ class BenchConfig:
             page_buffers=[size_setting(v, "page_buffers") for v in self.page_buffers],
             chunk_caches=list(self.chunk_caches),
             block_caches=[size_setting(v, "block_caches") for v in self.block_caches],
-            trials=self.trials, files=self.signals_files, signals=self.signals_names,
-            families=self.family_shapes(),
+            trials=self.trials, families=self.family_shapes(),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from shotbench.errors import UserError
@@ -425,10 +425,3 @@ def resolve_s3config(embedded: bool = False, state: Path | None = None, quiet: b
         "(or pass --embedded), or set AWS_ENDPOINT_URL_S3 and AWS credentials for another S3 service."
     )
 
-
-def record(info: ServerInfo) -> dict:
-    """`asdict` without the secret, for callers that store server details."""
-    data = asdict(info)
-    data.pop("secret_key", None)
-    data["access_key"] = mask(info.access_key)
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}
