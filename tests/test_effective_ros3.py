@@ -16,11 +16,11 @@ from shotbench.backends import registry
 from shotbench.backends.base import Source
 from shotbench.read.effective import COLUMNS
 from shotbench.read.results import RunFolder
+from shotbench.units import MiB
 
 pytestmark = pytest.mark.slow
 
 ROS3 = ["ros3-1.14", "ros3-2.0", "ros3-2.2"]
-MIB = 1024 * 1024
 
 
 def run_cases(
@@ -65,12 +65,12 @@ def test_every_build_reports_what_it_did_with_the_page_buffer(tmp_path: Path, s3
         backend, pb, eff = w["backend"], int(w["pb-size"]), int(w["pb-effective"])
         seen.add((backend, pb))
         assert w["file-space-strategy"] == "page" and int(w["file-page-size"]) == 1_000_000
-        assert int(w["chunk-cache-effective"]) == 1024 * 1024
+        assert int(w["chunk-cache-effective"]) == MiB
         if pb == 0:
             assert eff == 0, f"{backend}: page buffer asked off, libhdf5 ran {eff} bytes"
         elif pb == -1:
             # 2.x's 64 MiB, cut down to whole file-space pages by libhdf5 (the issue saw 64,000,000 with 8 MB pages)
-            assert eff == (0 if backend == "ros3-1.14" else 64 * MIB // 1_000_000 * 1_000_000), (backend, eff)
+            assert eff == (0 if backend == "ros3-1.14" else 64 * MiB // 1_000_000 * 1_000_000), (backend, eff)
         else:
             assert eff == 2_000_000, (backend, eff)
         stats = [w[c] for c in COLUMNS if c.startswith("pb-") and c != "pb-effective"]
@@ -103,6 +103,6 @@ def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_serv
           f"default: {on['gets']} GETs, {on['get-bytes']} bytes, {float(on['total-runtime']):.3f} s")
     for w in workers:
         assert w["file-space-strategy"] == "fsm-aggr" and w["pb-effective"] == "0"
-        expect = ("0", "0") if w["case-id"] == off["case-id"] else (str(128 * MIB), str(16 * MIB))
+        expect = ("0", "0") if w["case-id"] == off["case-id"] else (str(128 * MiB), str(16 * MiB))
         assert (w["block-cache-size"], w["block-size"]) == expect, w
     assert int(on["gets"]) < int(off["gets"]), (on["gets"], off["gets"])

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from shotbench.units import MiB
+
 
 @dataclass(frozen=True)
 class Source:
@@ -39,7 +41,7 @@ class ReadSettings:
     """HDF5 file-access settings a case varies."""
 
     page_buf_size: int = 0  # -1 (effective.PB_DEFAULT): leave the library's default
-    chunk_cache: int = 1024 * 1024
+    chunk_cache: int = MiB
     options: dict[str, Any] = field(default_factory=dict)
     block_cache: int | None = None  # 2.2 ROS3 block cache (see shotbench.read.blockcache); None: untouched
 

@@ -14,6 +14,7 @@ from typing import Any
 from shotbench.backends import limits
 from shotbench.backends.base import Backend
 from shotbench.store.clients import s3fs_filesystem
+from shotbench.units import MiB
 
 
 _FILESYSTEMS: dict[tuple[Any, ...], Any] = {}
@@ -58,7 +59,7 @@ def make_filesystem(s3: Any) -> Any:
 class FsspecBackend(Backend):
     name = "fsspec"
     description = "h5py over an s3fs file object (block_size, cache_type)"
-    defaults = {"block_size": 1024 * 1024, "cache_type": "blockcache"}
+    defaults = {"block_size": MiB, "cache_type": "blockcache"}
 
     def setup(self, s3: Any) -> None:
         super().setup(s3)

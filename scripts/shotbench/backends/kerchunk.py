@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from shotbench.backends.readers import Handle, ReadersBackend, signal_path
 from shotbench.backends.unsupported import Unsupported, translate
+from shotbench.units import MiB
 
 
 def index_name(key: str) -> str:
@@ -36,7 +37,7 @@ class KerchunkBackend(ReadersBackend):
     reader = "kerchunk"
     builds_index: ClassVar[bool] = True
     description = "kerchunk index per file (built untimed), chunks via zarr over s3fs (inline_threshold)"
-    defaults = {"inline_threshold": 4096, "index_block_size": 1024 * 1024, "index_dir": ""}
+    defaults = {"inline_threshold": 4096, "index_block_size": MiB, "index_dir": ""}
 
     def setup(self, s3: Any) -> None:
         import fsspec  # noqa: F401

@@ -33,6 +33,7 @@ from shotbench import which
 from shotbench.errors import UserError
 from shotbench.locks import exclusive
 from shotbench.paths import cache_dir
+from shotbench.units import MiB
 
 RECIPE = 1
 """Bumped when the build steps below change in a way that changes the artefacts."""
@@ -153,7 +154,7 @@ def fetch(src: Source, name: str = "sources") -> Path:
     for attempt in range(3):
         try:
             with urllib.request.urlopen(src.url, timeout=60) as resp, tmp.open("wb") as out:
-                shutil.copyfileobj(resp, out, 1 << 20)
+                shutil.copyfileobj(resp, out, MiB)
             break
         except (urllib.error.URLError, OSError) as exc:
             last = exc

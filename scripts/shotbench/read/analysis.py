@@ -19,6 +19,7 @@ import pandas as pd
 from shotbench.read import multishot
 from shotbench.errors import UserError
 from shotbench.read.status import OK, error_count, legacy_case_status
+from shotbench.units import MiB
 
 UPSTREAM_COLUMNS: tuple[str, ...] = (
     "worker#",
@@ -41,7 +42,6 @@ SUMMARY_COLUMNS: list[str] = KEYS + ["trials", "total-runtime", "norm-tot-runtim
 SUMMARY_COLUMNS += ["series", "effective"]
 MODES: tuple[str, ...] = ("shots", "signals")
 RAW_GET = "raw-get"
-MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -82,17 +82,17 @@ def pb_label(size: int | float) -> str:
         return "default"
     if size == 0:
         return "off"
-    if size % MIB == 0:
-        return f"{size // MIB} MiB"
-    if size % 1024 == 0 and size < MIB:
+    if size % MiB == 0:
+        return f"{size // MiB} MiB"
+    if size % 1024 == 0 and size < MiB:
         return f"{size // 1024} KiB"
-    return f"{size / MIB:.3g} MiB"
+    return f"{size / MiB:.3g} MiB"
 
 
 def _size(text: object) -> str:
     """A read-back size: binary units when exact, else decimal MB (2.0 reports 64,000,000)."""
     n = int(float(str(text)))
-    if n == 0 or n % MIB == 0 or n % 1024 == 0 and n < MIB:
+    if n == 0 or n % MiB == 0 or n % 1024 == 0 and n < MiB:
         return pb_label(n)
     return f"{n / 1e6:.3g} MB"
 

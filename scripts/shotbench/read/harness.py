@@ -22,6 +22,7 @@ from shotbench.read.bench import check_envs, prepare, say
 from shotbench.paths import data_dir, state_dir
 from shotbench.provenance import new_run_id
 from shotbench.read.results import efficiency, task_time_sum
+from shotbench.units import MiB
 
 COLUMNS = [
     "run-id", "trial", "backend", "obj-type", "num-workers", "pb-size",
@@ -65,8 +66,8 @@ def cmd_harness(args: argparse.Namespace) -> int:
                     cls = registry.get(backend)
                     drv = drivers.for_backend(cls)
                     files = wl.files_for(mode)
-                    case = planmod.Case("h", trial, 0, backend, mode, w, pb, 1024 * 1024)
-                    spec = {"backend": backend, "source": wl.source.to_dict(), "pb": pb, "cc": 1024 * 1024,
+                    case = planmod.Case("h", trial, 0, backend, mode, w, pb, MiB)
+                    spec = {"backend": backend, "source": wl.source.to_dict(), "pb": pb, "cc": MiB,
                             "options": cfg.options.get(backend, {})}
                     if mode == "shots":
                         shot = planmod.pick_shot(wl.files, cfg.seed, trial, w)

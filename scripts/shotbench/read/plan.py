@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from shotbench.units import MiB
+
 T = TypeVar("T")
 
 MODES = ("shots", "signals")
@@ -261,7 +263,7 @@ class Matrix:
     modes: list[str] = field(default_factory=lambda: list(MODES))
     workers: list[int] = field(default_factory=lambda: [1, 2])
     page_buffers: list[int] = field(default_factory=lambda: [0, 268435456])
-    chunk_caches: list[int] = field(default_factory=lambda: [1024 * 1024])
+    chunk_caches: list[int] = field(default_factory=lambda: [MiB])
     block_caches: list[int] = field(default_factory=lambda: [-1])  # -1 default, 0 off, else bytes
     trials: int = 1
     families: dict[str, Any] = field(default_factory=dict)  # name -> families.Family; {} = one workload

@@ -38,6 +38,7 @@ from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
 from shotbench.read.results import (
     RunFolder, efficiency, harness_overhead, task_time_sum, worker_rows,
 )
+from shotbench.units import MiB
 
 
 class DriverError(RuntimeError):
@@ -478,7 +479,7 @@ def timeout_rows(tasks: list[Any], case: Case, error: str, files: list[ShotFile]
 
 
 def _mib(n: int) -> str:
-    return "default" if n < 0 else f"{n // (1024 * 1024)}MiB" if n else "0"
+    return "default" if n < 0 else f"{n // MiB}MiB" if n else "0"
 
 
 def _bc(n: int | None) -> str:
@@ -517,7 +518,7 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
     else:
         from shotbench.backends.obstore import ObstoreBackend
 
-        reader = ObstoreBackend(source, ReadSettings(options={"block_size": 1024 * 1024}))
+        reader = ObstoreBackend(source, ReadSettings(options={"block_size": MiB}))
     reader.setup(s3)
     out: list[ShotFile] = []
     t0 = time.time()

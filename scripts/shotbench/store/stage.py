@@ -19,8 +19,8 @@ from typing import Any
 
 from shotbench.errors import UserError
 from shotbench.store.s3 import Location, S3Config, explain
+from shotbench.units import MiB
 
-MiB = 1024 * 1024
 MULTIPART_THRESHOLD = 64 * MiB  # one PUT per 16 MB shot file: simplest ETag, fewest requests
 MULTIPART_CHUNKSIZE = 16 * MiB
 _COMMON_PART_SIZES = (MULTIPART_CHUNKSIZE, 8 * MiB, 5 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 100 * MiB)
