@@ -92,7 +92,7 @@ def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = only_run(runs)
     workers, cases = read_csv(run / "workers.csv"), read_csv(run / "cases.csv")
-    assert list(workers[0])[:12] == UPSTREAM_COLUMNS and list(workers[0]) == WORKER_COLUMNS
+    assert tuple(workers[0])[:12] == UPSTREAM_COLUMNS and list(workers[0]) == WORKER_COLUMNS
     assert list(cases[0]) == CASE_COLUMNS
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "complete" and len(cases) == len(meta["plan"]) == 3 * 2 * 2

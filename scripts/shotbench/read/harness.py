@@ -135,7 +135,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--signals-files", type=int, metavar="N")
     p.add_argument("--signals-names", type=int, metavar="N")
     p.add_argument("--shots", type=int, metavar="N")
-    p.add_argument("--page-buffer", type=int, default=268435456, metavar="BYTES", help="upstream used 268435456")
+    p.add_argument("--page-buffer", type=int, default=planmod.UPSTREAM_PAGE_BUFFER, metavar="BYTES", help="upstream used 268435456")
     p.add_argument("--shots-dir", help="where synthetic shot files live (default data/shots)")
     p.add_argument("--csv", metavar="FILE", help="where to write the per-case table (default data/harness/<id>.csv)")
     p.set_defaults(func=cmd_harness)

@@ -25,7 +25,7 @@ from typing import Any
 from shotbench.backends import registry
 from shotbench.errors import UserError
 from shotbench.read import families as fammod
-from shotbench.read.plan import ALL_MODES, MODES, Matrix
+from shotbench.read.plan import ALL_MODES, MODES, UPSTREAM_PAGE_BUFFER, Matrix
 from shotbench.units import MiB
 
 
@@ -37,7 +37,7 @@ class BenchConfig:
     backends: list[str] = field(default_factory=registry.default_names)
     modes: list[str] = field(default_factory=lambda: list(MODES))
     workers: list[int] = field(default_factory=lambda: [1, 2])
-    page_buffers: list[int] = field(default_factory=lambda: [0, 256 * MiB])
+    page_buffers: list[int] = field(default_factory=lambda: [0, UPSTREAM_PAGE_BUFFER])
     chunk_caches: list[int] = field(default_factory=lambda: [1 * MiB])
     # 2.2 ROS3 block cache (ros3-2.2 only): "default" (16 MiB blocks, 128 MiB), "off"/0, or bytes
     block_caches: list[Any] = field(default_factory=lambda: ["default"])
