@@ -45,6 +45,9 @@ def acquire(path: Path, wait: bool = False) -> int:
                 time.sleep(0.02)
         os.close(fd)
         raise Busy(pid) from None
+    except BaseException:  # Ctrl-C while waiting: no descriptor left open
+        os.close(fd)
+        raise
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd

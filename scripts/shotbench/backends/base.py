@@ -152,8 +152,9 @@ class Backend:
 def s3_from_environ() -> Any:
     """The S3 settings a worker process was started with (AWS_* variables, never argv).
 
-    Read from the variables alone, not boto3's chain: the ROS3 environments lack boto3
-    (`shotbench.store.s3` itself imports it only where it is used).
+    Read from the variables alone, not boto3's credential chain: the worker was given exactly
+    these, and `shotbench.store.s3` imports boto3 only where it is used, so this works in an
+    environment without it.
     """
     from shotbench.store.s3 import DEFAULT_REGION, S3Config
 
