@@ -184,15 +184,9 @@ def status(state: Path | None = None) -> ServerInfo | None:
     )
 
 
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch_byte_counter(st: Path, private: bool) -> tuple[subprocess.Popen, int]:
     """The StatsD receiver that writes GET byte counts into the access log (see store/statsd.py)."""
-    port = _free_udp_port()
+    port = free_port(socket.SOCK_DGRAM)
     proc = subprocess.Popen(
         [sys.executable, "-m", STATSD_MODULE, "--port", str(port), "--out", str(st / "access.log")],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

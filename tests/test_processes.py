@@ -1,5 +1,6 @@
-"""One lock helper for every "one process at a time" in the package: a second holder is
-refused naming the first, or waits for it, and the lock is gone when its holder is."""
+"""The shared process helpers: one lock for every "one process at a time" in the package (a
+second holder is refused naming the first, or waits for it, and the lock is gone when its
+holder is), and one free-port finder for TCP and UDP."""
 
 from __future__ import annotations
 
@@ -56,3 +57,13 @@ def test_a_waiting_holder_gets_the_lock_when_the_first_lets_go(tmp_path: Path) -
         proc.communicate("")
     assert got.wait(10)  # and has it as soon as the holder is gone
     waiter.join(10)
+
+
+def test_a_free_port_can_be_bound_for_tcp_and_for_udp() -> None:
+    import socket
+
+    from shotbench.processes import free_port
+
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as s:
+            s.bind(("127.0.0.1", free_port(kind)))
