@@ -47,10 +47,8 @@ def s3_bucket(s3_server) -> str:
 @pytest.fixture(scope="session")
 def shot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four small synthetic shot files (2 MB, 1 MB pages) so that tests stay fast."""
-    try:
-        from shotbench.read.synth import make_dataset
-    except ImportError as exc:  # the synthetic-data module is not installed in this checkout
-        pytest.skip(f"shotbench.read.synth.make_dataset is not available: {exc}")
+    from shotbench.read.synth import make_dataset
+
     out = tmp_path_factory.mktemp("shots")
     make_dataset(out, shots=4, signals=12, file_size=2_000_000, page_size=1_000_000, seed=0)
     return out

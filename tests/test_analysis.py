@@ -9,14 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from golden import (
+    NEW_SHOTS_TOTAL, NEW_SIGNALS_TOTAL, OLD_SHOTS_TOTAL, OLD_SIGNALS_TOTAL, RUN_FIXTURE as RUN, SIGNALS_RATIO_RANGE,
+    SINGLE_NEW as NEW, SINGLE_OLD as OLD, assert_published,
+)
 from shotbench.read import analysis
 from shotbench.errors import UserError
-
-ROOT = Path(__file__).resolve().parents[1]
-REF = ROOT / "data" / "fixtures" / "mdsplusbench"
-OLD = REF / "single-shot-ec2-s3.csv.gz"
-NEW = REF / "single-shot-ec2-s3-libaws.csv.gz"
-RUN = ROOT / "tests" / "data" / "run-fixture"
 
 
 @pytest.fixture(scope="module")
@@ -33,23 +31,10 @@ def row(table: pd.DataFrame, label: str, mode: str, workers: int, backend: str =
 def test_summary_reproduces_the_published_figures(reference: analysis.Dataset) -> None:
     s = analysis.summary(reference)
     assert list(s.columns) == analysis.SUMMARY_COLUMNS
-    new8 = row(s, "new", "signals", 8)
-    assert new8["pb-size"] == 268435456
-    assert new8["count"] == 488
-    assert new8["mean"] == pytest.approx(0.251735, abs=5e-7)
-    assert new8["std"] == pytest.approx(0.031577, abs=5e-7)
-    assert new8["50%"] == pytest.approx(0.245573, abs=5e-7)
-    assert new8["max"] == pytest.approx(0.513524, abs=5e-7)
-    assert new8["total-runtime"] == pytest.approx(945.75, abs=0.005)
-    assert row(s, "old", "signals", 8)["total-runtime"] == pytest.approx(1117.43, abs=0.005)
-    # the seed's describe() table for the new backend, more rows
-    new64 = row(s, "new", "signals", 64)
-    assert (new64["count"], round(new64["mean"], 6), round(new64["75%"], 6)) == (3815, 0.841275, 0.960420)
-    assert row(s, "new", "signals", 24)["min"] == pytest.approx(0.241442, abs=5e-7)
-    # the seed's head(): shots, one worker, new backend
-    assert row(s, "new", "shots", 1)["total-runtime"] == pytest.approx(0.638936, abs=5e-7)
+    # the seed's describe() table and head() (shots, one worker, new backend)
+    assert_published(lambda label, mode, workers, column: row(s, label, mode, workers)[column])
     # ratios: each line against its smallest worker count, as upstream
-    assert row(s, "old", "signals", 24)["norm-tot-runtime"] == pytest.approx(1117.433721 / 597.378760, rel=1e-9)
+    assert row(s, "old", "signals", 24)["norm-tot-runtime"] == pytest.approx(OLD_SIGNALS_TOTAL[8] / OLD_SIGNALS_TOTAL[24], rel=1e-9)
     assert row(s, "new", "signals", 8)["norm-tot-runtime"] == 1.0
     assert set(s["trials"]) == {1}
     assert set(s["backend"]) == {""}
@@ -71,9 +56,9 @@ def test_legacy_defects_are_corrected_and_stated(reference: analysis.Dataset) ->
 
 def test_shared_baseline(reference: analysis.Dataset) -> None:
     s = analysis.summary(reference, baseline="old@8")
-    assert row(s, "new", "signals", 8)["norm-tot-runtime"] == pytest.approx(1117.433721 / 945.749953, rel=1e-9)
+    assert row(s, "new", "signals", 8)["norm-tot-runtime"] == pytest.approx(OLD_SIGNALS_TOTAL[8] / NEW_SIGNALS_TOTAL[8], rel=1e-9)
     assert row(s, "old", "signals", 8)["norm-tot-runtime"] == 1.0
-    assert row(s, "new", "shots", 1)["norm-tot-runtime"] == pytest.approx(0.414694 / 0.638936, rel=1e-5)  # old, 8 workers
+    assert row(s, "new", "shots", 1)["norm-tot-runtime"] == pytest.approx(OLD_SHOTS_TOTAL[8] / NEW_SHOTS_TOTAL[1], rel=1e-5)  # old, 8 workers
     with pytest.raises(UserError, match="matches no input; choose one of: old, new"):
         analysis.summary(reference, baseline="ros3-9")
     with pytest.raises(UserError, match="no case with 3 workers"):
@@ -84,9 +69,9 @@ def test_backend_ratio_of_the_reference_csvs(reference: analysis.Dataset) -> Non
     r = analysis.backend_ratios(reference)
     sig = r[(r["obj-type"] == "signals") & (r["num-workers"] == 8)].iloc[0]
     assert (sig["series"], sig["reference"]) == ("new", "old")
-    assert sig["ratio"] == pytest.approx(1117.433721 / 945.749953, rel=1e-9)
+    assert sig["ratio"] == pytest.approx(OLD_SIGNALS_TOTAL[8] / NEW_SIGNALS_TOTAL[8], rel=1e-9)
     assert np.isnan(sig["ci-low"])  # one trial each: no interval to claim
-    assert r[r["obj-type"] == "signals"]["ratio"].agg(["min", "max"]).round(2).tolist() == [1.18, 2.53]
+    assert r[r["obj-type"] == "signals"]["ratio"].agg(["min", "max"]).round(2).tolist() == SIGNALS_RATIO_RANGE
 
 
 def _upstream_rows(mode: str, pb: int, workers: list[int], runtime: float, trials: int = 1) -> pd.DataFrame:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -10,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from shotbench.store.s3 import without_s3_settings
+
 
 def run_bench(args: list[str], tmp_path: Path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(tmp_path / "state")
     env.update(env_extra or {})
     return subprocess.run(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pandas as pd
 import pytest
 
 from shotbench.read.compare import compare, mann_whitney
+from shotbench.store.s3 import without_s3_settings
 
 
 def test_mann_whitney_exact_matches_known_values() -> None:
@@ -62,7 +62,7 @@ TINY = "file_size = 2000000\npage_size = 1000000\nsignals = 12\n"
 
 
 def _bench(tmp: Path, *extra: str) -> Path:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(tmp / "state")
     (tmp / "tiny.toml").write_text(TINY)
     before = set((tmp / "runs").glob("*")) if (tmp / "runs").exists() else set()

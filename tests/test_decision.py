@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from golden import RUN_FIXTURE as RUN
 from shotbench.read import analysis, decision
-
-RUN = Path(__file__).resolve().parent / "data" / "run-fixture"
 
 
 @pytest.fixture(scope="module")

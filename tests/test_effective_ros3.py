@@ -17,17 +17,19 @@ from shotbench.backends.base import Source
 from shotbench.read.effective import COLUMNS
 from shotbench.read.results import RUN_KIND
 from shotbench.runs import RunFolder
+from shotbench.units import MiB
 
 pytestmark = pytest.mark.slow
 
 ROS3 = ["ros3-1.14", "ros3-2.0", "ros3-2.2"]
-MIB = 1024 * 1024
 
 
 def run_cases(
     tmp_path: Path, server, bucket: str, prefix: str, local_dir: Path, matrix: plan.Matrix,
+    signals_files: int = 0, signals_names: int = 0,
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Run a matrix through `shotbench.read.runner` on s3://bucket/prefix; (workers rows, case rows)."""
+    """Run a matrix through `shotbench.read.runner` on s3://bucket/prefix; (workers rows, case rows).
+    `signals` mode reads a seeded sample of `signals_files` files and `signals_names` names (0: all)."""
     from shotbench.read.runner import Drivers, Runner, Workload, inventory
     from shotbench.store.s3 import list_shot_files, parse_location
 
@@ -36,7 +38,7 @@ def run_cases(
     objs = list_shot_files(loc, s3)
     source = Source("s3", bucket=bucket, prefix=prefix, local_dir=str(local_dir))
     files = inventory(source, objs, s3, say=lambda _: None)
-    signal_files = plan.sample_signals(plan.sample_files(files, matrix.files, 0), matrix.signals, 0)
+    signal_files = plan.sample_signals(plan.sample_files(files, signals_files, 0), signals_names, 0)
     workload = Workload(source, files, signal_files, s3, Path(server.access_log), bucket)
     cases = plan.plan_cases(matrix, 0, {b: True for b in matrix.backends},
                             {b: registry.get(b).has_block_cache for b in matrix.backends})
@@ -64,12 +66,12 @@ def test_every_build_reports_what_it_did_with_the_page_buffer(tmp_path: Path, s3
         backend, pb, eff = w["backend"], int(w["pb-size"]), int(w["pb-effective"])
         seen.add((backend, pb))
         assert w["file-space-strategy"] == "page" and int(w["file-page-size"]) == 1_000_000
-        assert int(w["chunk-cache-effective"]) == 1024 * 1024
+        assert int(w["chunk-cache-effective"]) == MiB
         if pb == 0:
             assert eff == 0, f"{backend}: page buffer asked off, libhdf5 ran {eff} bytes"
         elif pb == -1:
             # 2.x's 64 MiB, cut down to whole file-space pages by libhdf5 (the issue saw 64,000,000 with 8 MB pages)
-            assert eff == (0 if backend == "ros3-1.14" else 64 * MIB // 1_000_000 * 1_000_000), (backend, eff)
+            assert eff == (0 if backend == "ros3-1.14" else 64 * MiB // 1_000_000 * 1_000_000), (backend, eff)
         else:
             assert eff == 2_000_000, (backend, eff)
         stats = [w[c] for c in COLUMNS if c.startswith("pb-") and c != "pb-effective"]
@@ -93,8 +95,8 @@ def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_serv
     make_shot_file(local / "flat-64mb.h5", 1160505003, signals=61, file_size=64_000_000, paging="unpaged")
     stage(local, parse_location(f"s3://{s3_bucket}/flat/"), s3_server.s3config(), jobs=2, progress=False)
     matrix = plan.Matrix(backends=["ros3-2.2"], modes=["signals"], workers=[1], page_buffers=[0],
-                         block_caches=[0, -1], trials=1, files=1, signals=3)
-    workers, cases = run_cases(tmp_path, s3_server, s3_bucket, "flat/", local, matrix)
+                         block_caches=[0, -1], trials=1)
+    workers, cases = run_cases(tmp_path, s3_server, s3_bucket, "flat/", local, matrix, signals_files=1, signals_names=3)
     assert all(c["status"] == "ok" for c in cases), [c["first-error"] for c in cases]
     by_setting = {int(c["block-cache"]): c for c in cases}
     off, on = by_setting[0], by_setting[-1]
@@ -102,6 +104,6 @@ def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_serv
           f"default: {on['gets']} GETs, {on['get-bytes']} bytes, {float(on['total-runtime']):.3f} s")
     for w in workers:
         assert w["file-space-strategy"] == "fsm-aggr" and w["pb-effective"] == "0"
-        expect = ("0", "0") if w["case-id"] == off["case-id"] else (str(128 * MIB), str(16 * MIB))
+        expect = ("0", "0") if w["case-id"] == off["case-id"] else (str(128 * MiB), str(16 * MiB))
         assert (w["block-cache-size"], w["block-size"]) == expect, w
     assert int(on["gets"]) < int(off["gets"]), (on["gets"], off["gets"])

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.test_bench_cli import assert_one_sentence, run_bench
+from shotbench.store.s3 import without_s3_settings
 
 SLOW_TOML = """backends = ["local"]
 modes = ["signals", "shots"]
@@ -30,7 +31,7 @@ SLOW_CASES = 2 * 2 * 2 * 2  # modes x workers x chunk caches x trials
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(tmp_path / "state")
     return env
 

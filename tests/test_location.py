@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shotbench.errors import UserError
-from shotbench.store.s3 import S3Config, list_shot_files, parse_location, preflight
+from shotbench.store.s3 import S3Config, list_shot_files, parse_location, preflight, without_s3_settings
 from shotbench.processes import free_port
 
 FAST = 6.0  # seconds: connect timeout 3 s, bounded retries
@@ -146,7 +146,7 @@ def test_local_locations(tmp_path: Path, h5_dir: Path) -> None:
 def test_cli_ls_errors_are_one_line(s3_server, s3_bucket: str, tmp_path: Path, monkeypatch, capsys) -> None:
     from shotbench.cli import main
 
-    for var in [k for k in os.environ if k.startswith("AWS_")]:
+    for var in set(os.environ) - set(without_s3_settings()):
         monkeypatch.delenv(var)
     for key, value in s3_server.s3config().env_vars().items():
         monkeypatch.setenv(key, value)
@@ -166,7 +166,7 @@ def test_cli_ls_errors_are_one_line(s3_server, s3_bucket: str, tmp_path: Path, m
 
 def test_console_script_reports_a_mistake_without_traceback(tmp_path: Path) -> None:
     """One real `shotbench` process, to see what a user's terminal shows."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env.update(AWS_ENDPOINT_URL_S3=f"http://127.0.0.1:{free_port()}", AWS_ACCESS_KEY_ID="SBXX", AWS_SECRET_ACCESS_KEY="y")
     run = subprocess.run(
         [sys.executable, "-m", "shotbench.cli", "ls", "s3://some-bucket/x"],

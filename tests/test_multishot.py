@@ -17,14 +17,10 @@ import pandas as pd
 import pytest
 from bokeh.models import Legend
 
+from golden import MANY_SHOT_GROUPS, MANY_SHOT_HEADLINE, MULTI_NEW as NEW, MULTI_OLD as OLD, ROOT, SINGLE_OLD
 from shotbench.read import multishot, multishot_plots, plots
 from shotbench.cli import main
 from shotbench.errors import UserError
-
-ROOT = Path(__file__).resolve().parents[1]
-REF = ROOT / "data" / "fixtures" / "mdsplusbench"
-OLD = REF / "multi-shot-ec2-s3.csv.gz"
-NEW = REF / "multi-shot-ec2-s3-libaws.csv.gz"
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -38,7 +34,7 @@ def table() -> pd.DataFrame:
 
 
 def test_the_80_upstream_groups_across_old_and_new(table: pd.DataFrame) -> None:
-    assert len(table) == 80
+    assert len(table) == MANY_SHOT_GROUPS
     assert (table["runtimes"] == 1).all()  # one tot-runtime per (file, order, pb, workers)
     assert sorted(table["num-workers"].unique()) == [1, 2, 4, 8, 16]
     assert sorted(table["pb-size"].unique()) == [64_000_000, 264_000_000]
@@ -67,8 +63,7 @@ def test_a_sample_of_groups_matches_an_independent_computation(table: pd.DataFra
 def test_headline_reproduces_the_upstream_numbers(table: pd.DataFrame) -> None:
     """1.14 on S3, 1 worker, 264 MB page buffer: 261 / 2,535 / 1,947 / 750 s."""
     h = multishot.headline(table).loc["old"]
-    assert round(h.loc["shot", "shots"]) == 261 and round(h.loc["shot", "signals"]) == 2535
-    assert round(h.loc["signal", "shots"]) == 1947 and round(h.loc["signal", "signals"]) == 750
+    assert {(layout, order): round(h.loc[layout, order]) for layout, order in MANY_SHOT_HEADLINE} == MANY_SHOT_HEADLINE
     assert (multishot.layout_order_ratios(table)["slowest ÷ fastest"] > 9).all()
     best = table[table["normalized-runtime"] == 1.0]
     assert set(best["layout"] + "/" + best["obj-type"]) == {"shot/shots"}
@@ -126,7 +121,7 @@ def test_a_csv_in_no_known_schema_is_refused_with_one_sentence(tmp_path: Path, c
 
 
 def test_many_shot_and_single_shot_csvs_do_not_share_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    single = REF / "single-shot-ec2-s3.csv.gz"
+    single = SINGLE_OLD
     assert main(["report", "--input", f"a={OLD}", "--input", f"b={single}", "--output", str(tmp_path / "o")]) == 2
     assert "separate --input sets" in capsys.readouterr().err
 

@@ -13,11 +13,9 @@ import holoviews as hv
 import pandas as pd
 import pytest
 
+from golden import RUN_FIXTURE as RUN
 from shotbench.read import plots
 from shotbench.reports.htmlcheck import figures, legend_problems
-
-ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "tests" / "data" / "run-fixture"
 
 
 def _two_lines(**opts: object) -> str:

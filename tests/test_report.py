@@ -13,14 +13,13 @@ import nbformat
 import pandas as pd
 import pytest
 
+from golden import (
+    MANY_SHOT_GROUPS, MANY_SHOT_REPORT_FIGURES, REFERENCE_REPORT_FIGURES, ROOT, RUN_FIXTURE as RUN, RUN_REPORT_FIGURES,
+    SINGLE_OLD as OLD, assert_published,
+)
 from shotbench.cli import main
 from shotbench.reports.htmlcheck import external_resources, figure_count
 
-ROOT = Path(__file__).resolve().parents[1]
-REF = ROOT / "data" / "fixtures" / "mdsplusbench"
-OLD = REF / "single-shot-ec2-s3.csv.gz"
-NEW = REF / "single-shot-ec2-s3-libaws.csv.gz"
-RUN = ROOT / "tests" / "data" / "run-fixture"
 RUN_ID = "20261122T000000Z-fixture"
 OLD_L, NEW_L = "old-ros3-1.14", "new-ros3-2.0dev"  # labels of `report --reference`
 
@@ -58,16 +57,9 @@ def test_reference_report_reproduces_the_seed(reference_report: Path) -> None:
         "label", "backend", "obj-type", "pb-size", "num-workers", "trials", "total-runtime",
         "norm-tot-runtime", "count", "mean", "std", "min", "25%", "50%", "75%", "max", "series", "effective",
     ]
-    sig = s[s["obj-type"] == "signals"].set_index(["label", "num-workers"])
-    assert sig.loc[(NEW_L, 8), "pb-size"] == 268435456
-    assert sig.loc[(NEW_L, 8), "count"] == 488
-    assert sig.loc[(NEW_L, 8), "mean"] == pytest.approx(0.251735, abs=5e-7)
-    assert sig.loc[(NEW_L, 8), "total-runtime"] == pytest.approx(945.75, abs=0.005)
-    assert sig.loc[(OLD_L, 8), "total-runtime"] == pytest.approx(1117.43, abs=0.005)
-    assert sig.loc[(NEW_L, 32), "count"] == 1947
-    assert sig.loc[(NEW_L, 32), "mean"] == pytest.approx(0.420436, abs=5e-7)
-    assert sig.loc[(NEW_L, 48), "25%"] == pytest.approx(0.546357, abs=5e-7)
-    assert sig.loc[(NEW_L, 16), "std"] == pytest.approx(0.011587, abs=5e-7)
+    by_case = s.set_index(["label", "obj-type", "num-workers"])
+    assert_published(lambda label, mode, workers, column: by_case.loc[(label, mode, workers), column],
+                     {"old": OLD_L, "new": NEW_L})
     assert s["backend"].isna().all()  # plain CSVs: backend left empty
 
 
@@ -75,7 +67,7 @@ def test_reference_report_reproduces_the_seed(reference_report: Path) -> None:
 def test_reference_report_html_is_offline_and_complete(reference_report: Path) -> None:
     html = (reference_report / "ros3-backends.html").read_text(encoding="utf-8")
     assert external_resources(html) == []
-    assert figure_count(html) == 8  # per mode: ratio + runtime, speed vs old, box plot
+    assert figure_count(html) == REFERENCE_REPORT_FIGURES
     assert "MIT-PSFC/MDSplusBench" in html
     assert "256 MiB" in html
     assert f'"value":"{OLD_L}"' in html and f'"value":"{NEW_L}"' in html  # legends name the inputs
@@ -124,8 +116,7 @@ def test_reports_renders_runs_and_writes_the_index(tmp_path: Path) -> None:
     html = (out / "ros3-backends.html").read_text(encoding="utf-8")
     assert "highlight hl-ipython3" not in html  # --no-code hides code cells
     assert external_resources(html) == []
-    # per mode: 2 scaling + speed vs ros3-1.14 + box + raw-GET + GETs/MB (2) + efficiency
-    assert figure_count(html) == 16
+    assert figure_count(html) == RUN_REPORT_FIGURES
     metrics = pd.read_csv(out / "metrics.csv")
     assert {"raw-get-ratio", "gets", "MB", "harness-efficiency"} <= set(metrics.columns)
     ratios = pd.read_csv(out / "ratios.csv")
@@ -151,8 +142,8 @@ def test_mistake_found_inside_the_notebook_is_one_sentence(tmp_path: Path) -> No
 
 def test_reference_renders_the_many_shot_study_too(reference_report: Path) -> None:
     html = (reference_report / "multi-shot.html").read_text(encoding="utf-8")
-    assert figure_count(html) == 8 and not external_resources(html)
+    assert figure_count(html) == MANY_SHOT_REPORT_FIGURES and not external_resources(html)
     groups = pd.read_csv(reference_report / "groups.csv")
-    assert len(groups) == 80
+    assert len(groups) == MANY_SHOT_GROUPS
     index = (reference_report.parent / "index.html").read_text(encoding="utf-8")
     assert 'href="mdsplusbench/multi-shot.html"' in index

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from shotbench.read import ros3open as ros3
 from shotbench.builds import envs
 from shotbench.builds.specs import BUILDS
-from shotbench.store.s3 import S3Config
+from shotbench.store.s3 import S3Config, without_s3_settings
 
 SERVER_CFG = S3Config(endpoint_url="http://127.0.0.1:9000", region="us-east-1", access_key="AKIAEXAMPLE", secret_key="s3cr3t")
 
@@ -75,7 +74,7 @@ def _python(name: str) -> Path:
 
 def _verify(name: str, cfg: S3Config, bucket: str, key: str, *extra: str, env: dict | None = None, timeout: float = 300) -> tuple[int, dict]:
     """Run the ROS3 check inside the build's environment; (exit code, its JSON report)."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != "LD_LIBRARY_PATH"}
+    clean = {k: v for k, v in without_s3_settings().items() if k != "LD_LIBRARY_PATH"}
     run_env = {**clean, **ros3.ros3_env(cfg), **(env or {})}
     proc = subprocess.run(
         [str(_python(name)), "-m", "shotbench.builds.verify", "--bucket", bucket, "--key", key, *extra],
@@ -158,7 +157,7 @@ def test_2x_reads_through_the_endpoint_variable(name: str, staged_shots, shot_di
         "    assert all(r[n][()].tobytes() == l[n][()].tobytes() for n in names)\n"
         "    print(len(names))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env.update(AWS_ENDPOINT_URL_S3=cfg.endpoint_url, AWS_EC2_METADATA_DISABLED="true")
     proc = subprocess.run(
         [str(_python(name)), "-c", script, bucket, key, cfg.region, cfg.access_key, cfg.secret_key, str(shot_dir / filename)],

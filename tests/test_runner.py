@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from shotbench.read.results import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
+from shotbench.store.s3 import without_s3_settings
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ backends = {backends}
 
 
 def bench_env(state: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(state)
     return env
 
@@ -91,7 +92,7 @@ def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = only_run(runs)
     workers, cases = read_csv(run / "workers.csv"), read_csv(run / "cases.csv")
-    assert list(workers[0])[:12] == UPSTREAM_COLUMNS and list(workers[0]) == WORKER_COLUMNS
+    assert tuple(workers[0])[:12] == UPSTREAM_COLUMNS and list(workers[0]) == WORKER_COLUMNS
     assert list(cases[0]) == CASE_COLUMNS
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "complete" and len(cases) == len(meta["plan"]) == 3 * 2 * 2

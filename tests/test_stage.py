@@ -13,7 +13,7 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 
 from shotbench.errors import UserError
-from shotbench.store.s3 import list_shot_files, parse_location
+from shotbench.store.s3 import list_shot_files, parse_location, without_s3_settings
 from shotbench.store.stage import md5_etag, same_object, stage
 
 
@@ -86,7 +86,7 @@ def test_stage_command_prints_a_summary_and_no_secret(
 ) -> None:
     from shotbench.cli import main
 
-    for var in [k for k in os.environ if k.startswith("AWS_")]:
+    for var in set(os.environ) - set(without_s3_settings()):
         monkeypatch.delenv(var)
     for key, value in s3_server.s3config().env_vars().items():
         monkeypatch.setenv(key, value)
@@ -110,7 +110,7 @@ def test_stage_with_a_wrong_secret_says_so(s3_server, s3_bucket: str, h5_dir: Pa
 
 def test_stage_command_names_a_missing_source_before_asking_for_credentials(tmp_path: Path) -> None:
     """With no S3 configured at all, the first mistake to report is the missing folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(tmp_path / "state")
     proc = subprocess.run(
         [sys.executable, "-m", "shotbench", "stage", str(tmp_path / "nope"), "s3://mybucket/p"],

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from shotbench.cli import main as cli_main
 from shotbench.transfer import analysis, verify
-from shotbench.transfer.matrix import KiB, MiB, Row, ensure_files, parse_rows, size_label
+from shotbench.transfer.matrix import Row, ensure_files, parse_rows, size_label
+from shotbench.units import KiB, MiB
 from shotbench.transfer.runner import Case, RunContext, TransferPlan, case_order, run_transfer, seed_source
 from shotbench.transfer.programs import Target, make_tools
 

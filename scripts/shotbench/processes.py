@@ -47,8 +47,9 @@ def end_group_on(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) -> 
         signal.signal(sig, handler)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    """A port on 127.0.0.1 that is free now (TCP, or UDP with `socket.SOCK_DGRAM`)."""
+    with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 

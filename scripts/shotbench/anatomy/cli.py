@@ -34,12 +34,12 @@ def _probe_cmd(python: Path, backend: str, bucket: str, key: str, size: int, ope
 
 
 def _run(cmd: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
-    from shotbench.read.worker import scrub
+    from shotbench.redact import credentials_in, scrub
 
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
-        tail = scrub(proc.stderr.strip()[-400:])
+        tail = scrub(proc.stderr.strip()[-400:], credentials_in(env))
         raise UserError(f"the anatomy probe failed for {what} ({tail}); check the backend with `make envs` and the endpoint.")
     return json.loads(lines[-1])
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from shotbench.units import MiB
+
 
 @dataclass(frozen=True)
 class Source:
@@ -39,7 +41,7 @@ class ReadSettings:
     """HDF5 file-access settings a case varies."""
 
     page_buf_size: int = 0  # -1 (effective.PB_DEFAULT): leave the library's default
-    chunk_cache: int = 1024 * 1024
+    chunk_cache: int = MiB
     options: dict[str, Any] = field(default_factory=dict)
     block_cache: int | None = None  # 2.2 ROS3 block cache (see shotbench.read.blockcache); None: untouched
 
@@ -150,23 +152,18 @@ class Backend:
 def s3_from_environ() -> Any:
     """The S3 settings a worker process was started with (AWS_* variables, never argv).
 
-    Uses `shotbench.store.s3.S3Config` when importable; the ROS3 environments may lack
-    boto3, so a plain namespace with the same fields stands in.
+    Read from the variables alone, not boto3's credential chain: the worker was given exactly
+    these, and `shotbench.store.s3` imports boto3 only where it is used, so this works in an
+    environment without it.
     """
+    from shotbench.store.s3 import DEFAULT_REGION, S3Config
+
     env = os.environ
-    fields = {
-        "endpoint_url": env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
-        "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
-        "access_key": env.get("AWS_ACCESS_KEY_ID") or None,
-        "secret_key": env.get("AWS_SECRET_ACCESS_KEY") or None,
-        "session_token": env.get("AWS_SESSION_TOKEN") or None,
-        "ca_bundle": env.get("AWS_CA_BUNDLE") or None,
-    }
-    try:
-        from shotbench.store.s3 import S3Config
-
-        return S3Config(**fields)
-    except Exception:  # noqa: BLE001 - any import/constructor mismatch: fall back to the fields
-        from types import SimpleNamespace
-
-        return SimpleNamespace(**fields)
+    return S3Config(
+        endpoint_url=env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
+        region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or DEFAULT_REGION,
+        access_key=env.get("AWS_ACCESS_KEY_ID") or None,
+        secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
+        session_token=env.get("AWS_SESSION_TOKEN") or None,
+        ca_bundle=env.get("AWS_CA_BUNDLE") or None,
+    )

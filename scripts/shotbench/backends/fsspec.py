@@ -13,6 +13,8 @@ from typing import Any
 
 from shotbench.backends import limits
 from shotbench.backends.base import Backend
+from shotbench.store.clients import s3fs_filesystem
+from shotbench.units import MiB
 
 
 _FILESYSTEMS: dict[tuple[Any, ...], Any] = {}
@@ -67,28 +69,11 @@ class Attempts:
 def make_filesystem(s3: Any) -> Any:
     """One S3FileSystem per process and S3 settings: dropping one makes s3fs close its
     aiohttp session from the wrong event loop, and a real application keeps one anyway."""
-    import s3fs
-
-    ca = getattr(s3, "ca_bundle", None)
-    key = (s3.endpoint_url, s3.region, s3.access_key, s3.secret_key, s3.session_token, ca)
+    key = (s3.endpoint_url, s3.region, s3.access_key, s3.secret_key, s3.session_token, s3.ca_bundle)
     fs = _FILESYSTEMS.get(key)
     if fs is not None:
         return fs
-    client_kwargs: dict[str, Any] = {"region_name": s3.region or "us-east-1"}
-    if s3.endpoint_url:
-        client_kwargs["endpoint_url"] = s3.endpoint_url
-    if ca:
-        client_kwargs["verify"] = ca
-    fs = s3fs.S3FileSystem(
-        key=s3.access_key,
-        secret=s3.secret_key,
-        token=s3.session_token,
-        anon=not s3.access_key,
-        client_kwargs=client_kwargs,
-        config_kwargs=limits.botocore_config_kwargs(),
-        use_listings_cache=False,
-        skip_instance_cache=True,
-    )
+    fs = s3fs_filesystem(s3, config_kwargs=limits.botocore_config_kwargs(), use_listings_cache=False)
     fs.retries = limits.MAX_RETRIES  # s3fs's own retry loop, on top of botocore's
     _FILESYSTEMS[key] = fs
     return fs
@@ -97,7 +82,7 @@ def make_filesystem(s3: Any) -> Any:
 class FsspecBackend(Backend):
     name = "fsspec"
     description = "h5py over an s3fs file object (block_size, cache_type)"
-    defaults = {"block_size": 1024 * 1024, "cache_type": "blockcache"}
+    defaults = {"block_size": MiB, "cache_type": "blockcache"}
 
     def setup(self, s3: Any) -> None:
         super().setup(s3)

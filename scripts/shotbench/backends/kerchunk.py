@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from shotbench.backends.readers import Handle, ReadersBackend, signal_path
 from shotbench.backends.unsupported import Unsupported, translate
+from shotbench.units import MiB
 
 
 def index_name(key: str) -> str:
@@ -36,7 +37,7 @@ class KerchunkBackend(ReadersBackend):
     reader = "kerchunk"
     builds_index: ClassVar[bool] = True
     description = "kerchunk index per file (built untimed), chunks via zarr over s3fs (inline_threshold)"
-    defaults = {"inline_threshold": 4096, "index_block_size": 1024 * 1024, "index_dir": ""}
+    defaults = {"inline_threshold": 4096, "index_block_size": MiB, "index_dir": ""}
 
     def setup(self, s3: Any) -> None:
         import fsspec  # noqa: F401
@@ -107,15 +108,9 @@ class KerchunkBackend(ReadersBackend):
     def _remote(self) -> Any:
         """An asynchronous s3fs for ReferenceFileSystem (zarr 3 stores are async)."""
         if self.async_fs is None:
-            import s3fs
+            from shotbench.store.clients import s3fs_filesystem
 
-            s3 = self.s3
-            client_kwargs: dict[str, Any] = {"region_name": s3.region or "us-east-1"}
-            if s3.endpoint_url:
-                client_kwargs["endpoint_url"] = s3.endpoint_url
-            self.async_fs = s3fs.S3FileSystem(
-                key=s3.access_key, secret=s3.secret_key, token=s3.session_token, anon=not s3.access_key,
-                client_kwargs=client_kwargs, asynchronous=True, skip_instance_cache=True)
+            self.async_fs = s3fs_filesystem(self.s3, asynchronous=True)
         return self.async_fs
 
     def open(self, key: str, size: int) -> Any:

@@ -17,29 +17,12 @@ from typing import Any
 
 from shotbench.backends import limits
 from shotbench.backends.base import Backend
+from shotbench.store.clients import obstore_store
 
 
 def make_store(s3: Any, bucket: str) -> Any:
-    """An obstore S3Store for `bucket` from S3 settings (plain HTTP allowed for local servers)."""
-    from obstore.store import S3Store
-
-    kw: dict[str, Any] = {"region": s3.region or "us-east-1"}
-    if s3.endpoint_url:
-        kw["endpoint"] = s3.endpoint_url
-        kw["virtual_hosted_style_request"] = False
-    if s3.access_key:
-        kw["access_key_id"] = s3.access_key
-        kw["secret_access_key"] = s3.secret_key
-        if s3.session_token:
-            kw["token"] = s3.session_token
-    else:
-        kw["skip_signature"] = True
-    client = limits.obstore_client_options()
-    ca = getattr(s3, "ca_bundle", None)
-    if ca:  # a private CA (the embedded server over https)
-        with open(ca) as fh:
-            client["root_certificate"] = fh.read()
-    return S3Store(bucket, client_options=client, retry_config=limits.obstore_retry_config(), **kw)
+    """An obstore S3Store for `bucket`, with the benchmark's bounded waits and retries."""
+    return obstore_store(s3, bucket, limits.obstore_client_options(), limits.obstore_retry_config())
 
 
 def nbytes(data: Any) -> int:

@@ -11,13 +11,14 @@ from typing import Any
 
 from shotbench.backends.readers import ReadersBackend, signal_path
 from shotbench.backends.unsupported import Unsupported, translate
+from shotbench.units import MiB
 
 
 class PyfiveBackend(ReadersBackend):
     name = "pyfive"
     reader = "pyfive"
     description = "pyfive (pure Python HDF5) over an s3fs file object (block_size, cache_type)"
-    defaults = {"block_size": 1024 * 1024, "cache_type": "blockcache"}
+    defaults = {"block_size": MiB, "cache_type": "blockcache"}
 
     def setup(self, s3: Any) -> None:
         import pyfive  # noqa: F401

@@ -16,10 +16,8 @@ class Ros3Backend(Backend):
 
     @classmethod
     def process_env(cls, s3: Any) -> dict[str, str]:
-        try:
-            from shotbench.read.ros3open import ros3_env
-        except ImportError:
-            return {}
+        from shotbench.read.ros3open import ros3_env
+
         return dict(ros3_env(s3))
 
     def make_meter(self, s3: Any) -> Any:

@@ -8,8 +8,6 @@ The prefix is not relocatable: h5py records it as RUNPATH, so no library path is
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -20,7 +18,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +31,9 @@ from shotbench.builds.specs import (
 )
 from shotbench import which
 from shotbench.errors import UserError
+from shotbench.locks import exclusive
 from shotbench.paths import cache_dir
+from shotbench.units import MiB
 
 RECIPE = 1
 """Bumped when the build steps below change in a way that changes the artefacts."""
@@ -137,18 +136,6 @@ def cached(spec: BuildSpec) -> BuildResult | None:
     return BuildResult(spec, root.name.rsplit("-", 1)[1], root, root / "prefix", wheel, manifest)
 
 
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Two `make envs` at once must not compile into the same folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 # ---------------------------------------------------------------- sources
 
 
@@ -167,7 +154,7 @@ def fetch(src: Source, name: str = "sources") -> Path:
     for attempt in range(3):
         try:
             with urllib.request.urlopen(src.url, timeout=60) as resp, tmp.open("wb") as out:
-                shutil.copyfileobj(resp, out, 1 << 20)
+                shutil.copyfileobj(resp, out, MiB)
             break
         except (urllib.error.URLError, OSError) as exc:
             last = exc
@@ -258,7 +245,7 @@ def ensure_cmake() -> Path:
     version = CMAKE_PYPI.split("==")[1]
     venv = cache_dir() / "tools" / f"cmake-{version}"
     cmake = venv / "bin" / "cmake"
-    with file_lock(cache_dir() / "tools" / f"cmake-{version}.lock"):
+    with exclusive(cache_dir() / "tools" / f"cmake-{version}.lock"):
         if cmake.is_file():
             return cmake
         logs = cache_dir() / "tools" / "logs"
@@ -297,7 +284,7 @@ def ensure_aws(name: str) -> Path:
     root = builds_dir() / f"aws-crt-{aws_key()}"
     prefix = root / "prefix"
     stamp = root / "build.json"
-    with _aws_lock, file_lock(builds_dir() / f"{root.name}.lock"):
+    with _aws_lock, exclusive(builds_dir() / f"{root.name}.lock"):
         if stamp.is_file():
             return prefix
         cmake = ensure_cmake()
@@ -340,7 +327,7 @@ def build(spec: BuildSpec, force: bool = False) -> BuildResult:
         if hit is not None:
             return hit
     root = build_root(spec)
-    with file_lock(builds_dir() / f"{root.name}.lock"):
+    with exclusive(builds_dir() / f"{root.name}.lock"):
         if not force and (hit := cached(spec)) is not None:
             return hit
         started = time.monotonic()

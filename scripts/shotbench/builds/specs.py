@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from shotbench.errors import UserError
+from shotbench.units import MiB
 
 CMAKE_PYPI = "cmake==3.31.6"
 """HDF5 2.x needs CMake >= 3.26; Debian 12 ships 3.25, PyPI's `cmake` has a newer one."""
@@ -225,6 +226,6 @@ def read_source_version(src: Path) -> str:
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
+        for block in iter(lambda: fh.read(MiB), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -18,31 +18,19 @@ import pandas as pd
 
 from shotbench.read import multishot
 from shotbench.errors import UserError
+from shotbench.read.effective import STATS_COLUMNS
+from shotbench.read.plan import MODES, UPSTREAM_PAGE_BUFFER
+from shotbench.read.results import UPSTREAM_COLUMNS
 from shotbench.read.status import OK, error_count, legacy_case_status
 from shotbench.runs import RUN_JSON, latest_run, read_meta
+from shotbench.units import MiB
 
-UPSTREAM_COLUMNS: tuple[str, ...] = (
-    "worker#",
-    "obj-id",
-    "open+read-data-time",
-    "wrkr-num-objs",
-    "mean-obj-time",
-    "num-dsets",
-    "mean-dset-time",
-    "pb-size",
-    "num-workers",
-    "obj-type",
-    "tot-num-obj",
-    "total-runtime",
-)
 KEYS: list[str] = ["label", "backend", "obj-type", "pb-size", "num-workers"]
 DESCRIBE_COLUMNS: list[str] = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
 SUMMARY_COLUMNS: list[str] = KEYS + ["trials", "total-runtime", "norm-tot-runtime"] + DESCRIBE_COLUMNS
 # the series name and what libhdf5 did differently from the request (effective_label)
 SUMMARY_COLUMNS += ["series", "effective"]
-MODES: tuple[str, ...] = ("shots", "signals")
 RAW_GET = "raw-get"
-MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -83,17 +71,17 @@ def pb_label(size: int | float) -> str:
         return "default"
     if size == 0:
         return "off"
-    if size % MIB == 0:
-        return f"{size // MIB} MiB"
-    if size % 1024 == 0 and size < MIB:
+    if size % MiB == 0:
+        return f"{size // MiB} MiB"
+    if size % 1024 == 0 and size < MiB:
         return f"{size // 1024} KiB"
-    return f"{size / MIB:.3g} MiB"
+    return f"{size / MiB:.3g} MiB"
 
 
 def _size(text: object) -> str:
     """A read-back size: binary units when exact, else decimal MB (2.0 reports 64,000,000)."""
     n = int(float(str(text)))
-    if n == 0 or n % MIB == 0 or n % 1024 == 0 and n < MIB:
+    if n == 0 or n % MiB == 0 or n % 1024 == 0 and n < MiB:
         return pb_label(n)
     return f"{n / 1e6:.3g} MB"
 
@@ -153,11 +141,6 @@ def _case_effective(workers: pd.DataFrame) -> pd.Series:
     return per_case.apply(lambda r: effective_label(r.to_dict()), axis=1)
 
 
-PB_STATS: list[str] = [
-    "pb-meta-accesses", "pb-meta-hitrate", "pb-meta-evicts", "pb-raw-accesses", "pb-raw-hitrate", "pb-raw-evicts",
-]
-
-
 def effective_table(ds: "Dataset") -> pd.DataFrame:
     """Per series, mode and requested page buffer: what libhdf5 ran and how its page buffer fared.
 
@@ -174,12 +157,12 @@ def effective_table(ds: "Dataset") -> pd.DataFrame:
     def distinct(values: pd.Series) -> str:
         return " | ".join(str(v)[:-2] if str(v).endswith(".0") else str(v) for v in dict.fromkeys(values) if _known(v))
 
-    for col in PB_STATS:
+    for col in STATS_COLUMNS:
         w[col] = pd.to_numeric(w[col], errors="coerce") if col in w.columns else np.nan
     settings = [c for c in ("pb-effective", "file-space-strategy", "block-cache-size", "block-size") if c in w.columns]
     g = w.groupby(["series", "obj-type", "pb-size"], sort=False, observed=True)
     out = g.agg(**{c: (c, distinct) for c in settings}, tasks=("pb-size", "size"),
-                **{c: (c, "median") for c in PB_STATS})
+                **{c: (c, "median") for c in STATS_COLUMNS})
     out = out.reset_index()
     out.insert(3, "page buffer asked", out["pb-size"].map(pb_label))
     return out.drop(columns="pb-size")
@@ -437,7 +420,7 @@ def _assemble(
     if not failed.empty:
         notes.append(f"{len(failed)} failed or partial cases are left out of every table and plot; they are listed on their own.")
     sizes = sorted(workers["pb-size"].unique())
-    if 268435456 in sizes:
+    if UPSTREAM_PAGE_BUFFER in sizes:
         notes.append('Page buffer 268,435,456 bytes is asked as "256 MiB". libhdf5 rounds a page buffer down to whole '
                      'file pages: with 8 MB pages it holds 264,000,000 bytes, which is what the upstream notebook\'s '
                      '"264MB" label said. Where a run records what libhdf5 did (pb-effective), series names show it.')

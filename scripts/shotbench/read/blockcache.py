@@ -20,10 +20,12 @@ import os
 from functools import lru_cache
 from typing import Any
 
+from shotbench.units import MiB
+
 # HDF5_ROS3_VFD_DEFAULT_BLOCK_SIZE and HDF5_ROS3_VFD_DEFAULT_BLOCK_CACHE_SIZE in H5FDros3.h:
 # what the 2.2 driver uses when the FAPL sets nothing (H5FD__ros3_open).
-DEFAULT_BLOCK_SIZE = 16 * 1024 * 1024
-DEFAULT_CACHE_SIZE = 128 * 1024 * 1024
+DEFAULT_BLOCK_SIZE = 16 * MiB
+DEFAULT_CACHE_SIZE = 128 * MiB
 SET = "H5Pset_fapl_ros3_block_caching"
 GET = "H5Pget_fapl_ros3_block_caching"
 

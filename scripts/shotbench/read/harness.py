@@ -23,6 +23,7 @@ from shotbench.read.protocol import Prepare, Run, Spec, Upstream
 from shotbench.paths import data_dir, state_dir
 from shotbench.provenance import new_run_id
 from shotbench.read.results import efficiency, task_time_sum
+from shotbench.units import MiB
 
 COLUMNS = [
     "run-id", "trial", "backend", "obj-type", "num-workers", "pb-size",
@@ -66,8 +67,8 @@ def cmd_harness(args: argparse.Namespace) -> int:
                     cls = registry.get(backend)
                     drv = drivers.for_backend(cls)
                     files = wl.files_for(mode)
-                    case = planmod.Case("h", trial, 0, backend, mode, w, pb, 1024 * 1024)
-                    spec = Spec(backend, wl.source, pb, 1024 * 1024, cfg.options.get(backend, {}))
+                    case = planmod.Case("h", trial, 0, backend, mode, w, pb, MiB)
+                    spec = Spec(backend, wl.source, pb, MiB, cfg.options.get(backend, {}))
                     if mode == "shots":
                         shot = planmod.pick_shot(wl.files, cfg.seed, trial, w)
                         rounds = [planmod.shots_tasks(shot, w, upstream=True)]
@@ -130,7 +131,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--signals-files", type=int, metavar="N")
     p.add_argument("--signals-names", type=int, metavar="N")
     p.add_argument("--shots", type=int, metavar="N")
-    p.add_argument("--page-buffer", type=int, default=268435456, metavar="BYTES", help="upstream used 268435456")
+    p.add_argument("--page-buffer", type=int, default=planmod.UPSTREAM_PAGE_BUFFER, metavar="BYTES", help="upstream used 268435456")
     p.add_argument("--shots-dir", help="where synthetic shot files live (default data/shots)")
     p.add_argument("--csv", metavar="FILE", help="where to write the per-case table (default data/harness/<id>.csv)")
     p.set_defaults(func=cmd_harness)

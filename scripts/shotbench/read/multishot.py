@@ -20,6 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from shotbench.errors import UserError
+from shotbench.read.effective import STATS_COLUMNS
+from shotbench.read.plan import MODES
 
 UPSTREAM_MANY_COLUMNS: tuple[str, ...] = (
     "open-file-time", "pb-size", "pb-meta-accesses", "pb-meta-hitrate", "pb-meta-evicts",
@@ -27,17 +29,12 @@ UPSTREAM_MANY_COLUMNS: tuple[str, ...] = (
     "mean-obj-time", "num-dsets", "mean-dset-time", "worker#", "num-workers", "file", "obj-type",
     "tot-num-obj", "gather-time", "tot-runtime",
 )  # fmt: skip
-STATS_COLUMNS: tuple[str, ...] = (
-    "pb-meta-accesses", "pb-meta-hitrate", "pb-meta-evicts",
-    "pb-raw-accesses", "pb-raw-hitrate", "pb-raw-evicts",
-)  # fmt: skip
 # What a shotbench workers.csv of a many-shot run must have (its runtime is `total-runtime`).
 OUR_MANY_COLUMNS: tuple[str, ...] = (
     "worker#", "obj-type", "pb-size", "num-workers", "total-runtime", "mean-obj-time",
     "open-file-time", "read-data-time", "gather-time", "layout", "backend",
 )  # fmt: skip
 LAYOUTS = ("shot", "signal")
-ORDERS = ("shots", "signals")
 GROUP_KEYS = ["source", "file", "layout", "obj-type", "pb-size", "num-workers", "trial"]
 DESCRIBED = ["mean-obj-time", "open-file-time", "pb-meta-hitrate", "pb-raw-hitrate"]
 
@@ -123,7 +120,7 @@ def load_one(source: Source) -> pd.DataFrame:
         if col not in df.columns:
             df[col] = float("nan")
         df[col] = pd.to_numeric(df[col], errors="coerce")  # local-disk rows leave them empty
-    bad = sorted(set(df["obj-type"].astype(str)) - set(ORDERS))
+    bad = sorted(set(df["obj-type"].astype(str)) - set(MODES))
     if bad:
         raise UserError(f"{source.path} has obj-type {bad[0]!r}; only 'shots' and 'signals' are known orders.")
     return df
@@ -211,7 +208,7 @@ def single_shot_rows(df: pd.DataFrame) -> pd.DataFrame:
     if "layout" not in df.columns:
         return df
     layout = df["layout"].fillna("").astype(str)
-    out = df[~layout.isin(LAYOUTS) & df["obj-type"].astype(str).isin(ORDERS)].copy()
+    out = df[~layout.isin(LAYOUTS) & df["obj-type"].astype(str).isin(MODES)].copy()
     family = out["file-family"].fillna("").astype(str) if "file-family" in out.columns else None
     if family is not None and family.nunique() > 1:
         out["backend"] = out["backend"].fillna("").astype(str) + " · " + family

@@ -13,10 +13,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from shotbench.runs import interleave
+from shotbench.units import MiB
 
 T = TypeVar("T")
 
-MODES = ("shots", "signals")
+MODES = ("shots", "signals")  # upstream's two access orders: every signal of a shot, or a signal across shots
+UPSTREAM_PAGE_BUFFER = 256 * MiB  # the page buffer upstream's runs asked for (its notebooks say "264MB")
 # The partial-read workload: k signals of one single-shot file, the file opened once
 # for all of them, or once per signal; and the layouts of many-shot files.
 PARTIAL_MODES = ("partial-once", "partial-each")
@@ -262,12 +264,10 @@ class Matrix:
     backends: list[str]
     modes: list[str] = field(default_factory=lambda: list(MODES))
     workers: list[int] = field(default_factory=lambda: [1, 2])
-    page_buffers: list[int] = field(default_factory=lambda: [0, 268435456])
-    chunk_caches: list[int] = field(default_factory=lambda: [1024 * 1024])
+    page_buffers: list[int] = field(default_factory=lambda: [0, UPSTREAM_PAGE_BUFFER])
+    chunk_caches: list[int] = field(default_factory=lambda: [MiB])
     block_caches: list[int] = field(default_factory=lambda: [-1])  # -1 default, 0 off, else bytes
     trials: int = 1
-    files: int = 0  # files used in `signals` mode (seeded sample; 0 = all)
-    signals: int = 0  # signal names used in `signals` mode (seeded sample; 0 = all)
     families: dict[str, Any] = field(default_factory=dict)  # name -> families.Family; {} = one workload
 
 

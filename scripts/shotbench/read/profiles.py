@@ -25,9 +25,8 @@ from typing import Any
 from shotbench.backends import registry
 from shotbench.errors import UserError
 from shotbench.read import families as fammod
-from shotbench.read.plan import ALL_MODES, MODES, Matrix
-
-MIB = 1024 * 1024
+from shotbench.read.plan import ALL_MODES, MODES, UPSTREAM_PAGE_BUFFER, Matrix
+from shotbench.units import MiB
 
 
 @dataclass
@@ -38,8 +37,8 @@ class BenchConfig:
     backends: list[str] = field(default_factory=registry.default_names)
     modes: list[str] = field(default_factory=lambda: list(MODES))
     workers: list[int] = field(default_factory=lambda: [1, 2])
-    page_buffers: list[int] = field(default_factory=lambda: [0, 256 * MIB])
-    chunk_caches: list[int] = field(default_factory=lambda: [1 * MIB])
+    page_buffers: list[int] = field(default_factory=lambda: [0, UPSTREAM_PAGE_BUFFER])
+    chunk_caches: list[int] = field(default_factory=lambda: [1 * MiB])
     # 2.2 ROS3 block cache (ros3-2.2 only): "default" (16 MiB blocks, 128 MiB), "off"/0, or bytes
     block_caches: list[Any] = field(default_factory=lambda: ["default"])
     trials: int = 1
@@ -76,8 +75,7 @@ class BenchConfig:
             page_buffers=[size_setting(v, "page_buffers") for v in self.page_buffers],
             chunk_caches=list(self.chunk_caches),
             block_caches=[size_setting(v, "block_caches") for v in self.block_caches],
-            trials=self.trials, files=self.signals_files, signals=self.signals_names,
-            families=self.family_shapes(),
+            trials=self.trials, families=self.family_shapes(),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -167,7 +165,7 @@ def load(profile: str = "quick", config: Path | None = None, overrides: dict[str
 
 
 SIZE_SETTINGS = ("page_buffers", "block_caches")
-WORKER_PROCESS_BYTES = 256 * MIB  # a warm Dask worker with h5py and a backend client, with headroom
+WORKER_PROCESS_BYTES = 256 * MiB  # a warm Dask worker with h5py and a backend client, with headroom
 
 
 def _check_types(cfg: BenchConfig) -> None:

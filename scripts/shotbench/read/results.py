@@ -13,11 +13,12 @@ from shotbench.read.effective import COLUMNS as EFFECTIVE_COLUMNS
 from shotbench.read.status import OK, row_status, task_status
 from shotbench.runs import RunKind
 
-UPSTREAM_COLUMNS = [
+# the upstream harness's 12 per-worker columns, first in ours so its notebooks read our CSVs
+UPSTREAM_COLUMNS: tuple[str, ...] = (
     "worker#", "obj-id", "open+read-data-time", "wrkr-num-objs", "mean-obj-time", "num-dsets",
     "mean-dset-time", "pb-size", "num-workers", "obj-type", "tot-num-obj", "total-runtime",
-]
-WORKER_COLUMNS = UPSTREAM_COLUMNS + [
+)
+WORKER_COLUMNS = list(UPSTREAM_COLUMNS) + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
     # requests and bytes counted by the client (shotbench.read.accounting)

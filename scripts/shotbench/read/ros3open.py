@@ -15,6 +15,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shotbench.errors import UserError
+from shotbench.redact import CREDENTIAL_VARS
 from shotbench.read.shotfile import HDF5_SIGNATURE
 from shotbench.store.s3 import mask
 
@@ -110,7 +111,7 @@ def fapl_kwargs(cfg: S3Settings, major: int) -> dict[str, Any]:
 def _apply_endpoint(cfg: S3Settings) -> None:
     """2.x reads the endpoint from the environment at each open, so set it per call."""
     for name, value in ros3_env(cfg).items():
-        if name.startswith(("AWS_ACCESS", "AWS_SECRET")) or name == "AWS_SESSION_TOKEN":
+        if name in CREDENTIAL_VARS:
             continue
         os.environ[name] = value
     if not cfg.endpoint_url:

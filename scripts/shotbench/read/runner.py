@@ -38,11 +38,13 @@ from shotbench.read.protocol import (
     PROTOCOL_VERSION, Close, Failed, Gather, Hello, Prepare, ProtocolMismatch, Quit, Reply, Request, Run, RunReply,
     Spec, read_reply,
 )
+from shotbench.store.s3 import without_s3_settings
 from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
 from shotbench.read.results import (
     efficiency, harness_overhead, task_time_sum, worker_rows,
 )
 from shotbench.runs import RunFolder
+from shotbench.units import MiB
 
 
 class DriverError(RuntimeError):
@@ -154,7 +156,7 @@ class DriverProc:
 
 
 def _child_env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = without_s3_settings()
     env.update(extra)
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("PYTHONPATH", None)
@@ -485,7 +487,7 @@ def timeout_rows(tasks: list[Any], case: Case, error: str, files: list[ShotFile]
 
 
 def _mib(n: int) -> str:
-    return "default" if n < 0 else f"{n // (1024 * 1024)}MiB" if n else "0"
+    return "default" if n < 0 else f"{n // MiB}MiB" if n else "0"
 
 
 def _bc(n: int | None) -> str:
@@ -524,7 +526,7 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
     else:
         from shotbench.backends.obstore import ObstoreBackend
 
-        reader = ObstoreBackend(source, ReadSettings(options={"block_size": 1024 * 1024}))
+        reader = ObstoreBackend(source, ReadSettings(options={"block_size": MiB}))
     reader.setup(s3)
     out: list[ShotFile] = []
     t0 = time.time()

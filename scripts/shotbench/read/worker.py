@@ -18,15 +18,7 @@ from typing import Any
 
 from shotbench.read.plan import Task
 from shotbench.read.protocol import Row, Spec, Warm
-
-
-def scrub(text: str) -> str:
-    """Remove any credential value this process knows from a message before it leaves."""
-    for var in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        value = os.environ.get(var)
-        if value and len(value) >= 4:
-            text = text.replace(value, "***")
-    return text
+from shotbench.redact import scrub
 
 
 def versions() -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ CONNECT_TIMEOUT = 3.0
 PREFLIGHT_READ_TIMEOUT = 10.0  # a listing of a prefix answers well within this
 SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
+S3_ENV_PREFIXES = ("AWS_", "S3_")  # variables through which clients pick up S3 settings (S3_*: s5cmd)
 
 
 def mask(key: str | None) -> str | None:
@@ -31,6 +33,12 @@ def mask(key: str | None) -> str | None:
     if not key:
         return None
     return key[:4] + "…"
+
+
+def without_s3_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of `env` (default: this process's) without any S3 setting, so a child process
+    sees only the ones it is given (`S3Config.env_vars`), never the user's own."""
+    return {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith(S3_ENV_PREFIXES)}
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,10 @@ class S3Config:
             "region": self.region,
             "access_key": mask(self.access_key),
         }
+
+    def secrets(self) -> tuple[str | None, ...]:
+        """The values no output may carry (`shotbench.redact.scrub` hides them)."""
+        return (self.secret_key, self.session_token, self.access_key)
 
     @classmethod
     def from_env(cls) -> "S3Config":

@@ -22,11 +22,12 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shotbench.errors import UserError
+from shotbench.locks import exclusive
 from shotbench.paths import state_dir
 from shotbench.processes import die_with_parent, free_port, pid_alive, terminate
 from shotbench.store import network
@@ -189,15 +190,9 @@ def status(state: Path | None = None) -> ServerInfo | None:
     )
 
 
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch_byte_counter(st: Path, private: bool) -> tuple[subprocess.Popen, int]:
     """The StatsD receiver that writes GET byte counts into the access log (see store/statsd.py)."""
-    port = _free_udp_port()
+    port = free_port(socket.SOCK_DGRAM)
     proc = subprocess.Popen(
         [sys.executable, "-m", STATSD_MODULE, "--port", str(port), "--out", str(st / "access.log")],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -262,19 +257,6 @@ def _wait_healthy(proc: subprocess.Popen, port: int, st: Path, ca: str | None = 
     raise UserError(f"the embedded S3 server did not answer within {START_TIMEOUT:.0f} s; see {st / 'versitygw.log'}.")
 
 
-@contextlib.contextmanager
-def _locked(st: Path) -> Iterator[None]:
-    """One start/stop at a time per state directory (two terminals, two test processes)."""
-    import fcntl
-
-    with open(st / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def start(
     state: Path | None = None, port: int = 0, network: str = "none", private: bool = False, tls: bool = False
 ) -> ServerInfo:
@@ -287,7 +269,7 @@ def start(
     network_profile = _check_network(network)
     _network.check_tls(network, tls)
     st = _state(state)
-    with _locked(st):
+    with exclusive(st / ".lock"):  # one start/stop at a time per state directory
         return _start_locked(st, port, network, network_profile, private, tls)
 
 
@@ -419,7 +401,7 @@ def _cleanup_stale(st: Path) -> None:
 def stop(state: Path | None = None) -> bool:
     """Stop the server of this state directory; True if one was running. Data is kept."""
     st = _state(state)
-    with _locked(st):
+    with exclusive(st / ".lock"):  # one start/stop at a time per state directory
         rec = _read_state(st)
         was_running = bool(rec) and pid_alive(rec["pid"], "versitygw")
         _cleanup_stale(st)
@@ -464,10 +446,3 @@ def resolve_s3config(embedded: bool = False, state: Path | None = None, quiet: b
         "(or pass --embedded), or set AWS_ENDPOINT_URL_S3 and AWS credentials for another S3 service."
     )
 
-
-def record(info: ServerInfo) -> dict:
-    """`asdict` without the secret, for callers that store server details."""
-    data = asdict(info)
-    data.pop("secret_key", None)
-    data["access_key"] = mask(info.access_key)
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in data.items()}

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from shotbench.errors import UserError
-from shotbench.store.s3 import Location, S3Config, explain
+from shotbench.store.s3 import DEFAULT_REGION, Location, S3Config, explain
+from shotbench.units import MiB
 
-MiB = 1024 * 1024
 MULTIPART_THRESHOLD = 64 * MiB  # one PUT per 16 MB shot file: simplest ETag, fewest requests
 MULTIPART_CHUNKSIZE = 16 * MiB
 _COMMON_PART_SIZES = (MULTIPART_CHUNKSIZE, 8 * MiB, 5 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 100 * MiB)
@@ -119,7 +119,7 @@ def ensure_bucket(client: Any, loc: Location, cfg: S3Config, create: bool | None
             "--create-bucket to let `shotbench stage` create it."
         )
     kwargs: dict[str, Any] = {"Bucket": loc.bucket}
-    if cfg.region != "us-east-1" and not cfg.is_local():
+    if cfg.region != DEFAULT_REGION and not cfg.is_local():
         kwargs["CreateBucketConfiguration"] = {"LocationConstraint": cfg.region}
     client.create_bucket(**kwargs)
 

@@ -16,6 +16,8 @@ import os
 import socket
 import time
 
+from shotbench.units import MiB
+
 COUNTERS = ("bytes_read", "bytes_written")
 
 
@@ -41,7 +43,7 @@ def parse_packet(packet: str) -> list[tuple[str, str | None, int]]:
 
 def serve(port: int, out: str) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * 1024 * 1024)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * MiB)
     sock.bind(("127.0.0.1", port))
     fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     while True:

@@ -115,7 +115,9 @@ def s3_target(data: str | None) -> Iterator[tuple]:
         base = loc.prefix + "shotbench-transfer/"
         yield cfg, loc.bucket, base, {"location": f"s3://{loc.bucket}/{base}", "embedded": False, **cfg.public()}
         return
-    from shotbench.store.server import embedded_server, record
+    from shotbench.gobuild import VERSITYGW_VERSION
+    from shotbench.store.s3 import mask
+    from shotbench.store.server import embedded_server
 
     parent = cache_dir() / "transfer" / "server"
     parent.mkdir(parents=True, exist_ok=True)
@@ -124,14 +126,8 @@ def s3_target(data: str | None) -> Iterator[tuple]:
         with embedded_server(state) as info:
             cfg = info.s3config()
             cfg.boto3_client().create_bucket(Bucket=BUCKET)
-            rec = record(info)
-            server = {k: rec.get(k) for k in ("endpoint_url", "region", "access_key", "network")}
-            try:
-                from shotbench.gobuild import VERSITYGW_VERSION
-
-                server["versitygw"] = VERSITYGW_VERSION
-            except ImportError:
-                pass
+            server = {"endpoint_url": info.endpoint_url, "region": info.region, "access_key": mask(info.access_key),
+                      "network": info.network, "versitygw": VERSITYGW_VERSION}
             yield cfg, BUCKET, "", {"location": f"s3://{BUCKET}/", "embedded": True, **cfg.public(), "server": server}
     finally:
         shutil.rmtree(state, ignore_errors=True)

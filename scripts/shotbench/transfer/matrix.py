@@ -15,10 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from shotbench.errors import UserError
-
-KiB = 1 << 10
-MiB = 1 << 20
-GiB = 1 << 30
+from shotbench.units import GiB, KiB, MiB
 
 _UNITS = {"": 1, "b": 1, "k": KiB, "kib": KiB, "m": MiB, "mib": MiB, "g": GiB, "gib": GiB}
 _CHUNK = 16 * MiB

@@ -16,10 +16,11 @@ from typing import Callable
 from shotbench.errors import UserError
 from shotbench.provenance import git_commit, machine_info, utc_iso
 from shotbench.runs import RUN_JSON, CsvRow, RunFolder, RunKind, interleave
+from shotbench.redact import scrub
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
-from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed, _scrub
+from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed
 
 CASE_COLUMNS = [
     "run-id", "case-id", "trial", "order", "direction", "tool", "mode", "concurrency", "test",
@@ -243,7 +244,7 @@ def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[Fi
 
 def _one_line(exc: BaseException, cfg: S3Config) -> str:
     text = str(exc) if isinstance(exc, ToolFailed) else f"{type(exc).__name__}: {exc}"
-    return _scrub(" ".join(text.split()), cfg)[:400] or type(exc).__name__
+    return scrub(" ".join(text.split()), cfg.secrets())[:400] or type(exc).__name__
 
 
 def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],

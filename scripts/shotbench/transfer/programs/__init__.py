@@ -9,7 +9,7 @@ and the benchmark records that reason instead of a time.
 from __future__ import annotations
 
 from shotbench.errors import UserError
-from shotbench.transfer.programs.base import Outcome, Target, Tool, ToolFailed, _pkg_version, _scrub
+from shotbench.transfer.programs.base import Outcome, Target, Tool, ToolFailed, _pkg_version
 from shotbench.transfer.programs.boto import Boto3TransferManager, Boto3UploadFile, RawGet, Shotbench
 from shotbench.transfer.programs.external import (
     AWSCLI_VERSION,
@@ -26,7 +26,7 @@ from shotbench.transfer.programs.fs import ObstoreAsync, ObstoreSync, S3fsAsync,
 
 __all__ = [
     "AWSCLI_VERSION", "DEFAULT_TOOLS", "S5CMD_VERSION", "TOOL_CLASSES", "CliTool", "Outcome", "Target", "Tool",
-    "ToolFailed", "_pkg_version", "_scrub", "ensure_awscli", "ensure_s5cmd", "make_tools",
+    "ToolFailed", "_pkg_version", "ensure_awscli", "ensure_s5cmd", "make_tools",
 ]
 
 TOOL_CLASSES: dict[str, type[Tool]] = {

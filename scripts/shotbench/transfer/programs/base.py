@@ -79,14 +79,6 @@ def _last_lines(text: str, n: int = 3) -> str:
     return " | ".join(lines[-n:])[-400:]
 
 
-def _scrub(text: str, cfg: S3Config) -> str:
-    """Tool error output must never carry a secret into a CSV."""
-    for secret in (cfg.secret_key, cfg.session_token, cfg.access_key):
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
 class Tool:
     """One way of moving files; subclasses implement upload/download for a whole case."""
 

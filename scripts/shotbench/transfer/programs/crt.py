@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import quote, urlsplit
 
+from shotbench.redact import scrub
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
-from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed, _scrub
+from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed
 
 
 class AwsCrt(Tool):
@@ -70,7 +71,7 @@ class AwsCrt(Tool):
             except Exception as exc:
                 errors.append(f"{name}: {type(exc).__name__}: {getattr(exc, 'name', '') or exc}")
         if errors:
-            raise ToolFailed(_scrub(f"{len(errors)} requests failed, first {errors[0]}"[:400], cfg))
+            raise ToolFailed(scrub(f"{len(errors)} requests failed, first {errors[0]}"[:400], cfg.secrets()))
         return out
 
     def upload(self, files, src, target, cfg, concurrency):

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from shotbench import which
 from shotbench.errors import UserError
-from shotbench.paths import bin_dir, cache_dir
-from shotbench.store.s3 import S3Config
-from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed, _last_lines, _scrub
+from shotbench.gobuild import ensure_go_binary
+from shotbench.paths import cache_dir
+from shotbench.redact import scrub
+from shotbench.store.s3 import S3Config, without_s3_settings
+from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed, _last_lines
 
 AWSCLI_VERSION = "1.46.2"
 S5CMD_MODULE = "github.com/peak/s5cmd/v2"
@@ -24,7 +26,7 @@ S5CMD_VERSION = "v2.3.0"
 
 def _subprocess_env(cfg: S3Config, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The parent environment without the user's AWS_* settings, plus this case's."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3_"))}
+    env = without_s3_settings()
     env.update(cfg.env_vars())
     env.update(extra or {})
     return env
@@ -38,7 +40,7 @@ def _run_cli(argv: list[str], env: dict[str, str], cfg: S3Config, timeout: float
     except OSError as exc:
         raise ToolFailed(f"could not start {argv[0]}: {exc.strerror}") from None
     if proc.returncode != 0:
-        raise ToolFailed(_scrub(f"exit {proc.returncode}: {_last_lines(proc.stderr or proc.stdout)}", cfg))
+        raise ToolFailed(scrub(f"exit {proc.returncode}: {_last_lines(proc.stderr or proc.stdout)}", cfg.secrets()))
 
 
 def awscli_home() -> Path:
@@ -66,42 +68,12 @@ def ensure_awscli(quiet: bool = False) -> Path:
     return aws
 
 
-def _build_go_module_binary(module: str, version: str, final: Path) -> Path:
-    """`go build` through a throwaway module: works where `go install m@v` is refused because
-    the module proxy will not list versions (it only serves the pinned one)."""
-    from shotbench.gobuild import go_executable
-
-    go = go_executable()
-    with tempfile.TemporaryDirectory(prefix="gobuild-", dir=final.parent) as tmp:
-        env = {**os.environ, "GOFLAGS": "-buildvcs=false -mod=mod", "CGO_ENABLED": "0"}
-        env["PATH"] = f"{go.parent}{os.pathsep}{env.get('PATH', '')}"
-        steps = (
-            [str(go), "mod", "init", "shotbench-tool-build"],
-            [str(go), "mod", "edit", f"-require={module}@{version}"],
-            ["nice", "-n", "5", str(go), "build", "-o", str(Path(tmp) / "out"), module],
-        )
-        for argv in steps:
-            proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise ToolFailed(f"building {module}@{version} failed: {_last_lines(proc.stderr)}")
-        os.chmod(Path(tmp) / "out", 0o755)
-        os.replace(Path(tmp) / "out", final)
-    return final
-
-
 def ensure_s5cmd(quiet: bool = False) -> Path:
     """s5cmd from the Go module proxy, cached in bin_dir()."""
-    final = bin_dir() / f"s5cmd-{S5CMD_VERSION}"
-    if final.is_file() and os.access(final, os.X_OK):
-        return final
     try:
-        from shotbench.gobuild import ensure_go_binary
-
         return ensure_go_binary("s5cmd", S5CMD_MODULE, S5CMD_VERSION, quiet=quiet)
-    except (ImportError, UserError):
-        if not quiet:
-            print(f"shotbench: building s5cmd {S5CMD_VERSION} with `go build`", file=sys.stderr)
-        return _build_go_module_binary(S5CMD_MODULE, S5CMD_VERSION, final)
+    except UserError:
+        return ensure_go_binary("s5cmd", S5CMD_MODULE, S5CMD_VERSION, quiet=quiet, in_module=True)
 
 
 class CliTool(Tool):

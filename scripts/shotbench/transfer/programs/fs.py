@@ -1,27 +1,17 @@
-"""s3fs and obstore, each through its blocking and its asyncio API (sync vs async)."""
+"""s3fs and obstore, each through its blocking and its asyncio API (sync vs async).
+
+Both run at their own defaults (timeouts, retries, caches), as their users run them.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import gc
-from urllib.parse import urlsplit
 
+from shotbench.store.clients import obstore_store, s3fs_filesystem
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
 from shotbench.transfer.programs.base import _READ, Outcome, Tool, _timed_gather, _timed_pool
-
-
-def _s3fs(cfg: S3Config, asynchronous: bool, loop=None):
-    import s3fs
-
-    kwargs = {"client_kwargs": {"region_name": cfg.region}, "skip_instance_cache": True, "asynchronous": asynchronous}
-    if loop is not None:
-        kwargs["loop"] = loop
-    if cfg.endpoint_url:
-        kwargs["endpoint_url"] = cfg.endpoint_url
-    if cfg.access_key:
-        kwargs.update(key=cfg.access_key, secret=cfg.secret_key, token=cfg.session_token)
-    return s3fs.S3FileSystem(**kwargs)
 
 
 class S3fsSync(Tool):
@@ -35,7 +25,7 @@ class S3fsSync(Tool):
 
     @staticmethod
     def _with_fs(cfg: S3Config, work) -> Outcome:
-        fs = _s3fs(cfg, asynchronous=False)
+        fs = s3fs_filesystem(cfg, asynchronous=False)
         try:
             work(fs)
         finally:
@@ -69,7 +59,7 @@ class S3fsAsync(Tool):
     @staticmethod
     def _go(cfg: S3Config, work) -> Outcome:
         async def main():
-            fs = _s3fs(cfg, asynchronous=True, loop=asyncio.get_running_loop())
+            fs = s3fs_filesystem(cfg, asynchronous=True, loop=asyncio.get_running_loop())
             client = await fs.set_session()
             try:
                 return await work(fs)
@@ -90,22 +80,6 @@ class S3fsAsync(Tool):
 # ---------------------------------------------------------------- obstore
 
 
-def _obstore(cfg: S3Config, bucket: str):
-    from obstore.store import S3Store
-
-    kwargs: dict = {"region": cfg.region}
-    if cfg.endpoint_url:
-        kwargs["endpoint"] = cfg.endpoint_url
-        kwargs["virtual_hosted_style_request"] = False
-        if urlsplit(cfg.endpoint_url).scheme == "http":
-            kwargs["client_options"] = {"allow_http": True}
-    if cfg.access_key:
-        kwargs.update(access_key_id=cfg.access_key, secret_access_key=cfg.secret_key)
-        if cfg.session_token:
-            kwargs["session_token"] = cfg.session_token
-    return S3Store(bucket, **kwargs)
-
-
 class ObstoreSync(Tool):
     """obstore's blocking API on a thread pool: `obstore.put(store, key, Path)` and a
     streamed `obstore.get` into the file, N files at a time."""
@@ -120,13 +94,13 @@ class ObstoreSync(Tool):
     def upload(self, files, src, target, cfg, concurrency):
         import obstore
 
-        store = _obstore(cfg, target.bucket)
+        store = obstore_store(cfg, target.bucket)
         return Outcome(_timed_pool(files, lambda f: obstore.put(store, target.key(f.name), f.path), concurrency))
 
     def download(self, files, target, dest, cfg, concurrency):
         import obstore
 
-        store = _obstore(cfg, target.bucket)
+        store = obstore_store(cfg, target.bucket)
 
         def get(f: FileSpec) -> None:
             with open(dest / f.name, "wb") as out:
@@ -150,13 +124,13 @@ class ObstoreAsync(Tool):
     def upload(self, files, src, target, cfg, concurrency):
         import obstore
 
-        store = _obstore(cfg, target.bucket)
+        store = obstore_store(cfg, target.bucket)
         return Outcome(asyncio.run(_timed_gather(files, lambda f: obstore.put_async(store, target.key(f.name), f.path), concurrency)))
 
     def download(self, files, target, dest, cfg, concurrency):
         import obstore
 
-        store = _obstore(cfg, target.bucket)
+        store = obstore_store(cfg, target.bucket)
 
         async def get(f: FileSpec) -> None:
             resp = await obstore.get_async(store, target.key(f.name))

@@ -1,0 +1,71 @@
+"""obstore and s3fs clients, built one way for both benchmarks from an `S3Config`.
+
+Where to connect and how to sign (endpoint, region, path-style addressing, plain HTTP for a
+local server, a private CA, credentials or unsigned requests) come from the config and are
+decided here only. How long to wait and how often to retry are the caller's: the reading
+benchmark bounds them with `shotbench.backends.limits`, the transfer benchmark leaves each
+library's own defaults, as its users do.
+
+Imports stay inside the functions: a ROS3 environment has neither library.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from shotbench.store.s3 import DEFAULT_REGION
+
+if TYPE_CHECKING:
+    from shotbench.store.s3 import S3Config
+
+
+def obstore_store(
+    cfg: S3Config, bucket: str, client_options: dict[str, Any] | None = None, retry_config: dict[str, Any] | None = None,
+) -> Any:
+    """An obstore `S3Store` for `bucket`; `client_options` and `retry_config` as obstore takes them."""
+    from obstore.store import S3Store
+
+    kw: dict[str, Any] = {"region": cfg.region or DEFAULT_REGION}
+    client = dict(client_options or {})
+    if cfg.endpoint_url:
+        kw["endpoint"] = cfg.endpoint_url
+        kw["virtual_hosted_style_request"] = False
+        if urlsplit(cfg.endpoint_url).scheme == "http":
+            client["allow_http"] = True
+    if cfg.access_key:
+        kw["access_key_id"] = cfg.access_key
+        kw["secret_access_key"] = cfg.secret_key
+        if cfg.session_token:
+            kw["session_token"] = cfg.session_token
+    else:
+        kw["skip_signature"] = True
+    if cfg.ca_bundle:  # a private CA (the embedded server over https)
+        with open(cfg.ca_bundle) as fh:
+            client["root_certificate"] = fh.read()
+    if client:
+        kw["client_options"] = client
+    if retry_config is not None:
+        kw["retry_config"] = retry_config
+    return S3Store(bucket, **kw)
+
+
+def s3fs_filesystem(cfg: S3Config, **options: Any) -> Any:
+    """A new `s3fs.S3FileSystem` (never s3fs's shared instance); `options` are further
+    S3FileSystem arguments (`config_kwargs`, `asynchronous`, `loop`, ...)."""
+    import s3fs
+
+    client_kwargs: dict[str, Any] = {"region_name": cfg.region or DEFAULT_REGION}
+    if cfg.endpoint_url:
+        client_kwargs["endpoint_url"] = cfg.endpoint_url
+    if cfg.ca_bundle:
+        client_kwargs["verify"] = cfg.ca_bundle
+    return s3fs.S3FileSystem(
+        key=cfg.access_key,
+        secret=cfg.secret_key,
+        token=cfg.session_token,
+        anon=not cfg.access_key,
+        client_kwargs=client_kwargs,
+        skip_instance_cache=True,
+        **options,
+    )
