@@ -83,7 +83,8 @@ def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, 
     """A ROS3 case through its environment's driver: real Dask workers, that env's libhdf5."""
     from shotbench.read import plan
     from shotbench.read.protocol import Prepare, Run, Spec
-    from shotbench.read.runner import DriverProc, _child_env
+    from shotbench.backends.base import child_env
+    from shotbench.read.runner import DriverProc
 
     cls = registry.get(name)
     try:
@@ -97,7 +98,7 @@ def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, 
 
     source = Source("s3", loc.bucket, loc.prefix, str(shot_dir))
     files = inventory(source, objs, cfg)
-    drv = DriverProc(name, python, _child_env({**cfg.env_vars(), **cls.process_env(cfg)}), tmp_path / "d.log", None)
+    drv = DriverProc(name, python, child_env({**cfg.env_vars(), **cls.process_env(cfg)}), tmp_path / "d.log", None)
     drv.start()
     try:
         assert drv.versions["hdf5"].startswith(cls.env.split("-")[1])

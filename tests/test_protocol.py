@@ -147,9 +147,10 @@ def main_driver(tmp_path: Path) -> Iterator[Any]:
     """The real driver of the main environment (this interpreter), stopped after the test."""
     import sys
 
-    from shotbench.read.runner import DriverProc, _child_env
+    from shotbench.backends.base import child_env
+    from shotbench.read.runner import DriverProc
 
-    drv = DriverProc("main", Path(sys.executable), _child_env({}), tmp_path / "driver.log", None)
+    drv = DriverProc("main", Path(sys.executable), child_env({}), tmp_path / "driver.log", None)
     yield drv
     drv.stop(timeout=5)
 

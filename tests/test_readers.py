@@ -47,13 +47,13 @@ def inventory(folder: Path, objs) -> list[dict]:
 
 
 def readcheck(name: str, cfg, source: Source, files: list[dict], tmp_path: Path, scales: bool = True) -> dict[str, str]:
-    from shotbench.read.runner import _child_env
+    from shotbench.backends.base import child_env
 
     python = registry.get(name).python()
     req = {"backend": name, "source": source.to_dict(), "files": files, "scales": scales,
            "options": {"index_dir": str(tmp_path / "index")} if name == "kerchunk" else {}}
     proc = subprocess.run([str(python), "-m", "shotbench.read.readcheck"], input=json.dumps(req), text=True,
-                          capture_output=True, env=_child_env(cfg.env_vars()), timeout=600, check=False)
+                          capture_output=True, env=child_env(cfg.env_vars()), timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -128,13 +128,14 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     clock, each row carries its files' index build time and size, and the reads match h5py."""
     from shotbench.read import plan
     from shotbench.read.protocol import Prepare, Run, Spec
-    from shotbench.read.runner import DriverProc, _child_env, inventory as list_files
+    from shotbench.backends.base import child_env
+    from shotbench.read.runner import DriverProc, inventory as list_files
 
     cls = registry.get("kerchunk")
     loc, cfg, objs = staged_shots
     source = Source("s3", loc.bucket, loc.prefix, str(shot_dir))
     files = list_files(source, objs, cfg)
-    drv = DriverProc("readers", cls.python(), _child_env(cfg.env_vars()), tmp_path / "d.log", None)
+    drv = DriverProc("readers", cls.python(), child_env(cfg.env_vars()), tmp_path / "d.log", None)
     drv.start()
     try:
         spec = Spec("kerchunk", source, 0, 1 << 20, {"index_dir": str(tmp_path / "index")})

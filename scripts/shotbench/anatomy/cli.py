@@ -96,7 +96,7 @@ def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, 
     from shotbench.read.accounting import endpoint_port
     from shotbench.anatomy.strace import TRACE, phases
     from shotbench.backends import registry
-    from shotbench.read.runner import _child_env
+    from shotbench.backends.base import child_env
     from shotbench.store import tls as _tls
 
     port, _ = endpoint_port(s3.endpoint_url)
@@ -108,7 +108,7 @@ def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, 
             python = cls.python()
             if not Path(python).exists():
                 raise UserError(f"the Python of backend {name} ({python}) does not exist; run `make envs`.")
-            env = _child_env({**s3.env_vars(), **cls.process_env(s3)})
+            env = child_env({**s3.env_vars(), **cls.process_env(s3)})
             cmd = _probe_cmd(python, name, bucket, key, size, opens)
             ros3 = name.startswith("ros3")
             private_ca = getattr(s3, "ca_bundle", None)

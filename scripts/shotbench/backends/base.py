@@ -167,3 +167,16 @@ def s3_from_environ() -> Any:
         session_token=env.get("AWS_SESSION_TOKEN") or None,
         ca_bundle=env.get("AWS_CA_BUNDLE") or None,
     )
+
+
+def child_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a process run in a backend's own environment: none of this process's S3
+    or AWS settings (the backend gets exactly `extra`), unbuffered output, and no PYTHONPATH, so
+    the environment's own shotbench install is what it imports."""
+    from shotbench.store.s3 import without_s3_settings
+
+    env = without_s3_settings()
+    env.update(extra)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("PYTHONPATH", None)
+    return env

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 from urllib.parse import urlsplit
 
+from shotbench.units import MiB
+
 T = TypeVar("T")
 
 
@@ -138,7 +140,7 @@ def attach_botocore(client: Any, meter: Meter) -> None:
 DEBUG_VAR = "HDF5_ROS3_VFD_DEBUG"
 LOG_LEVEL_VAR = "HDF5_ROS3_VFD_LOG_LEVEL"  # aws-c-s3's logger, set up by the 2.x driver at its init
 LOG_FILE_VAR = "HDF5_ROS3_VFD_LOG_FILE"  # "stderr": the same private file as the debug lines
-AWS_C_S3_PART_SIZE = 8 * 1024 * 1024  # aws-c-s3's default part size; HDF5 2.x does not set one
+AWS_C_S3_PART_SIZE = 8 * MiB  # aws-c-s3's default part size; HDF5 2.x does not set one
 
 
 def http_gets(size: int, part_size: int = AWS_C_S3_PART_SIZE) -> int:
@@ -213,7 +215,7 @@ class Ros3DebugMeter(Meter):
     """
 
     method = "HDF5_ROS3_VFD_DEBUG lines"
-    ROTATE_BYTES = 64 * 1024 * 1024
+    ROTATE_BYTES = 64 * MiB
 
     def __init__(self) -> None:
         import tempfile

@@ -22,8 +22,10 @@ from shotbench.read.protocol import (
     Reply, Request, Row, Run, RunReply, Spec, Upstream, UpstreamReply, read_request,
 )
 from shotbench.read.worker import (
-    gather_time, index_files, list_file, run_task, run_task_released, scrub, versions, warm,
+    gather_time, index_files, list_file, run_task, run_task_released, versions, warm,
 )
+from shotbench.redact import scrub
+from shotbench.units import MiB
 
 SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its workers: six times this
 
@@ -192,7 +194,7 @@ class Driver:
             while pending:
                 for key, _ in sel.select(timeout=1.0):
                     c = key.fileobj
-                    data = c.recv(1 << 20)
+                    data = c.recv(MiB)
                     buf = buffers[c.fileno()]
                     buf += data
                     if buf.endswith(b"\n") or not data:

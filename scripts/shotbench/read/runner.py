@@ -26,7 +26,7 @@ from typing import Any, Callable, TypeVar
 from shotbench.read import plan as planmod
 from shotbench.backends import registry
 from shotbench.read.accounting import case_columns
-from shotbench.backends.base import Backend, Source
+from shotbench.backends.base import Backend, Source, child_env
 from shotbench.errors import UserError
 from shotbench.read.checksums import Checksums
 from shotbench.read.faultcount import InjectedFaults
@@ -38,7 +38,6 @@ from shotbench.read.protocol import (
     PROTOCOL_VERSION, Close, Failed, Gather, Hello, Prepare, ProtocolMismatch, Quit, Reply, Request, Run, RunReply,
     Spec, read_reply,
 )
-from shotbench.store.s3 import without_s3_settings
 from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
 from shotbench.read.results import (
     efficiency, harness_overhead, task_time_sum, worker_rows,
@@ -155,14 +154,6 @@ class DriverProc:
         self.proc = None
 
 
-def _child_env(extra: dict[str, str]) -> dict[str, str]:
-    env = without_s3_settings()
-    env.update(extra)
-    env["PYTHONUNBUFFERED"] = "1"
-    env.pop("PYTHONPATH", None)
-    return env
-
-
 class Drivers:
     """One driver per environment, started on first use; keeps warm clusters within a budget."""
 
@@ -183,7 +174,7 @@ class Drivers:
                     other = registry.get(name)
                     if other.env_key() == key:
                         extra.update(other.process_env(self.s3))
-            drv = DriverProc(key, cls.python(), _child_env(extra), self.log_dir / f"driver-{key}.log", self.scheduler,
+            drv = DriverProc(key, cls.python(), child_env(extra), self.log_dir / f"driver-{key}.log", self.scheduler,
                              self._trust_prefix(cls))
             drv.start()
             self.drivers[key] = drv

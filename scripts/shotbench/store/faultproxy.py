@@ -33,11 +33,12 @@ from urllib.parse import parse_qsl, urlencode
 
 from shotbench.errors import UserError
 from shotbench.processes import die_with_parent, free_port, terminate
+from shotbench.units import MiB
 
 MODULE = "shotbench.store.faultproxy"
 STATS_FILE = "faultproxy.json"
 START_TIMEOUT = 10.0
-CHUNK = 1 << 20  # bytes read from the server per piece of a streamed body
+CHUNK = MiB  # bytes read from the server per piece of a streamed body
 
 # kind -> (HTTP status, S3 error code, S3 message): the answers real S3 gives.
 ERRORS: dict[str, tuple[int, str, str]] = {
