@@ -85,7 +85,9 @@ test: venv envs tools ## Run the whole test suite (what CI runs)
 	@$(PY) -m pytest
 
 test-fast: venv ## Unit tests only: no builds, no server, no notebook, no browser (< 1 min)
-	@$(PY) -m pytest -m "not slow and not browser and not server and not notebook"
+	@# against an empty, offline build cache: a test that would build or start a server fails here
+	@empty=$$(mktemp -d) && SHOTBENCH_CACHE=$$empty/shotbench UV_CACHE_DIR=$$empty/uv UV_OFFLINE=1 GOPROXY=off \
+	  $(PY) -m pytest -m "not slow and not browser and not server and not notebook"; rc=$$?; rm -rf "$$empty"; exit $$rc
 
 rehearse: ## A fresh clone, empty HOME, stock PATH: run `make bench-ros3` and `make test` as a new user (REHEARSE=warm|cold)
 	@scripts/rehearse.sh $(or $(REHEARSE),warm)

@@ -15,15 +15,21 @@ import pytest
 
 from shotbench.store.s3 import Location, S3Config, ShotObject
 
-SERVER_FIXTURES = {"s3_server", "s3_bucket", "staged_shots"}
+SERVER_FIXTURES = {"s3_server", "s3_bucket", "staged_shots", "resetting_server"}
+NOTEBOOK_FIXTURES = {"reference_report"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tier by what a test really starts: any test using a server fixture is a `server` test,
-    so `make test-fast` (which deselects them) builds and starts nothing."""
+    """Tier by what a test really starts: any test using a server fixture is a `server` test and
+    any using a rendered report a `notebook` test, so `make test-fast` (which deselects them)
+    builds and starts nothing. `make test-fast` runs against an empty, offline build cache, so a
+    test that starts a server without saying so fails there instead of building one."""
     for item in items:
-        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if SERVER_FIXTURES & names:
             item.add_marker(pytest.mark.server)
+        if NOTEBOOK_FIXTURES & names:
+            item.add_marker(pytest.mark.notebook)
 
 
 @pytest.fixture(scope="session")

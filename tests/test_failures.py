@@ -97,6 +97,7 @@ def broken_shots(shot_dir: Path, tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_failed_cases_are_not_results(broken_shots: Path, tmp_path: Path) -> None:
     args = ["--data", str(broken_shots), "--backends", "local", "--workers", "1", "--trials", "1",
             "--page-buffers", "0"]
@@ -149,6 +150,7 @@ def test_old_run_folders_with_text_errors_still_load(tmp_path: Path) -> None:
     assert rows[0]["case-id"] not in set(ds.workers["case-id"])
 
 
+@pytest.mark.slow
 def test_two_concurrent_resumes_give_each_case_once(shot_dir: Path, tmp_path: Path) -> None:
     """Two `--resume` of one interrupted run at the same time: one is refused with the other's
     pid and exit 2, the other finishes the run, and every case appears exactly once."""
@@ -180,6 +182,7 @@ def test_two_concurrent_resumes_give_each_case_once(shot_dir: Path, tmp_path: Pa
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "c.toml").write_text(SLOW_TOML)
@@ -260,6 +263,7 @@ def test_read_only_output_folders(args: list[str], tmp_path: Path) -> None:
     assert len(lines) == 1 and str(READ_ONLY) in lines[0] and "writable" in lines[0], proc.stderr
 
 
+@pytest.mark.server
 def test_run_whose_server_dies_ends_failed_within_a_minute(shot_dir: Path, tmp_path: Path) -> None:
     """Killing the S3 server mid-run stops the run in seconds: rc 1, one sentence, status failed,
     and no case credited with a runtime it did not measure."""
@@ -371,6 +375,7 @@ class StallingProxy:
                 return
 
 
+@pytest.mark.server
 def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_path: Path) -> None:
     """A server that stops answering mid-run: the running case is recorded with `timeout` rows
     after its deadline, the health check ends the run, and nothing counts as a runtime."""
@@ -405,6 +410,7 @@ def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_
     assert [r["status"] for r in _cases(run)][-1] == "failed"
 
 
+@pytest.mark.server
 def test_faults_run_checks_every_byte(shot_dir: Path, tmp_path: Path) -> None:
     """`--faults flaky-5pc` through toxiproxy: the run completes, every HDF5 row is verified
     against the local copy, fsspec rows carry a retry count, and the reliability table prints."""
@@ -460,6 +466,7 @@ def test_embedded_server_has_one_run_at_a_time(shot_dir: Path, tmp_path: Path) -
     assert_one_sentence(proc, tmp_path, "in use by another run", f"pid {os.getpid()}")
 
 
+@pytest.mark.slow
 def test_endpoint_that_accepts_and_never_answers(tmp_path: Path) -> None:
     """A server that takes connections and says nothing is reported in seconds, not minutes."""
     import socket

@@ -244,6 +244,7 @@ def test_http_faults_over_tls_are_refused_in_one_sentence(tmp_path: Path) -> Non
     assert_one_sentence(proc, tmp_path, "--tls")
 
 
+@pytest.mark.server
 def test_bench_slowdown_run_records_what_was_injected(shot_dir: Path, tmp_path: Path) -> None:
     """A tiny `--faults slowdown-5pc` run: it completes, every ok row is verified against the
     local copy, run.json holds the proxy's count per case, and the report prints it."""
@@ -274,6 +275,7 @@ def test_bench_slowdown_run_records_what_was_injected(shot_dir: Path, tmp_path: 
     assert injected["total"]["internal"] == injected["total"]["truncated"] == 0
 
 
+@pytest.mark.server
 def test_a_profile_with_both_layers_chains_them_and_stops_them(tmp_path: Path, monkeypatch) -> None:
     """client -> toxiproxy (20 ms) -> fault proxy (GETs answered SlowDown) -> versitygw: a HEAD
     passes late, a GET gets S3's error, and stopping the server stops both proxies."""
