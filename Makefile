@@ -18,14 +18,15 @@ BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-c
 BROWSER_DEPS := chromium
 TOOL_DEPS    := strace openssl util-linux
 
-bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG))
+bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) \
+             $(if $(FAULTS),--faults $(FAULTS) --keep-going)
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness anatomy \
         bench-transfer report reports report-reference compare lab test test-fast rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts  NETWORK=none|s3-same-region|s3-cross-region  CONFIG=file.toml  CODE=1 (show code in reports)"
+	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts  NETWORK=none|s3-same-region|s3-cross-region  CONFIG=file.toml  FAULTS=flaky-5pc|slowdown-5pc|http-flaky-5pc|…  CODE=1 (show code in reports)"
 
 venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
@@ -50,7 +51,7 @@ server-stop: venv ## Stop the embedded S3 server
 server-status: venv ## Is the embedded S3 server running, and where
 	@$(SB) server status
 
-bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=), then the report
+bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=), then the report
 	@$(SB) bench $(bench_args)
 	@$(SB) report --latest $(no_code)
 
