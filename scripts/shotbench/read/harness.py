@@ -18,11 +18,12 @@ from typing import Any
 from shotbench.read import plan as planmod
 from shotbench.read import profiles
 from shotbench.backends import registry
-from shotbench.read.bench import check_envs, prepare, say
+from shotbench.read.prepare import check_envs, prepare, say
 from shotbench.read.protocol import Prepare, Run, Spec, Upstream
 from shotbench.paths import data_dir, state_dir
 from shotbench.provenance import new_run_id
 from shotbench.read.results import efficiency, task_time_sum
+from shotbench.runs import interleave
 from shotbench.units import MiB
 
 COLUMNS = [
@@ -60,42 +61,41 @@ def cmd_harness(args: argparse.Namespace) -> int:
         drivers = Drivers(wl.s3, state_dir() / "logs" / f"harness-{run_id}", None, cfg.max_live_workers, prep.backends)
         try:
             pb = int(args.page_buffer)
-            for trial in range(1, cfg.trials + 1):
-                combos = [(b, m, w) for b in prep.backends for m in cfg.modes for w in cfg.workers]
-                planmod.seeded(cfg.seed, "harness", trial).shuffle(combos)
-                for backend, mode, w in combos:
-                    cls = registry.get(backend)
-                    drv = drivers.for_backend(cls)
-                    files = wl.files_for(mode)
-                    case = planmod.Case("h", trial, 0, backend, mode, w, pb, MiB)
-                    spec = Spec(backend, wl.source, pb, MiB, cfg.options.get(backend, {}))
-                    if mode == "shots":
-                        shot = planmod.pick_shot(wl.files, cfg.seed, trial, w)
-                        rounds = [planmod.shots_tasks(shot, w, upstream=True)]
-                        info = [shot]
-                    else:
-                        rounds = planmod.signals_rounds(files, w)
-                        info = list(files)
-                    up = drv.request(Upstream(w, spec, rounds, [(f.key, f.size) for f in info]))
-                    drivers.reserve(cls.env_key(), w)
-                    drv.request(Prepare(w, spec))
-                    tasks = planmod.case_tasks(case, files, cfg.seed, cls.reads_hdf5)
-                    ours = drv.request(Run(tasks))
-                    row = {
-                        "run-id": run_id, "trial": trial, "backend": backend, "obj-type": mode,
-                        "num-workers": w, "pb-size": pb,
-                        "upstream-runtime": up.total,
-                        "upstream-efficiency": efficiency(task_time_sum(up.rows), w, up.total),
-                        "upstream-info-time": up.info_time, "upstream-wall": up.wall,
-                        "ours-runtime": ours.total,
-                        "ours-efficiency": efficiency(task_time_sum(ours.rows), w, ours.total),
-                        "ratio": ours.total / up.total if up.total else float("nan"),
-                    }
-                    rows.append(row)
-                    say(f"{backend:<9} {mode:<7} w={w:<2} t{trial}  upstream {row['upstream-runtime']:.3f}s "
-                        f"(eff {row['upstream-efficiency']:.2f}, info {row['upstream-info-time']:.3f}s, "
-                        f"wall {row['upstream-wall']:.2f}s)  ours {row['ours-runtime']:.3f}s "
-                        f"(eff {row['ours-efficiency']:.2f})  ratio {row['ratio']:.2f}")
+            combos = [(b, m, w) for b in prep.backends for m in cfg.modes for w in cfg.workers]
+            trials = range(1, cfg.trials + 1)
+            for trial, (backend, mode, w) in interleave(combos, trials, lambda t: planmod.seeded(cfg.seed, "harness", t)):
+                cls = registry.get(backend)
+                drv = drivers.for_backend(cls)
+                files = wl.files_for(mode)
+                case = planmod.Case("h", trial, 0, backend, mode, w, pb, MiB)
+                spec = Spec(backend, wl.source, pb, MiB, cfg.options.get(backend, {}))
+                if mode == "shots":
+                    shot = planmod.pick_shot(wl.files, cfg.seed, trial, w)
+                    rounds = [planmod.shots_tasks(shot, w, upstream=True)]
+                    info = [shot]
+                else:
+                    rounds = planmod.signals_rounds(files, w)
+                    info = list(files)
+                up = drv.request(Upstream(w, spec, rounds, [(f.key, f.size) for f in info]))
+                drivers.reserve(cls.env_key(), w)
+                drv.request(Prepare(w, spec))
+                tasks = planmod.case_tasks(case, files, cfg.seed, cls.reads_hdf5)
+                ours = drv.request(Run(tasks))
+                row = {
+                    "run-id": run_id, "trial": trial, "backend": backend, "obj-type": mode,
+                    "num-workers": w, "pb-size": pb,
+                    "upstream-runtime": up.total,
+                    "upstream-efficiency": efficiency(task_time_sum(up.rows), w, up.total),
+                    "upstream-info-time": up.info_time, "upstream-wall": up.wall,
+                    "ours-runtime": ours.total,
+                    "ours-efficiency": efficiency(task_time_sum(ours.rows), w, ours.total),
+                    "ratio": ours.total / up.total if up.total else float("nan"),
+                }
+                rows.append(row)
+                say(f"{backend:<9} {mode:<7} w={w:<2} t{trial}  upstream {row['upstream-runtime']:.3f}s "
+                    f"(eff {row['upstream-efficiency']:.2f}, info {row['upstream-info-time']:.3f}s, "
+                    f"wall {row['upstream-wall']:.2f}s)  ours {row['ours-runtime']:.3f}s "
+                    f"(eff {row['ours-efficiency']:.2f})  ratio {row['ratio']:.2f}")
         finally:
             drivers.stop()
     out_csv.parent.mkdir(parents=True, exist_ok=True)
