@@ -412,10 +412,10 @@ def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_
 
 @pytest.mark.server
 def test_faults_run_checks_every_byte(shot_dir: Path, tmp_path: Path) -> None:
-    """`--faults flaky-5pc` through toxiproxy: the run completes, every HDF5 row is verified
-    against the local copy, fsspec rows carry a retry count, and the reliability table prints."""
+    """`--faults flaky-5pc` through toxiproxy: the run completes, every row (raw GETs too) is
+    verified against the local copy, fsspec rows carry a retry count, and the reliability table prints."""
     (tmp_path / "c.toml").write_text(
-        'backends = ["fsspec", "obstore"]\nmodes = ["shots"]\nworkers = [1]\npage_buffers = [0]\ntrials = 1\n'
+        'backends = ["fsspec", "obstore", "raw-get"]\nmodes = ["shots"]\nworkers = [1]\npage_buffers = [0]\ntrials = 1\n'
         "shots = 4\nfile_size = 2000000\npage_size = 1000000\nsignals = 12\n")
     proc = subprocess.run(
         [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), "--config",
@@ -428,6 +428,7 @@ def test_faults_run_checks_every_byte(shot_dir: Path, tmp_path: Path) -> None:
     with open(run / "workers.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert rows and all(r["verified"] == "yes" for r in rows if r["status"] == "ok")
+    assert any(r["backend"] == "raw-get" and r["verified"] == "yes" for r in rows)
     assert all(r["retries"].isdigit() for r in rows if r["backend"] == "fsspec")
     assert all(r["retries"] == "" for r in rows if r["backend"] == "obstore")
 
@@ -449,6 +450,15 @@ def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
     assert checks.verdict({"crcs": [[str(path), shot, name, crc]], "error": ""}) == ("yes", "")
     verdict, error = checks.verdict({"crcs": [[str(path), shot, name, crc ^ 1]], "error": ""})
     assert verdict == "no" and "wrong bytes" in error and name in error
+    # a raw GET's byte range, checked the same way
+    import zlib
+
+    from shotbench.read.checksums import BYTES, byte_range
+
+    good = zlib.crc32(path.read_bytes()[100:4196])
+    assert checks.verdict({"crcs": [[str(path), BYTES, byte_range(100, 4096), good]], "error": ""}) == ("yes", "")
+    verdict, error = checks.verdict({"crcs": [[str(path), BYTES, byte_range(100, 4096), good ^ 1]], "error": ""})
+    assert verdict == "no" and "bytes 100:4096" in error
 
 
 def test_embedded_server_has_one_run_at_a_time(shot_dir: Path, tmp_path: Path) -> None:

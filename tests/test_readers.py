@@ -125,7 +125,8 @@ def test_reader_reads_non_paged_files(name, default_layout_shots, tmp_path) -> N
 @pytest.mark.slow
 def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot_dir, tmp_path) -> None:
     """A kerchunk case through the real driver and Dask workers: the index is built before the
-    clock, each row carries its files' index build time and size, and the reads match h5py."""
+    clock, each row carries its files' index build time and size, and the reads match h5py,
+    down to the CRC-32 of every signal the rows carry when verifying."""
     from shotbench.read import plan
     from shotbench.read.protocol import Prepare, Run, Spec
     from shotbench.backends.base import child_env
@@ -138,7 +139,7 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     drv = DriverProc("readers", cls.python(), child_env(cfg.env_vars()), tmp_path / "d.log", None)
     drv.start()
     try:
-        spec = Spec("kerchunk", source, 0, 1 << 20, {"index_dir": str(tmp_path / "index")})
+        spec = Spec("kerchunk", source, 0, 1 << 20, {"index_dir": str(tmp_path / "index")}, verify=True)
         drv.request(Prepare(1, spec))
         out = drv.request(Run(plan.signals_tasks(files, 1)))
     finally:
@@ -158,6 +159,10 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
                 expected[1] += b
     assert expected[0] > 0 and [sum(r["dsets"] for r in rows), sum(r["bytes"] for r in rows)] == expected
     assert all(r["index-time"] > 0 and r["index-bytes"] > 1000 for r in rows)
+    from shotbench.read.checksums import Checksums
+
+    checks = Checksums(source)
+    assert all(r["crcs"] for r in rows) and {checks.verdict(r) for r in rows} == {("yes", "")}
     assert len(list((tmp_path / "index").glob("*.meta.json"))) == len(objs)
     # every index was written before the clock started: its build is not in the read time
     assert all(p.stat().st_mtime < out.started for p in (tmp_path / "index").glob("*.json"))

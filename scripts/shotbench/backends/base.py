@@ -109,8 +109,9 @@ class Backend:
         """An open h5py.File for `key` (caller closes it)."""
         raise NotImplementedError
 
-    def fetch(self, key: str, start: int, length: int) -> int:
-        """GET bytes [start, start+length) of `key` and drop them; returns bytes received."""
+    def fetch(self, key: str, start: int, length: int) -> Any:
+        """GET bytes [start, start+length) of `key` (length < 0: to the end): a buffer the caller
+        counts, checks when verifying, and drops."""
         raise NotImplementedError
 
     def read_signal(self, fh: Any, shot: str, name: str) -> tuple[int, int]:
@@ -118,6 +119,12 @@ class Backend:
         from shotbench.read.shotfile import read_signal
 
         return read_signal(fh, shot, name)
+
+    def read_signal_crc(self, fh: Any, shot: str, name: str) -> tuple[int, int, int]:
+        """`read_signal` plus a CRC-32 of every value read, for checking against the local copy."""
+        from shotbench.read.shotfile import read_signal_crc
+
+        return read_signal_crc(fh, shot, name)
 
     def build_index(self, key: str, size: int) -> None:
         """Readers with a per-file index build and store it here, before the clock starts."""

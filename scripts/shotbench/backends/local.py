@@ -19,7 +19,7 @@ class LocalBackend(Backend):
     def open(self, key: str, size: int) -> Any:
         return self.h5file(self.source.local_path(key))
 
-    def fetch(self, key: str, start: int, length: int) -> int:
+    def fetch(self, key: str, start: int, length: int) -> bytes:
         with open(self.source.local_path(key), "rb") as fh:
             fh.seek(start)
-            return len(fh.read(length if length >= 0 else -1))
+            return fh.read(length if length >= 0 else -1)

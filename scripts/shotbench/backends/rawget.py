@@ -26,15 +26,13 @@ class RawGetBackend(Backend):
 
             self.store = make_store(s3, self.source.bucket)
 
-    def fetch(self, key: str, start: int, length: int) -> int:
+    def fetch(self, key: str, start: int, length: int) -> Any:
         if self.source.kind != "s3":
             with open(self.source.local_path(key), "rb") as fh:
                 fh.seek(start)
-                return len(fh.read(length if length >= 0 else -1))
+                return fh.read(length if length >= 0 else -1)
         import obstore
 
         if start == 0 and length < 0:
-            data = get_object(self.store, key, self.meter)
-        else:
-            data = self.meter.timed(lambda: obstore.get_range(self.store, key, start=start, length=length), nbytes)
-        return nbytes(data)
+            return get_object(self.store, key, self.meter)
+        return self.meter.timed(lambda: obstore.get_range(self.store, key, start=start, length=length), nbytes)

@@ -52,3 +52,11 @@ class RemfileBackend(ReadersBackend):
             return read_signal(fh, shot, name)
         except Exception as exc:  # noqa: BLE001
             raise RuntimeError(_QUERY.sub("?…", f"{type(exc).__name__}: {exc}")) from None
+
+    def read_signal_crc(self, fh: Any, shot: str, name: str) -> tuple[int, int, int]:
+        from shotbench.read.shotfile import read_signal_crc
+
+        try:
+            return read_signal_crc(fh, shot, name)
+        except Exception as exc:  # noqa: BLE001
+            raise RuntimeError(_QUERY.sub("?…", f"{type(exc).__name__}: {exc}")) from None

@@ -7,7 +7,7 @@ byte transport differs between backends.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # h5py is loaded by whoever opened the file; the signature check needs none
     import h5py
@@ -57,21 +57,27 @@ def read_signal(f: h5py.File, shot: str, name: str) -> tuple[int, int]:
 def read_signal_crc(f: h5py.File, shot: str, name: str) -> tuple[int, int, int]:
     """`read_signal`, plus a CRC-32 of every value read (the signal, then its scales in order):
     compared with the same CRC from a local copy, it says whether the bytes were right."""
+    dset = f[f"{SHOTS_GROUP}/{shot}/{SIGNALS_GROUP}/{name}"]
+    objs = [dset] + [scale for dim in dset.dims for scale in dim.values()]
+    payload, crc = arrays_crc(obj[()] for obj in objs if obj.shape is not None and obj.size)
+    return len(objs), payload, crc
+
+
+def arrays_crc(arrays: Any) -> tuple[int, int]:
+    """(payload bytes, CRC-32) of arrays read in order: the same number whichever library read
+    them, as long as it handed back the same values in the same dtype."""
     import zlib
 
     import numpy as np
 
-    dset = f[f"{SHOTS_GROUP}/{shot}/{SIGNALS_GROUP}/{name}"]
-    datasets, payload, crc = 1, 0, 0
-    for obj in [dset] + [scale for dim in dset.dims for scale in dim.values()]:
-        if obj is not dset:
-            datasets += 1
-        if obj.shape is None or not obj.size:
+    payload = crc = 0
+    for a in arrays:
+        values = np.ascontiguousarray(a)
+        if not values.size:
             continue
-        values = np.ascontiguousarray(obj[()])
         payload += int(values.nbytes)
         crc = zlib.crc32(values.view(np.uint8).reshape(-1), crc)
-    return datasets, payload, crc
+    return payload, crc
 
 
 def _read_all(dset: h5py.Dataset) -> int:

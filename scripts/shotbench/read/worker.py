@@ -134,9 +134,17 @@ class Reads:
         self.keys.append(key)
 
     def fetch(self, it: Any) -> None:
-        """A raw GET of one item's bytes (no HDF5)."""
+        """A raw GET of one item's bytes (no HDF5); when verifying, their CRC-32 goes with the row
+        (`checksums.BYTES` in place of a shot, the range in place of a signal)."""
+        from shotbench.read.checksums import BYTES, byte_range
+
         try:
-            self.bytes += self.backend.fetch(it.key, it.start, it.length)
+            data = memoryview(self.backend.fetch(it.key, it.start, it.length))
+            self.bytes += data.nbytes
+            if self.crcs is not None:
+                import zlib
+
+                self.crcs.append([it.key, BYTES, byte_range(it.start, it.length), zlib.crc32(data)])
         except Exception as exc:  # noqa: BLE001 - recorded in the row, the case goes on
             self.error = self.error or scrub(f"{it.key}: {type(exc).__name__}: {exc}")[:300]
 
@@ -184,9 +192,8 @@ def read_open(backend: Any, key: str, items: list[Any], readback: Any = None,
 
     After the reads, what libhdf5 did goes into `readback` (effective settings, page-buffer
     counters), and the client meter samples its connections before the file closes. With
-    `crcs`, each signal read through h5py is read with its CRC-32, appended there."""
+    `crcs`, each signal is read with its CRC-32 (by whichever library reads it), appended there."""
     from shotbench.backends.unsupported import error_cell
-    from shotbench.read.shotfile import read_signal_crc
 
     meter = getattr(backend, "meter", None)
     ndsets = nbytes = 0
@@ -198,8 +205,8 @@ def read_open(backend: Any, key: str, items: list[Any], readback: Any = None,
         with fh:
             try:
                 for it in items:
-                    if crcs is not None and hasattr(fh, "id"):
-                        d, n, crc = read_signal_crc(fh, it.shot, it.signal)
+                    if crcs is not None:
+                        d, n, crc = backend.read_signal_crc(fh, it.shot, it.signal)
                         crcs.append([key, it.shot, it.signal, crc])
                     else:
                         d, n = backend.read_signal(fh, it.shot, it.signal)
