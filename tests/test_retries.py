@@ -256,3 +256,15 @@ def test_extra_server_gets_show_resends_the_client_did_not_count(tmp_path: Path)
         w.writerows(rows)
     table = reliability.section(run).frame().set_index("backend")
     assert table.loc["obstore", "extra GETs (server)"] == 6 and pd_isna(table.loc["local", "extra GETs (server)"])
+
+
+def test_toxiproxy_faults_compare_with_a_direct_finished_run(tmp_path: Path) -> None:
+    """Below HTTP, the like-for-like run has no proxy at all; a run still going is a last resort."""
+    rows = [{"backend": "fsspec", "retries": "0", "verified": "yes"}]
+    direct = _run(tmp_path, "20260101T000000Z-direct", "none", rows, 1.0)
+    _run(tmp_path, "20260101T000002Z-hop", "http-0pc", rows, 2.0)  # newer, but through the HTTP proxy
+    going = _run(tmp_path, "20260101T000003Z-going", "none", rows, 4.0)
+    meta = json.loads((going / "run.json").read_text())
+    (going / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    faulted = _run(tmp_path, "20260101T000001Z-faulted", "flaky-5pc", rows, 3.0)
+    assert reliability.find_baseline(faulted) == direct

@@ -255,8 +255,11 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
         from shotbench.read import reliability
 
         say("")
-        say(f"reliability under faults '{meta['config']['network']}':")
-        say(reliability.render(reliability.table(folder.path)))
+        baseline = reliability.find_baseline(folder.path)
+        against = (f"slowdown against fault-free run {baseline.name}" if baseline else
+                   "no fault-free run of the same plan here, so no slowdown: run the same command without --faults")
+        say(f"reliability under faults '{meta['config']['network']}' ({against}):")
+        say(reliability.render(reliability.table(folder.path, baseline)))
         for line in fault_lines(meta.get("faults_injected"), meta.get("plan", [])):
             say(line)
     n_bad, message = finish_message(rows, folder.cases_csv)

@@ -204,19 +204,20 @@ def _plan(meta: dict[str, Any]) -> tuple[str, str]:
 
 
 def find_baseline(run: Path) -> Path | None:
-    """The latest fault-free run of the same plan beside `run` (same runs folder), or None. For
-    the HTTP profiles, a run through the same proxy injecting nothing (`http-0pc`) is preferred,
-    so the slowdown is the faults' and not the extra hop's."""
+    """The latest fault-free run of the same plan beside `run` (same runs folder), or None.
+    Preferred: the same path to the server without the faults (for the HTTP profiles the proxy
+    injecting nothing, `http-0pc`, so the slowdown is the faults' and not the extra hop's; for
+    toxiproxy's, a direct run), then a finished run over one still running."""
     meta = _meta(run)
     if not meta.get("config"):
         return None
-    plan, hop = _plan(meta), _same_hop(_network(meta))
+    plan, hop = _plan(meta), _same_hop(_network(meta)) or "none"
     found = []
     for other in run.parent.iterdir():
         m = _meta(other) if other != run and other.is_dir() else {}
         if m.get("config") and _fault_free(_network(m)) and _plan(m) == plan and (other / "cases.csv").is_file():
-            found.append((_network(m) == hop, str(m.get("started") or ""), other))
-    return max(found)[2] if found else None
+            found.append((_network(m) == hop, m.get("status") != "running", str(m.get("started") or ""), other))
+    return max(found)[3] if found else None
 
 
 def section(run: Path) -> Section | None:
