@@ -73,21 +73,21 @@ def test_a_case_is_credited_its_own_faults_and_a_resume_keeps_earlier_ones(tmp_p
 
     stats = tmp_path / fp.STATS_FILE
 
-    def proxy_counted(**kinds: int) -> None:
-        fp.write_stats(stats, {"injected": kinds})
+    def proxy_counted(answered: int = 0, **kinds: int) -> None:
+        fp.write_stats(stats, {"injected": kinds, fp.ANSWERED_GETS: answered})
 
-    proxy_counted(slowdown=2)  # staging
+    proxy_counted(slowdown=2, answered=1)  # staging
     faults = InjectedFaults(stats)
     with faults.case("c1"):
-        proxy_counted(slowdown=5, truncated=1)
+        proxy_counted(slowdown=5, truncated=1, answered=3)
         with faults.ceiling():
-            proxy_counted(slowdown=6, truncated=1)
-    proxy_counted(slowdown=7, truncated=1)  # a health check
+            proxy_counted(slowdown=6, truncated=1, answered=4)
+    proxy_counted(slowdown=7, truncated=1, answered=4)  # a health check
     with faults.case("c2"):
         pass
     rec = faults.record()
-    assert rec["by_case"] == {"c1": {"slowdown": 3, "internal": 0, "truncated": 1},
-                              "c2": {"slowdown": 0, "internal": 0, "truncated": 0}}
+    assert rec["by_case"] == {"c1": {"slowdown": 3, "internal": 0, "truncated": 1, "answered-gets": 2},
+                              "c2": {"slowdown": 0, "internal": 0, "truncated": 0, "answered-gets": 0}}
     assert rec["raw_get_ceiling"]["slowdown"] == 1 and rec["total"]["slowdown"] == 7
     proxy_counted(internal=1)  # the proxy of the resumed session starts from zero
     resumed = InjectedFaults(stats, rec)
@@ -95,7 +95,7 @@ def test_a_case_is_credited_its_own_faults_and_a_resume_keeps_earlier_ones(tmp_p
         proxy_counted(internal=4)
     again = resumed.record()
     assert set(again["by_case"]) == {"c1", "c2", "c3"} and again["by_case"]["c3"]["internal"] == 3
-    assert again["total"] == {"slowdown": 7, "internal": 4, "truncated": 1}
+    assert again["total"] == {"slowdown": 7, "internal": 4, "truncated": 1, "answered-gets": 4}
     lines = summary_lines(again, [{"case_id": "c1", "backend": "obstore"}, {"case_id": "c3", "backend": "obstore"}])
     assert "  obstore    3 × 503 SlowDown, 3 × 500 InternalError, 1 truncated" in lines
     assert InjectedFaults().record() is None
@@ -185,7 +185,7 @@ def test_error_answers_are_s3s(proxy, big_object, s3_bucket: str, kind: str, sta
 
 
 def test_error_body_is_the_s3_xml_and_head_gets_none(proxy, big_object, s3_bucket: str) -> None:
-    cfg, _ = proxy(("slowdown", 1.0))
+    cfg, info = proxy(("slowdown", 1.0))
     url = urlsplit(cfg.endpoint_url)
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
     conn.request("GET", f"/{s3_bucket}/{big_object[0]}")
@@ -197,6 +197,8 @@ def test_error_body_is_the_s3_xml_and_head_gets_none(proxy, big_object, s3_bucke
     head = conn.getresponse()
     assert head.status == 503 and head.read() == b""
     conn.close()
+    # both answered by the proxy, only the GET is one the server's access log would have had
+    assert fp.read_counts(info.stats) == {"slowdown": 2, "internal": 0, "truncated": 0, fp.ANSWERED_GETS: 1}
 
 
 def test_truncated_body_ends_at_half_its_content_length(proxy, big_object, s3_bucket: str) -> None:

@@ -258,6 +258,24 @@ def test_extra_server_gets_show_resends_the_client_did_not_count(tmp_path: Path)
     assert table.loc["obstore", "extra GETs (server)"] == 6 and pd_isna(table.loc["local", "extra GETs (server)"])
 
 
+def test_extra_gets_behind_the_http_proxy_count_the_gets_it_answered_itself() -> None:
+    """A 503 from the proxy never reaches the server: a client that counts every attempt sent
+    as many GETs as it counted, though the access log has fewer. A case recorded before the
+    proxy counted its own answers is left out rather than shown short."""
+    cases = [{"case-id": "c1", "backend": "fsspec", "gets": "100", "client-gets": "112"},
+             {"case-id": "c2", "backend": "obstore", "gets": "90", "client-gets": "80"},
+             {"case-id": "c3", "backend": "fsspec", "gets": "50", "client-gets": "60"}]
+    meta = {"faults_injected": {"by_case": {"c1": {"slowdown": 12, "answered-gets": 12},
+                                            "c2": {"internal": 3, "answered-gets": 2},
+                                            "c3": {"slowdown": 10}}}}
+    answered = reliability.answered_gets_by_case(meta)
+    assert answered == {"c1": 12, "c2": 2}
+    assert reliability.server_extra_gets(cases, answered) == {"fsspec": 0, "obstore": 12}
+    assert reliability.server_extra_gets(cases) == {"fsspec": -22, "obstore": 10}  # no proxy: the log is the wire
+    assert reliability.answered_gets_by_case({}) is None
+    assert reliability.injected_by_backend({**meta, "plan": [{"case_id": "c1", "backend": "fsspec"}]}) == {"fsspec": 12}
+
+
 def test_toxiproxy_faults_compare_with_a_direct_finished_run(tmp_path: Path) -> None:
     """Below HTTP, the like-for-like run has no proxy at all; a run still going is a last resort."""
     rows = [{"backend": "fsspec", "retries": "0", "verified": "yes"}]

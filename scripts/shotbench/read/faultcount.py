@@ -1,6 +1,6 @@
 """Faults the HTTP fault-injecting proxy injected, credited to the case they happened in.
 
-The proxy counts per kind into a JSON file (store/faultproxy.py); the runner reads it right
+The proxy counts per kind, and the GETs it answered itself, into a JSON file (store/faultproxy.py); the runner reads it right
 before and right after each case and its raw-get ceiling, so a case's count is exactly the
 faults its backend's requests got (those of the ceiling, of the health checks between cases and
 of staging are counted apart).
@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shotbench.store.faultproxy import KINDS, describe, read_stats
+from shotbench.store.faultproxy import ANSWERED_GETS, KINDS, describe, read_counts
+
+COUNTS = (*KINDS, ANSWERED_GETS)
 
 
 def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-    return {k: int(a.get(k, 0)) + int(b.get(k, 0)) for k in KINDS}
+    return {k: int(a.get(k, 0)) + int(b.get(k, 0)) for k in COUNTS}
 
 
 @dataclass
@@ -41,14 +43,14 @@ class InjectedFaults:
     @contextlib.contextmanager
     def _counting(self) -> Iterator[dict[str, int]]:
         """Faults injected while the block ran (zeros without a proxy), filled in at its end."""
-        got = {k: 0 for k in KINDS}
-        before = read_stats(self.stats) if self.stats is not None else got
+        got = {k: 0 for k in COUNTS}
+        before = read_counts(self.stats) if self.stats is not None else got
         try:
             yield got
         finally:
             if self.stats is not None:
-                after = read_stats(self.stats)
-                got.update({k: after[k] - before[k] for k in KINDS})
+                after = read_counts(self.stats)
+                got.update({k: after[k] - before[k] for k in COUNTS})
 
     @contextlib.contextmanager
     def case(self, case_id: str) -> Iterator[None]:
@@ -58,7 +60,7 @@ class InjectedFaults:
                 yield
         finally:
             if self.stats is not None:
-                self.by_case[case_id] = {k: got[k] - self._ceiling_now.get(k, 0) for k in KINDS}
+                self.by_case[case_id] = {k: got[k] - self._ceiling_now.get(k, 0) for k in COUNTS}
 
     @contextlib.contextmanager
     def ceiling(self) -> Iterator[None]:
@@ -76,7 +78,7 @@ class InjectedFaults:
         included); None without HTTP faults."""
         if self.stats is None and not self.earlier:
             return None
-        now = read_stats(self.stats) if self.stats is not None else {}
+        now = read_counts(self.stats) if self.stats is not None else {}
         return {"by_case": self.by_case, "raw_get_ceiling": self.ceilings,
                 "total": _add(self.earlier.get("total", {}), now)}
 

@@ -9,9 +9,11 @@ ok-case runtime against the fault-free run (same backend, mode, workers, page bu
 because a task that ended ok after an injected 503, 500 or cut body must have asked again, so for
 the clients that cannot count their retries (obstore) it is the one number that says they did.
 `server-extra` is the other side of the same question for faults below HTTP (toxiproxy's resets
-and cut connections, which the server does not see): GETs in the server's access log beyond the
-client's own count. Both are measured at the embedded server's side, never by the client, and
-are labelled so; on a real bucket they are empty.
+and cut connections, which the server does not see): GETs on the wire beyond the client's own
+count, where the wire is the server's access log plus the GETs the HTTP fault proxy answered
+itself (they never reach the server; without adding them back, a client that counts every
+attempt would show fewer GETs than it sent). Both are measured at the embedded server's side,
+never by the client, and are labelled so; on a real bucket they are empty.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from shotbench.read.results import RUN_KIND
 from shotbench.read.status import OK, row_status
 from shotbench.runs import RunFolder
+from shotbench.store.faultproxy import KINDS
 
 COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "injected", "server-extra", "wrong-bytes",
            "verified", "slowdown"]
@@ -59,10 +62,11 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
             b["retries"] = (b["retries"] or 0) + int(w["retries"])
         b["wrong-bytes"] += w.get("verified") == "no"
         b["verified"] += w.get("verified") == "yes"
-    for name, count in injected_by_backend(_meta(run)).items():
+    meta = _meta(run)
+    for name, count in injected_by_backend(meta).items():
         if name in out:
             out[name]["injected"] = count
-    for name, extra in server_extra_gets(folder.cases()).items():
+    for name, extra in server_extra_gets(folder.cases(), answered_gets_by_case(meta)).items():
         if name in out:
             out[name]["server-extra"] = extra
     faulted = _median_runtimes(folder.cases())
@@ -73,14 +77,33 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
     return [out[k] for k in sorted(out)]
 
 
-def server_extra_gets(cases: list[dict[str, str]]) -> dict[str, int]:
-    """Per backend: GETs the server logged beyond those the client counted, over the cases where
-    both were measured (a client that counts calls, not attempts, shows its retries here)."""
+def server_extra_gets(cases: list[dict[str, str]], answered: dict[str, int] | None = None) -> dict[str, int]:
+    """Per backend: GETs on the wire beyond those the client counted, over the cases where both
+    were measured (a client that counts calls, not attempts, shows its retries here). The wire
+    is the server's access log plus, behind the HTTP fault proxy, the GETs the proxy answered
+    itself (`answered`, per case); a case behind the proxy without that count is left out, as
+    its server count alone would be short."""
     out: dict[str, int] = {}
     for c in cases:
-        if c.get("gets", "") != "" and c.get("client-gets", "") != "":
-            out[c["backend"]] = out.get(c["backend"], 0) + int(float(c["gets"])) - int(float(c["client-gets"]))
+        if c.get("gets", "") == "" or c.get("client-gets", "") == "":
+            continue
+        if answered is not None and c["case-id"] not in answered:
+            continue
+        wire = int(float(c["gets"])) + (answered or {}).get(c["case-id"], 0)
+        out[c["backend"]] = out.get(c["backend"], 0) + wire - int(float(c["client-gets"]))
     return out
+
+
+def answered_gets_by_case(meta: dict[str, Any]) -> dict[str, int] | None:
+    """GETs the HTTP fault proxy answered itself in each case (None: the run had no HTTP proxy;
+    a case recorded without the count is missing)."""
+    from shotbench.store.faultproxy import ANSWERED_GETS
+
+    record = meta.get("faults_injected")
+    if not record:
+        return None
+    return {case_id: int(counts[ANSWERED_GETS]) for case_id, counts in (record.get("by_case") or {}).items()
+            if ANSWERED_GETS in counts}
 
 
 def injected_by_backend(meta: dict[str, Any]) -> dict[str, int]:
@@ -92,7 +115,7 @@ def injected_by_backend(meta: dict[str, Any]) -> dict[str, int]:
     for case_id, counts in (record.get("by_case") or {}).items():
         name = backend_of.get(case_id)
         if name:
-            out[name] = out.get(name, 0) + sum(int(v) for v in counts.values())
+            out[name] = out.get(name, 0) + sum(int(counts.get(k, 0)) for k in KINDS)
     return out
 
 

@@ -47,6 +47,9 @@ ERRORS: dict[str, tuple[int, str, str]] = {
 }
 TRUNCATED = "truncated"  # the server's response, cut after half its declared Content-Length
 KINDS = (*ERRORS, TRUNCATED)
+# GETs the proxy answered itself with an error: they never reach the server, so its access log
+# misses them; the reliability table adds them back to count the GETs on the wire.
+ANSWERED_GETS = "answered-gets"
 LABELS = {"slowdown": "503 SlowDown", "internal": "500 InternalError", TRUNCATED: "truncated"}
 # Not forwarded: they describe one hop (the proxy re-frames bodies itself).
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
@@ -109,6 +112,7 @@ class Decider:
     seen: Counter[bytes] = field(default_factory=Counter)  # times each request came before
     requests: int = 0
     injected: Counter[str] = field(default_factory=Counter)
+    answered_gets: int = 0
 
     def decide(self, method: str, raw_path: str, range_header: str) -> str | None:
         self.requests += 1
@@ -122,7 +126,7 @@ class Decider:
 
     def stats(self) -> dict[str, Any]:
         return {"requests": self.requests, "injected": {k: self.injected[k] for k in KINDS},
-                "seed": self.faults.seed, "pid": os.getpid()}
+                ANSWERED_GETS: self.answered_gets, "seed": self.faults.seed, "pid": os.getpid()}
 
 
 def error_body(code: str, message: str, resource: str, request_id: str) -> bytes:
@@ -146,9 +150,19 @@ def read_stats(path: Path) -> dict[str, int]:
     return {k: int(injected.get(k, 0)) for k in KINDS}
 
 
+def read_counts(path: Path) -> dict[str, int]:
+    """`read_stats` plus the GETs the proxy answered itself (`ANSWERED_GETS`)."""
+    try:
+        answered = int(json.loads(path.read_text()).get(ANSWERED_GETS, 0))
+    except (OSError, ValueError, TypeError):
+        answered = 0
+    return {**read_stats(path), ANSWERED_GETS: answered}
+
+
 def describe(counts: dict[str, int]) -> str:
     """`37 × 503 SlowDown, 12 truncated`; `none` when nothing was injected."""
-    parts = [f"{n} truncated" if k == TRUNCATED else f"{n} × {LABELS[k]}" for k, n in counts.items() if n]
+    parts = [f"{n} truncated" if k == TRUNCATED else f"{n} × {LABELS[k]}" for k, n in counts.items()
+             if n and k in KINDS]
     return ", ".join(parts) or "none"
 
 
@@ -170,8 +184,9 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
 
     session: aiohttp.ClientSession | None = None
 
-    def injected(kind: str) -> None:
+    def injected(kind: str, method: str) -> None:
         decider.injected[kind] += 1
+        decider.answered_gets += int(kind in ERRORS and method == "GET")
         write_stats(stats_path, decider.stats())  # before the answer leaves: a case never misses its own
 
     async def handle(request: web.Request) -> web.StreamResponse:
@@ -180,7 +195,7 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
             status, code, message = ERRORS[kind]
             request_id = hashlib.sha256(f"{decider.requests}{request.raw_path}".encode()).hexdigest()[:16].upper()
             body = error_body(code, message, request.path, request_id)
-            injected(kind)
+            injected(kind, request.method)
             head = request.method == "HEAD"
             return web.Response(status=status, body=None if head else body, headers={
                 "Content-Type": "application/xml", "x-amz-request-id": request_id,
@@ -215,7 +230,7 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
                     break
                 if cut is not None and sent + len(piece) >= cut:
                     await resp.write(piece[:cut - sent])
-                    injected(TRUNCATED)
+                    injected(TRUNCATED, request.method)
                     resp.force_close()  # the connection ends here, short of the declared length
                     return resp
                 await resp.write(piece)
