@@ -124,6 +124,16 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 0.02 * max(a, b)
 
 
+def _bytes_agree(cases: list[dict[str, str]]) -> None:
+    """Client and server bytes agree in every case whose server byte total is known. The
+    server's counts come over UDP and one can be lost under load; such a case has no total
+    (never a short one), and that may happen to some cases, not to most."""
+    known = [c for c in cases if c["get-bytes"] != ""]
+    assert len(known) * 2 >= len(cases), cases
+    for c in known:
+        assert _close(int(c["client-bytes"]), int(c["get-bytes"])), (c["backend"], c["client-bytes"], c["get-bytes"])
+
+
 # 9 MB files: one ranged GET of a whole file is two HTTP GETs in aws-c-s3 (8 MiB parts)
 LARGER = (TINY.replace("file_size = 2000000", "file_size = 9000000").replace("shots = 4", "shots = 2")
           .replace("signals_files = 3", "signals_files = 2"))
@@ -138,8 +148,8 @@ def test_client_counts_agree_with_the_access_log(tmp_path: Path) -> None:
         assert c["status"] == "ok", c
         gets, client = int(c["gets"]), int(c["client-gets"])
         assert gets > 0 and _close(client, gets), (c["backend"], c["obj-type"], client, gets)
-        assert _close(int(c["client-bytes"]), int(c["get-bytes"])), (c["backend"], c["client-bytes"], c["get-bytes"])
         assert int(c["bytes-needed"]) > 0 and float(c["amplification"]) > 0
+    _bytes_agree(cases)
     workers = read_csv(run / "workers.csv")
     assert all(w["client-gets"] != "" and w["client-bytes"] != "" for w in workers)
     secret = secret_of(tmp_path / "state")  # the 2.x debug channel prints request headers: none may leak
@@ -176,9 +186,10 @@ def test_https_embedded_server_is_read_by_every_client(tmp_path: Path, shot_dir:
     run = _run(tmp_path, shot_dir, backends, {}, "--tls")
     meta = json.loads((run / "run.json").read_text())
     assert meta["data"]["endpoint"].startswith("https://") and meta["config"]["tls"] is True
-    for c in read_csv(run / "cases.csv"):
+    cases = read_csv(run / "cases.csv")
+    _bytes_agree(cases)
+    for c in cases:
         assert c["status"] == "ok", c
-        assert _close(int(c["client-bytes"]), int(c["get-bytes"])), (c["backend"], c["client-bytes"], c["get-bytes"])
         # 1.14 counts requests as TCP segments; a TLS handshake flight now and then takes two
         tolerance = 0.05 if c["backend"] == "ros3-1.14" else 0.02
         gets, client = int(c["gets"]), int(c["client-gets"])

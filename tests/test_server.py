@@ -166,6 +166,26 @@ def test_access_log_counts_a_known_number_of_gets(s3_server) -> None:
     assert accesslog.count_since(s3_server.access_log, mark, bucket="some-other-bucket").requests == 0
 
 
+def _log_line(op: str, status: int) -> str:
+    return (f"AK b [23/November/2026:23:16:00 +0000] 127.0.0.1 AK REQ {op} k.h5 /b/k.h5 {status} - 0 0 0 0 - "
+            "ua\n")
+
+
+def test_a_window_missing_a_byte_count_has_no_byte_total(tmp_path: Path, monkeypatch) -> None:
+    """One byte count per served GET: with one missing, the total is unknown (None), not short;
+    once the missing count has come, the total is whole; a failed GET sends none."""
+    monkeypatch.setattr(accesslog, "LATE_COUNTS_WAIT", 0.2)
+    log = tmp_path / "access.log"
+    log.write_text(_log_line("s3_GetObject", 206) * 2 + _log_line("s3_GetObject", 416) + _log_line("s3_HeadObject", 200)
+                   + "#bytes 1.0 bytes_read b 100\n")
+    short = accesslog.count_since(log, 0, bucket="b", quiet=0.01)
+    assert (short.gets, short.get_bytes, short.requests) == (3, None, 4)
+    assert (short + accesslog.RequestStats(1, 5, 1)).get_bytes is None
+    with open(log, "a") as fh:
+        fh.write("#bytes 1.1 bytes_read b 50\n")
+    assert accesslog.count_since(log, 0, bucket="b", quiet=0.01).get_bytes == 150
+
+
 def _get_ms(cfg, bucket: str, n: int = 15) -> list[float]:
     client = cfg.boto3_client()
     client.get_object(Bucket=bucket, Key="small.h5", Range="bytes=0-1023")["Body"].read()  # connect, warm up

@@ -398,7 +398,7 @@ class Runner:
             "harness-efficiency": efficiency(tsum, case.workers, total),
             "harness-overhead": harness_overhead(raw, total),
             "raw-get-runtime": "" if rg is None else rg,
-            "gets": "" if stats is None else stats.gets, "get-bytes": "" if stats is None else stats.get_bytes,
+            "gets": "" if stats is None else stats.gets, "get-bytes": "" if stats is None or stats.get_bytes is None else stats.get_bytes,
             "hdf5-version": hdf5, "h5py-version": h5v,
             "errors": len(errors) + bool(ceiling_error),
             "status": case_status([r["status"] for r in rows], bool(ceiling_error)),
