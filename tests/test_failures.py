@@ -190,7 +190,7 @@ def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Pa
     proc = _bench_proc(tmp_path, ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
     try:
         assert _wait_for_cases(tmp_path, 1) is not None  # mid-run: Dask workers are up
-        assert any("shotbench.read.worker" in p for p in _leftovers(tmp_path / "state"))
+        assert any("shotbench.read.driver" in p for p in _leftovers(tmp_path / "state"))
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
     finally:

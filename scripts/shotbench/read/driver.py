@@ -1,6 +1,6 @@
 """The driver of one backend environment: requests on stdin, replies on stdout, one JSON line each.
 
-The orchestrator (main environment) starts `<env python> -m shotbench.read.worker --serve` once
+The orchestrator (main environment) starts `<env python> -m shotbench.read.driver --serve` once
 per environment; the messages are `read/protocol.py`'s. The driver keeps a warm LocalCluster per
 worker count, so process start-up, imports and client creation all happen before the clock; the
 clock covers release-to-last-rows only. What the Dask workers run is `read/worker.py`.
@@ -316,7 +316,7 @@ def serve(scheduler: str | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m shotbench.read.worker")
+    parser = argparse.ArgumentParser(prog="python -m shotbench.read.driver")
     parser.add_argument("--serve", action="store_true", help="answer JSON requests on stdin")
     parser.add_argument("--scheduler", default=None)
     args = parser.parse_args(argv)
@@ -324,3 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args.scheduler)
     print(json.dumps(versions()))
     return 0
+
+
+if __name__ == "__main__":  # how the orchestrator starts an environment's driver (read/runner.py)
+    sys.exit(main())

@@ -1,8 +1,8 @@
 """The messages between the orchestrator and each environment's driver, one JSON object a line.
 
-The orchestrator (`read/runner.py`, main environment) starts `<env python> -m shotbench.read.worker
---serve` (the loop in `read/driver.py`) once per backend environment; every request it sends gets
-one reply. Both sides import this module, so it imports nothing heavy (no h5py, no Dask).
+The orchestrator (`read/runner.py`, main environment) starts `<env python> -m shotbench.read.driver
+--serve` once per backend environment; every request it sends gets one reply. Both sides import
+this module, so it imports nothing heavy (no h5py, no Dask).
 
 A backend environment runs the `shotbench` of the checkout that built it (`make envs` installs it
 editable). When that checkout and this one disagree, the hello's `PROTOCOL_VERSION`, or a message

@@ -70,7 +70,7 @@ R = TypeVar("R", bound=Reply)
 
 
 class DriverProc:
-    """`<env python> -m shotbench.read.worker --serve`, spoken to with `read/protocol.py`'s messages."""
+    """`<env python> -m shotbench.read.driver --serve`, spoken to with `read/protocol.py`'s messages."""
 
     def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
                  prefix: list[str] | None = None) -> None:
@@ -81,7 +81,7 @@ class DriverProc:
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [*self.prefix, str(self.python), "-m", "shotbench.read.worker", "--serve"]
+        cmd = [*self.prefix, str(self.python), "-m", "shotbench.read.driver", "--serve"]
         if self.scheduler:
             cmd += ["--scheduler", self.scheduler]
         self._logfh = open(self.log, "a")

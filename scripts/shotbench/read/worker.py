@@ -1,6 +1,6 @@
 """What runs inside a Dask worker of a backend's environment: the task functions.
 
-The environment's driver (`read/driver.py`, started as `<env python> -m shotbench.read.worker
+The environment's driver (`read/driver.py`, started as `<env python> -m shotbench.read.driver
 --serve`) submits these to its warm cluster. Dask pickles them by module path, so this module is
 imported in every worker process; it holds the reading (`execute`, `Reads`, `read_open`,
 `read_whole`, `gather_time`) and nothing of the driver loop. Credentials arrive as AWS_*
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from itertools import groupby
 from typing import Any
@@ -306,9 +305,3 @@ def list_file(spec: Spec, keys: list[tuple[str, int]]) -> list[dict[str, Any]]:
             for shot in shot_ids(fh):
                 out.append({"key": key, "shot": shot, "signals": list(signal_names(fh, shot))})
     return out
-
-
-if __name__ == "__main__":  # how the orchestrator starts an environment's driver (see read/driver.py)
-    from shotbench.read.driver import main
-
-    sys.exit(main())
