@@ -3,7 +3,7 @@
 # PATH (no uv, no pyenv, no Go), then the README's commands, each timed.
 #   scripts/rehearse.sh [warm|cold] [TARGET...]     (default: warm bench-ros3 test)
 # warm reuses this machine's build cache through SHOTBENCH_CACHE; cold starts from an empty one
-# (the libhdf5 builds then take ≈10 min more on 2 cores). Logs stay in the folder it prints.
+# (the libhdf5 builds then take 5–8 min more on a quiet 2-core machine). Logs stay in the folder it prints.
 set -uo pipefail
 mode=${1:-warm}; shift || true
 case "$mode" in warm|cold) ;; *) echo "rehearse: the first argument is warm or cold, not '$mode'." >&2; exit 2;; esac

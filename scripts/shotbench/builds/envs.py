@@ -281,7 +281,7 @@ def build_envs(names: list[str] | None = None, force: bool = False, extra: list[
     if todo:
         cpus = os.cpu_count() or 1
         os.environ.setdefault("SHOTBENCH_BUILD_JOBS", str(max(1, cpus // len(todo))))
-        print(f"building {', '.join(s.name for s in todo)} (cold: ~10 min each, run side by side)", flush=True)
+        print(f"building {', '.join(s.name for s in todo)} (side by side; cold, 5–8 min for all three on a quiet 2-core machine)", flush=True)
     reqs = requirements()
     results: dict[str, EnvInfo] = {}
     errors: list[UserError] = []
