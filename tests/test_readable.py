@@ -37,6 +37,49 @@ def test_a_figure_with_one_entry_per_series_passes() -> None:
     assert legend_problems(html) == []
 
 
+def test_two_entries_drawn_alike_are_reported() -> None:
+    """Same colour, dash and marker: the legend names both lines but the reader cannot tell them apart."""
+    plots.setup()
+    df = pd.DataFrame({"num-workers": [1, 2], "t": [2.0, 1.0]})
+    a = hv.Curve(df, plots.WORKERS, "t", label="local").opts(color=plots.PALETTE[0], line_dash="dashed")
+    b = hv.Curve(df.assign(t=[3.0, 2.0]), plots.WORKERS, "t", label="fsspec").opts(color=plots.PALETTE[0], line_dash="dashed")
+    html = plots.show((a * b).opts(hv.opts.Overlay(title="t", legend_position="right", ylabel="s"))).text
+    assert legend_problems(html) == ["t: legend entries 'local' and 'fsspec' are drawn alike"]
+    c = b.opts(line_dash="solid")
+    assert legend_problems(plots.show((a * c).opts(hv.opts.Overlay(title="t", legend_position="right", ylabel="s"))).text) == []
+
+
+def test_every_series_has_its_own_colour_in_its_backends_hue() -> None:
+    names = [name for i in range(12) for name in (f"b{i} · page buffer 264 MB (asked 256 MiB)", f"b{i}")]
+    palette = plots.colors(names)
+    assert len(set(palette.values())) == len(names) == 24
+    assert palette["b0"] == plots.PALETTE[0] and palette["b1"] == plots.PALETTE[1]
+    assert palette["b0 · page buffer 264 MB (asked 256 MiB)"] != plots.PALETTE[0]
+    # a backend's series sit together in legend order, its settings sorted by name
+    assert list(palette)[:3] == ["b0", "b0 · page buffer 264 MB (asked 256 MiB)", "b1"]
+
+
+def test_long_legend_labels_shrink_the_font_then_widen_the_figure() -> None:
+    assert plots.legend_fit(["local · page buffer off"]) == (13, plots.WIDTH)
+    px, width = plots.legend_fit(["x" * 90])
+    assert 10 < px < 13 and width == plots.WIDTH
+    px, width = plots.legend_fit(["x" * 140])
+    assert px == 10 and width > plots.WIDTH
+
+
+def test_a_runs_series_are_told_apart_in_every_line_figure() -> None:
+    """16 series (8 backends, page buffer off and on) were drawn in 10 colours: local and fsspec at
+    264 MB looked the same."""
+    table = pd.DataFrame(
+        [{"series": f"{b} · page buffer {label}", "obj-type": "shots", "pb-size": pb, "num-workers": w,
+          "total-runtime": 1.0 + i + pb / 1e9 + 1 / w, "norm-tot-runtime": 1.0, "trials": 1}
+         for i, b in enumerate(["local", "ros3-2.0", "raw-get", "ros3-1.14", "download", "fsspec", "obstore", "ros3-2.2"])
+         for pb, label in ((0, "off"), (268435456, "264 MB")) for w in (1, 2)]
+    )
+    html = plots.show(plots.scaling_plots(table, "shots", plots.colors(table["series"]))).text
+    assert legend_problems(html) == []
+
+
 def test_many_lines_keep_their_legend() -> None:
     """HoloViews drops the legend past 25 glyphs unless told otherwise; 13 lines of curve + markers."""
     table = pd.DataFrame(

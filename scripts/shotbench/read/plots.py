@@ -22,9 +22,32 @@ WORKERS = hv.Dimension("num-workers", label="Number of Dask workers")
 MODE_TITLES = {"shots": "All signals of one shot file", "signals": "All signals of all shot files"}
 
 
+SHADES = (0.0, 0.45, -0.35, 0.7, -0.6)  # a hue's variants: mixed toward white (+) or black (-)
+
+
+def family(series: str) -> str:
+    """The backend a series belongs to: its name before the settings ("ros3-2.2 · block cache …")."""
+    return str(series).split(" · ", 1)[0]
+
+
+def _shade(color: str, amount: float) -> str:
+    target = 255 if amount > 0 else 0
+    rgb = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(c + (target - c) * abs(amount)):02x}" for c in rgb)
+
+
 def colors(series: Iterable[str]) -> dict[str, str]:
-    """One fixed colour per series, shared by every figure of a report."""
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(dict.fromkeys(series))}
+    """One fixed colour per series, shared by every figure of a report: a hue per backend and a
+    shade of it per setting, so a backend's series read as one family and no two series share a
+    colour (up to 50 series). Page-buffer sizes add dash and marker on top (`_pb_styles`)."""
+    names = list(dict.fromkeys(map(str, series)))
+    families = list(dict.fromkeys(map(family, names)))
+    out: dict[str, str] = {}
+    for name in sorted(names, key=lambda n: (families.index(family(n)), n)):  # the legend order too
+        hue = PALETTE[families.index(family(name)) % len(PALETTE)]
+        shades = [_shade(hue, amount) for amount in SHADES]
+        out[name] = next((c for c in shades if c not in out.values()), shades[-1])
+    return out
 
 
 def _line_name(df: pd.DataFrame) -> pd.Series:
@@ -47,13 +70,23 @@ def _pb_styles(df: pd.DataFrame) -> dict[int, tuple[str, str]]:
     return {pb: (DASHES[i % len(DASHES)], MARKERS[i % len(MARKERS)]) for i, pb in enumerate(sizes)}
 
 
+def _legend_order(groups: Any, palette: dict[str, str]) -> list[tuple[tuple[Any, ...], pd.DataFrame]]:
+    """(line, series, pb-size) groups in legend order: by backend and series, then page buffer."""
+    def key(group: tuple[tuple[Any, ...], pd.DataFrame]) -> tuple[int, int, int]:
+        (_, series, pb), _ = group
+        backend, own = _rank(palette, str(series))
+        return backend, int(pb), own
+
+    return sorted(groups, key=key)
+
+
 def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover: list[str]) -> hv.Overlay:
     """Line + scatter per line name, coloured by series."""
     df = df.assign(line=_line_name(df))
     styles = _pb_styles(df)
     ydim = hv.Dimension(y, label=ylabel)
     layers = []
-    for (name, series, pb), part in df.groupby(["line", "series", "pb-size"], sort=False):
+    for (name, series, pb), part in _legend_order(df.groupby(["line", "series", "pb-size"], sort=False), palette):
         part = part.sort_values("num-workers")
         color = palette.get(series, PALETTE[0])
         dash, marker = styles[int(pb)]
@@ -65,7 +98,24 @@ def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover
     return hv.Overlay(layers)
 
 
+LEGEND_EM_PER_CHAR = 0.52  # mean advance of a legend character (Bokeh's sans-serif), in font sizes
+LEGEND_PX = (10, 13)  # smallest legend font we print, and Bokeh's own
+LEGEND_ROW = 80  # glyph, padding, border and margin of a legend row, px
+
+
+def legend_fit(labels: list[str], width: int = WIDTH) -> tuple[int, int]:
+    """(font px, figure width) at which the longest legend label is drawn whole: the largest font up
+    to Bokeh's 13 px that fits `width`, and past 10 px a wider figure (long effective-settings names
+    were cut off at the right edge)."""
+    longest = max((len(label) for label in labels), default=0)
+    if not longest:
+        return LEGEND_PX[1], width
+    px = min(max(int((width - LEGEND_ROW) / (LEGEND_EM_PER_CHAR * longest)), LEGEND_PX[0]), LEGEND_PX[1])
+    return px, max(width, LEGEND_ROW + int(LEGEND_EM_PER_CHAR * px * longest) + 1)
+
+
 def _frame(overlay: hv.Overlay, title: str, ylabel: str, xmax: float, legend: str = "bottom") -> hv.Overlay:
+    font, width = legend_fit(_labels(overlay))
     return overlay.opts(
         hv.opts.Overlay(
             title=title,
@@ -74,12 +124,13 @@ def _frame(overlay: hv.Overlay, title: str, ylabel: str, xmax: float, legend: st
             xlim=(0, xmax * 1.05 + 1),
             xticks=_worker_ticks(overlay),
             ylim=(0, None),
-            width=WIDTH,
+            width=width,
             height=HEIGHT + 22 * len(_labels(overlay)),
             show_grid=True,
             legend_position=legend,
             legend_cols=1,  # long effective-settings names: one column, never clipped
             legend_limit=LEGEND_LIMIT,
+            legend_opts={"label_text_font_size": f"{font}px"},
             toolbar="right",
         )
     )
@@ -111,7 +162,7 @@ def ratio_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Ov
     one = hv.HLine(1).opts(color="grey", line_width=0.8)
     lines = _lines(df, "norm-tot-runtime", "Performance ratio", palette, ["total-runtime", "trials"])
     ymax = max(float(df["norm-tot-runtime"].max()) * 1.15, 1.2)
-    overlay = _frame(ref * one * lines, f"{MODE_TITLES.get(mode, mode)}: performance ratio", "Performance ratio (baseline ÷ runtime, >1 faster)", wmax)
+    overlay = _frame(ref * one * lines, f"{MODE_TITLES.get(mode, mode)}: performance ratio", "Baseline ÷ runtime (>1 faster)", wmax)
     return overlay.opts(hv.opts.Overlay(ylim=(0, ymax)))
 
 
@@ -137,10 +188,13 @@ def scaling_plots(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv
     ).cols(2)
 
 
-def _rank(palette: dict[str, str], name: str) -> int:
-    """Position of a series in the report's series order (unknown names last)."""
+def _rank(palette: dict[str, str], name: str) -> tuple[int, int]:
+    """Position of a series in the report's order: its backend's, then its own (unknown names last),
+    so a legend lists a backend's series together."""
     order = list(palette)
-    return order.index(name) if name in order else len(order)
+    families = list(dict.fromkeys(map(family, order)))
+    fam = family(name)
+    return (families.index(fam) if fam in families else len(families), order.index(name) if name in order else len(order))
 
 
 def _box_legend(plot: Any, element: hv.Overlay) -> None:
@@ -233,7 +287,7 @@ def ratio_ci_plot(ratios: pd.DataFrame, mode: str, palette: dict[str, str]) -> h
     layers = [hv.HLine(1).opts(color="grey", line_width=0.8)]
     df = df.assign(line=_line_name(df))
     styles = _pb_styles(df)
-    for (name, series, pb), part in df.groupby(["line", "series", "pb-size"], sort=False):
+    for (name, series, pb), part in _legend_order(df.groupby(["line", "series", "pb-size"], sort=False), palette):
         part = part.sort_values("num-workers")
         color = palette.get(series, PALETTE[0])
         dash, marker = styles[int(pb)]

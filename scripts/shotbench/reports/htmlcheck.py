@@ -83,6 +83,7 @@ class FigureInfo:
     legend: list[str]
     unlabelled: int  # coloured glyph renderers that no legend entry names
     mixed_entries: list[str]  # legend entries whose glyphs have more than one colour
+    alike: list[tuple[str, str]]  # pairs of legend entries drawn with the same colour, dash and marker
 
 
 def bokeh_documents(html: str) -> list[dict]:
@@ -121,6 +122,19 @@ def _color(glyph: dict) -> str | None:
     return None
 
 
+def _value(attr: Any) -> Any:
+    """A glyph attribute as drawn: Bokeh writes constants either bare or as {"type": "value", …}."""
+    if isinstance(attr, dict) and "value" in attr:
+        attr = attr["value"]
+    return tuple(attr) if isinstance(attr, list) else attr
+
+
+def _look(glyph: dict) -> tuple[Any, ...]:
+    """What tells one glyph from another on the page: colour, line dash, marker."""
+    attrs = glyph.get("attributes", {})
+    return (_color(glyph), _value(attrs.get("line_dash", ())), _value(attrs.get("marker")), glyph.get("name"))
+
+
 def figures(html: str) -> list[FigureInfo]:
     """Inspect every Figure of every embedded Bokeh document."""
     out = []
@@ -138,13 +152,18 @@ def figures(html: str) -> list[FigureInfo]:
                 (str(x["attributes"].get("axis_label") or "") for x in axes[side] if x.get("name", "").endswith("Axis")), ""
             )
             colors: dict[str, str] = {}
+            looks: dict[str, tuple[Any, ...]] = {}
             for r in map(get, a.get("renderers", [])):
                 if r.get("name") != "GlyphRenderer":
                     continue
-                c = _color(get(r["attributes"].get("glyph")))
+                glyph = get(r["attributes"].get("glyph"))
+                c = _color(glyph)
                 if c and c not in NEUTRAL_COLORS:
                     colors[r["id"]] = c
+                    looks[r["id"]] = _look(glyph)
             legend, covered, mixed = [], set(), []
+            drawn: dict[frozenset, str] = {}
+            alike: list[tuple[str, str]] = []
             for lg in (x for side in axes.values() for x in side if x.get("name") == "Legend"):
                 for item in map(get, lg["attributes"].get("items", [])):
                     lab = item["attributes"].get("label")
@@ -154,6 +173,10 @@ def figures(html: str) -> list[FigureInfo]:
                     covered.update(ids)
                     if len({colors[i] for i in ids if i in colors}) > 1:
                         mixed.append(text)
+                    look = frozenset(looks[i] for i in ids if i in looks)
+                    if look and look in drawn:
+                        alike.append((drawn[look], text))
+                    drawn.setdefault(look, text)
             title = get(a.get("title"))
             out.append(
                 FigureInfo(
@@ -164,6 +187,7 @@ def figures(html: str) -> list[FigureInfo]:
                     legend=legend,
                     unlabelled=len(set(colors) - covered),
                     mixed_entries=mixed,
+                    alike=alike,
                 )
             )
     return out
@@ -173,8 +197,9 @@ def legend_problems(html: str) -> list[str]:
     """What makes a figure unreadable: several series with no legend entry each, or no axis labels.
 
     A series is a set of glyphs a legend entry names; every coloured glyph must be named by
-    exactly one entry, entries must not repeat or mix colours, and a figure with several colours
-    must have at least as many entries as colours.
+    exactly one entry, entries must not repeat or mix colours, no two entries may be drawn alike
+    (same colour, dash and marker: the reader could not tell which line is which), and a figure
+    with several colours must have at least as many entries as colours.
     """
     problems = []
     for f in figures(html):
@@ -190,6 +215,8 @@ def legend_problems(html: str) -> list[str]:
             problems.append(f"{name}: {f.unlabelled} coloured glyph(s) not named by any legend entry")
         if len(set(f.legend)) != len(f.legend):
             problems.append(f"{name}: legend entries repeat")
+        if f.alike:
+            problems.append(f"{name}: legend entries {f.alike[0][0]!r} and {f.alike[0][1]!r} are drawn alike")
         if f.mixed_entries:
             problems.append(f"{name}: legend entry {f.mixed_entries[0]!r} names glyphs of several colours")
         if len(f.legend) < len(f.series_colors):
