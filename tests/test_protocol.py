@@ -179,6 +179,28 @@ def test_the_driver_refuses_a_request_from_another_version_and_goes_on(main_driv
     assert proc.wait(timeout=1) == 0
 
 
+def test_a_worker_that_died_between_cases_is_waited_for_and_named(main_driver: Any, tmp_path: Path) -> None:
+    """A reader that kills its worker process (a crash in a C library) left the next case of that
+    worker count without a worker: it failed as "integer modulo by zero". The driver now waits for
+    the nanny's replacement and its log says how the process ended."""
+    import os
+    import signal
+    import time
+
+    main_driver.start()
+    spec = Spec("local", Source("local"), 0, 1 << 20)
+    first = main_driver.request(Prepare(1, spec))
+    (pid,) = [w.pid for w in first.warm]
+    os.kill(pid, signal.SIGKILL)
+    log = tmp_path / "driver.log"
+    deadline = time.monotonic() + 20
+    while f"Worker process {pid} was killed by signal 9" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert f"dask: Worker process {pid} was killed by signal 9" in log.read_text()
+    again = main_driver.request(Prepare(1, spec))
+    assert len(again.workers) == 1 and again.workers != first.workers and again.warm[0].pid != pid
+
+
 # ---------------------------------------------------------------------------- the task, no Dask
 
 

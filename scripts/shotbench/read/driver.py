@@ -42,6 +42,25 @@ OUR_DASK_CONFIG = {
 }
 
 
+class _WorkerDeaths(logging.Handler):
+    """Passes on the nanny's word of why a worker process ended ("… was killed by signal 11"): it
+    logs that at INFO, which `silence_logs` hides, and a reader crashing a worker would otherwise
+    show only as a later case that found too few workers."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if record.levelno >= logging.ERROR or message.startswith("Worker process"):
+            print(f"dask: {message}", file=sys.stderr, flush=True)
+
+
+def _report_worker_deaths() -> None:
+    log = logging.getLogger("distributed.nanny")
+    if not any(isinstance(h, _WorkerDeaths) for h in log.handlers):
+        log.addHandler(_WorkerDeaths())
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
 def _local_ip_towards(address: str) -> str:
     """This host's IP on the route to the scheduler, so remote workers can reach the driver."""
     import socket
@@ -86,11 +105,24 @@ class Driver:
                     dashboard_address=":0", silence_logs=logging.ERROR, memory_limit=0,
                 )
                 client = Client(cluster, set_as_default=False)
+            _report_worker_deaths()
             client.wait_for_workers(workers)
             self.clusters[workers] = (cluster, client)
             print(f"dask dashboard ({workers} workers): {client.dashboard_link}", file=sys.stderr, flush=True)
         client = self.clusters[workers][1]
-        return client, sorted(client.scheduler_info()["workers"])[:workers]
+        names = sorted(client.scheduler_info()["workers"])
+        if len(names) < workers:  # a worker process died since the last case; its nanny starts another
+            print(f"dask: {len(names)} of {workers} workers registered; waiting for the restarted ones",
+                  file=sys.stderr, flush=True)
+            with contextlib.suppress(Exception):
+                client.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
+            names = sorted(client.scheduler_info()["workers"])
+            if len(names) < workers:
+                raise RuntimeError(
+                    f"the local Dask cluster has {len(names)} of its {workers} workers: a worker process "
+                    "died and did not come back within a minute (its cause is in the driver log)"
+                )
+        return client, names[:workers]
 
     def prepare(self, req: Prepare) -> PrepareReply:
         client, names = self._client(int(req.workers))
