@@ -105,8 +105,8 @@ LEGEND_ROW = 80  # glyph, padding, border and margin of a legend row, px
 
 def legend_fit(labels: list[str], width: int = WIDTH) -> tuple[int, int]:
     """(font px, figure width) at which the longest legend label is drawn whole: the largest font up
-    to Bokeh's 13 px that fits `width`, and past 10 px a wider figure (long effective-settings names
-    were cut off at the right edge)."""
+    to Bokeh's 13 px that fits `width`, and where even 10 px is too large a wider figure (long names
+    of effective settings were cut off at the right edge)."""
     longest = max((len(label) for label in labels), default=0)
     if not longest:
         return LEGEND_PX[1], width
