@@ -121,6 +121,18 @@ def test_section_compares_with_the_fault_free_run_of_the_same_plan(tmp_path: Pat
     assert table.loc["ros3-2.0", "failures"] == 1 and table.loc["ros3-2.0", "wrong bytes"] == 1
 
 
+def test_the_answer_of_a_fault_run_says_it_was_measured_under_faults(tmp_path: Path) -> None:
+    """A report of a fault run opened with "The answer: fsspec with 2 workers", as if nothing had
+    been injected; the sentence above it now names the runs and their profiles."""
+    clean = _run(tmp_path, "clean", "none", [{"backend": "fsspec"}], 1.0)
+    hop = _run(tmp_path, "hop", "http-0pc", [{"backend": "fsspec"}], 1.0)
+    flaky = _run(tmp_path, "flaky", "http-flaky-5pc", [{"backend": "fsspec"}], 2.0)
+    assert reliability.caveat([clean, hop]) == ""
+    said = reliability.caveat([clean, flaky])
+    assert said.startswith("**Measured under injected faults:** `flaky` (fault profile `http-flaky-5pc`).")
+    assert "clean" not in said
+
+
 def test_section_without_a_fault_free_run_says_so(tmp_path: Path) -> None:
     part = reliability.section(_run(tmp_path, "r", "flaky-5pc", FAULT_ROWS, 3.0))
     assert part is not None and part.baseline is None

@@ -192,6 +192,18 @@ def faulted(run: Path) -> bool:
     return _network(_meta(run)) in FAULTS
 
 
+def caveat(runs: list[Path]) -> str:
+    """The sentence that goes above a report's answer when its runs were measured under faults made
+    on purpose, so the ranking is not read as a fault-free one ("" when none was)."""
+    under = [(run, _network(_meta(run))) for run in runs if faulted(run) and not _fault_free(_network(_meta(run)))]
+    if not under:
+        return ""
+    which = ", ".join(f"`{run.name}` (fault profile `{network}`)" for run, network in under)
+    return (f"**Measured under injected faults:** {which}. The runtimes include the clients' retries and "
+            "failed tasks are left out, so this ranks the backends under those faults; *Reliability* below "
+            "sets each one against a fault-free run of the same plan.")
+
+
 def _fault_free(network: str) -> bool:
     """No fault on purpose: no proxy profile from FAULTS, or one that injects nothing (`http-0pc`)."""
     from shotbench.store.network import FAULTS
