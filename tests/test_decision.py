@@ -70,6 +70,21 @@ def test_failed_cases_are_left_out() -> None:
     assert list(decision.usable_cases(cases)["total-runtime"]) == [1.0]
 
 
+def test_the_answer_is_never_a_backend_that_failed_cases() -> None:
+    """Under http-flaky-5pc the answer for shots was ros3-1.14, ranked on the trials that survived
+    while another of its cases had failed."""
+    ds = _cases({"ros3-1.14": [1.0, 1.1], "fsspec": [2.0, 2.1]})
+    lost = ds.cases[ds.cases["backend"] == "ros3-1.14"].iloc[:1].assign(status="partial", trial=2)
+    ds.failed = lost
+    t = decision.decision_table(ds)
+    assert list(zip(t["series"], t["failed"])) == [("ros3-1.14", 1), ("fsspec", 0)]
+    (line,) = decision.answers(t)
+    assert line.startswith("shots: fsspec with 1 worker, 2.05 s")
+    assert line.endswith("; ros3-1.14 with 1 worker was faster (1.05 s) but 1 of its 3 cases failed")
+    assert list(decision.display_table(t, "shots")["failed cases"]) == ["1 of 3", "—"]
+    assert decision.one_line(t).startswith("shots: fsspec with 1 workers")
+
+
 def test_answers_name_the_fastest_per_mode(table: pd.DataFrame) -> None:
     lines = decision.answers(table)
     assert lines[0].startswith("shots: ros3-2.0 with 2 workers") and "× the limit" in lines[0]

@@ -28,7 +28,7 @@ LIMIT_ROW = "limit reference"
 GIB = 1 << 30
 FASTEST, UNCLEAR, SLOWER, ONE_TRIAL = "fastest", "no clear difference", "slower", "one trial: no CI"
 COLUMNS = [
-    "obj-type", "num-workers", "rank", "name", "series", "pb-size", "trials",
+    "obj-type", "num-workers", "rank", "name", "series", "pb-size", "trials", "failed",
     "runtime", "runtime-ci-low", "runtime-ci-high",
     "vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high", "verdict",
     "limit", "vs-limit", "gets", "bytes", "amplification",
@@ -76,6 +76,20 @@ def usable_cases(cases: pd.DataFrame) -> pd.DataFrame:
     return cases[ok]
 
 
+def failed_counts(failed: pd.DataFrame) -> dict[tuple[str, str, str, int, int], int]:
+    """Failed or partial cases per (label, backend, mode, workers, page buffer): a configuration
+    ranked on its ok trials alone would look as good as one that never failed."""
+    if failed.empty:
+        return {}
+    keys = zip(failed.get("label", pd.Series("", index=failed.index)).astype(str), failed["backend"].astype(str),
+               failed["obj-type"].astype(str), pd.to_numeric(failed["num-workers"]).astype(int),
+               pd.to_numeric(failed["pb-size"]).astype(int))
+    counts: dict[tuple[str, str, str, int, int], int] = {}
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def _number(cases: pd.DataFrame, preferred: str, fallback: str | None) -> pd.Series:
     """A request column from client-side accounting when present, else the server's."""
     out = pd.Series(np.nan, index=cases.index)
@@ -115,6 +129,7 @@ def decision_table(
     prices = prices or load_prices()
     rng = np.random.default_rng(seed)
     c = usable_cases(ds.cases).copy()
+    failed = failed_counts(ds.failed)
     c["total-runtime"] = pd.to_numeric(c["total-runtime"], errors="coerce")
     c["_gets"] = _number(c, "client-gets", "gets") + _number(c, "client-heads", None).fillna(0)
     c["_bytes"] = _number(c, "client-bytes", "get-bytes")
@@ -145,10 +160,12 @@ def decision_table(
             # the raw-GET runtime measured for this case's bytes, else the raw-get backend's
             raw = float(g["_raw"].median()) if g["_raw"].notna().any() else raw_backend_time
             limit = np.nan if np.isnan(local_time) and np.isnan(raw) else float(np.nanmax([local_time, raw]))
+            label = str(g["label"].iloc[0]) if "label" in g.columns else ""
             rows.append({
                 "obj-type": mode, "num-workers": int(workers), "rank": np.nan if reference else rank,
                 "name": candidate_name(series, pb, pbs.get(series, 1) > 1), "series": series, "pb-size": pb,
-                "trials": len(times), "runtime": med, "runtime-ci-low": lo, "runtime-ci-high": hi,
+                "trials": len(times), "failed": failed.get((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb), 0),
+                "runtime": med, "runtime-ci-low": lo, "runtime-ci-high": hi,
                 "vs-fastest": med / float(np.median(fastest)), "vs-fastest-ci-low": rlo, "vs-fastest-ci-high": rhi,
                 "verdict": LIMIT_ROW if reference else verdict(rank, rlo, rhi),
                 "limit": limit, "vs-limit": med / limit if not np.isnan(limit) else np.nan,
@@ -203,6 +220,7 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
         "median runtime [s] (95 % CI)": [_interval(*v, "s") for v in t[["runtime", "runtime-ci-low", "runtime-ci-high"]].to_numpy()],
         "× fastest (95 % CI)": [_interval(*v, ".2f", "×") for v in t[["vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"]].to_numpy()],
         "verdict": t["verdict"],
+        "failed cases": [f"{int(n)} of {int(n) + int(k)}" if n else "—" for n, k in zip(t["failed"], t["trials"])],
         "× limit": [_plain(v, ".2f", "×") for v in t["vs-limit"]],
         "GETs": [_plain(v, ".0f") for v in t["gets"]],
         "MB moved": [_plain(v / 1e6, ",.1f") for v in t["bytes"]],
@@ -233,9 +251,18 @@ def styled(frame: pd.DataFrame) -> "pd.io.formats.style.Styler":
     )
 
 
-def _best(table: pd.DataFrame, mode: str) -> pd.Series | None:
+def _fastest(table: pd.DataFrame, mode: str, reliable: bool) -> pd.Series | None:
     t = table[(table["obj-type"] == mode) & table["rank"].notna()]
+    if reliable and "failed" in t.columns:
+        t = t[t["failed"].fillna(0) == 0]
     return None if t.empty else t.loc[t["runtime"].idxmin()]
+
+
+def _best(table: pd.DataFrame, mode: str) -> pd.Series | None:
+    """The answer for a mode: the fastest configuration none of whose cases failed, so a backend
+    that finished only some of its cases under faults is not recommended on its survivors' times."""
+    best = _fastest(table, mode, reliable=True)
+    return best if best is not None else _fastest(table, mode, reliable=False)
 
 
 def one_line(table: pd.DataFrame) -> str:
@@ -282,6 +309,11 @@ def answers(table: pd.DataFrame, prices: Prices | None = None) -> list[str]:
         costs = [f"${best[cost_column(p)]:.4f} {p}" for p in prices.transfer_per_gb if not np.isnan(best[cost_column(p)])]
         if costs:
             text += " (per 1,000 reads: " + ", ".join(costs) + ")"
+        quicker = _fastest(table, mode, reliable=False)
+        if quicker is not None and quicker.name != best.name:  # .name: the row's index
+            n, k, qw = int(quicker["failed"]), int(quicker["trials"]), int(quicker["num-workers"])
+            text += (f"; {quicker['name']} with {_workers(qw)} was faster ({quicker['runtime']:.3g} s) "
+                     f"but {n} of its {n + k} cases failed")
         lines.append(text)
     return lines
 
