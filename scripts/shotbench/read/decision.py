@@ -10,6 +10,7 @@ Costs come from the dated price table in prices.toml.
 from __future__ import annotations
 
 import tomllib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,13 +82,11 @@ def failed_counts(failed: pd.DataFrame) -> dict[tuple[str, str, str, int, int], 
     ranked on its ok trials alone would look as good as one that never failed."""
     if failed.empty:
         return {}
-    keys = zip(failed.get("label", pd.Series("", index=failed.index)).astype(str), failed["backend"].astype(str),
-               failed["obj-type"].astype(str), pd.to_numeric(failed["num-workers"]).astype(int),
-               pd.to_numeric(failed["pb-size"]).astype(int))
-    counts: dict[tuple[str, str, str, int, int], int] = {}
-    for key in keys:
-        counts[key] = counts.get(key, 0) + 1
-    return counts
+    return dict(Counter(zip(
+        failed.get("label", pd.Series("", index=failed.index)).astype(str), failed["backend"].astype(str),
+        failed["obj-type"].astype(str), pd.to_numeric(failed["num-workers"]).astype(int),
+        pd.to_numeric(failed["pb-size"]).astype(int),
+    )))
 
 
 def _number(cases: pd.DataFrame, preferred: str, fallback: str | None) -> pd.Series:

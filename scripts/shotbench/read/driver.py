@@ -105,7 +105,7 @@ class Driver:
                     dashboard_address=":0", silence_logs=logging.ERROR, memory_limit=0,
                 )
                 client = Client(cluster, set_as_default=False)
-            _report_worker_deaths()
+            _report_worker_deaths()  # once distributed is imported: its import configures its loggers
             client.wait_for_workers(workers)
             self.clusters[workers] = (cluster, client)
             print(f"dask dashboard ({workers} workers): {client.dashboard_link}", file=sys.stderr, flush=True)

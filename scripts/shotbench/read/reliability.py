@@ -195,7 +195,8 @@ def faulted(run: Path) -> bool:
 def caveat(runs: list[Path]) -> str:
     """The sentence that goes above a report's answer when its runs were measured under faults made
     on purpose, so the ranking is not read as a fault-free one ("" when none was)."""
-    under = [(run, _network(_meta(run))) for run in runs if faulted(run) and not _fault_free(_network(_meta(run)))]
+    networks = [(run, _network(_meta(run))) for run in runs]  # one read of each run.json
+    under = [(run, network) for run, network in networks if not _fault_free(network)]
     if not under:
         return ""
     which = ", ".join(f"`{run.name}` (fault profile `{network}`)" for run, network in under)
