@@ -31,8 +31,8 @@ help: ## Show this map of the repository's commands
 venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
 
-tools: venv ## Build the embedded S3 server (versitygw) and toxiproxy into ~/.cache/shotbench
-	@scripts/apt-ensure.sh $(TOOL_DEPS)
+tools: venv ## Build the embedded S3 server (versitygw) and toxiproxy into ~/.cache/shotbench; install headless Chromium for report screenshots
+	@scripts/apt-ensure.sh $(TOOL_DEPS) $(BROWSER_DEPS)
 	@$(SB) server install
 
 envs: venv ## Build libhdf5 1.14/2.0/2.2 with ROS3 and h5py against each (cached; seconds when warm)
@@ -82,7 +82,6 @@ lab: venv ## Open the notebooks in JupyterLab
 	@scripts/bootstrap.sh --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 test: venv envs tools ## Run the whole test suite (what CI runs)
-	@scripts/apt-ensure.sh $(BROWSER_DEPS)
 	@$(PY) -m pytest
 
 test-fast: venv ## Unit tests only: no builds, no server, no notebook, no browser (< 1 min)
