@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.read import analysis, decision
+from shotbench.read.analyse import analysis, decision
 from shotbench.errors import UserError
 from shotbench.runs import kind_of
 
@@ -130,8 +130,8 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "") -> 
     """A small offline page: the table and one plot of the ratios with their CIs."""
     import holoviews as hv
 
-    from shotbench.read import plots
-    from shotbench.reports import figures
+    from shotbench.read.figures import plots
+    from shotbench import display as figures
 
     setup = figures.setup().text
     df = table.assign(neg=(table["ratio"] - table["ci-low"]).fillna(0), pos=(table["ci-high"] - table["ratio"]).fillna(0))

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.read import analysis
+from shotbench.read.analyse import analysis
 from shotbench.errors import UserError
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")

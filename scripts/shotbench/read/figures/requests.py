@@ -34,7 +34,7 @@ def request_table(cases: pd.DataFrame) -> pd.DataFrame:
 
 def amplification_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> Any:
     """Bytes the client fetched ÷ signal payload bytes, per case, vs workers (None if not counted)."""
-    from shotbench.read import plots
+    from shotbench.read.figures import plots
 
     if "amplification" not in metrics.columns:
         return None
