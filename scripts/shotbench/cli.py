@@ -24,7 +24,7 @@ COMMANDS: dict[str, str] = {
     "report": "shotbench.reports.render",
     "reports": "shotbench.reports.render",
     "transfer": "shotbench.transfer.cli",
-    "compare": "shotbench.read.analyse.compare",
+    "compare": "shotbench.read.cli",
     "anatomy": "shotbench.anatomy.cli",
 }
 

@@ -17,7 +17,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -258,9 +257,3 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-strace", action="store_true", help="skip the traced run")
     p.add_argument("--tls", action="store_true", help="serve the embedded server over https (private CA)")
     p.set_defaults(func=cmd_anatomy)
-
-
-if __name__ == "__main__":
-    from shotbench.cli import main
-
-    sys.exit(main(["anatomy", *sys.argv[1:]]))

@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import platform
-import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shotbench import __version__
 from shotbench.read.plan import matrix as planmod
@@ -24,6 +23,10 @@ from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
 from shotbench.read.schema import RUN_KIND, measured
 from shotbench.runs import RunFolder, latest_run
 from shotbench.read.run.prepare import check_envs, prepare, say
+from shotbench.runs import kind_of
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
     overrides = {
@@ -313,11 +316,86 @@ def register(subparsers: Any) -> None:
     p.add_argument("--local-copies", metavar="DIR", help="local copies of the S3 objects for the local backend")
     add_matrix_args(p)
     p.set_defaults(func=cmd_bench)
+    register_compare(subparsers)
 
 
-if __name__ == "__main__":
-    from shotbench.cli import main
-
-    sys.exit(main(["bench", *sys.argv[1:]]))
+# `shotbench compare A B`: the statistics are read.analyse.compare, the page read.figures.compare.
 
 
+def _compare_text(table: pd.DataFrame) -> str:
+    import numpy as np
+
+    t = table.assign(
+        ratio=[f"{r:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(lo) else f"{r:.3f}" for r, lo, hi in table[["ratio", "ci-low", "ci-high"]].to_numpy()],
+        **{"p-value": table["p-value"].map(lambda p: f"{p:.3g}"), "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
+           "flag": ["SLOWER" if s else "OVER LIMIT" if o else "" for s, o in table[["slower", "over-limit"]].to_numpy()]},
+    )
+    return t[["case", "n-a", "n-b", "median-a", "median-b", "ratio", "p-value", "vs-copy", "flag"]].to_string(index=False, float_format=lambda v: f"{v:.4g}")
+
+
+def _sides(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, list[str], str]:
+    from shotbench.read.analyse import compare as stats
+
+    if args.run:
+        run = Path(args.run)
+        if kind_of(run) != "read":
+            raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
+        c = stats.cases(run)
+        known = sorted(set(c["backend"]))
+        for name in (args.a, args.b):
+            if name not in known:
+                raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
+        keys = stats.CASE_KEYS[1:]
+        return c[c["backend"] == args.a], c[c["backend"] == args.b], keys, f"{args.b} vs {args.a} ({run.name})"
+    paths = [Path(args.a), Path(args.b)]
+    for p in paths:
+        if kind_of(p) != "read":
+            raise UserError(f"{p} is not a run folder; pass two run folders, or two backends with --run DIR.")
+    return stats.cases(paths[0]), stats.cases(paths[1]), stats.CASE_KEYS, f"{paths[1].name} vs {paths[0].name}"
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from shotbench.read.analyse import compare as stats
+    from shotbench.read.figures import compare as compare_page
+
+    if args.threshold is not None and args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
+        raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
+    a, b, keys, title = _sides(args)
+    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio)
+    from shotbench.paths import reports_dir
+
+    out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "compare.csv", index=False)
+    gates = " ".join(g for g in (
+        f"Gate: SLOWER when the ratio is at least {args.threshold} with CI above 1 and p < {stats.ALPHA}." if args.threshold else "",
+        f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline." if args.limit_ratio else "") if g)
+    compare_page.write_html(table, f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}", out / "compare.html", gates)
+    print(f"{title}: runtime ratio B ÷ A per case (95 % CI), Mann-Whitney p over trials")
+    print(_compare_text(table))
+    print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
+    bad = table[table["slower"] | table["over-limit"]]
+    if bad.empty:
+        return 0
+    for _, r in bad.iterrows():
+        why = (f"{r['ratio']:.2f}× slower (CI {r['ci-low']:.2f}–{r['ci-high']:.2f}, p={r['p-value']:.3g})" if r["slower"]
+               else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×")
+        print(f"FAIL {r['case']}: {why}")
+    return 1
+
+
+def register_compare(subparsers: Any) -> None:
+    from shotbench.read.analyse.compare import ALPHA
+
+    p = subparsers.add_parser(
+        "compare", help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
+        description="Median runtime ratio B ÷ A per matching case, bootstrap CI and Mann-Whitney p-value.",
+    )
+    p.add_argument("a", metavar="A", help="the baseline: a run folder, or a backend with --run")
+    p.add_argument("b", metavar="B", help="the candidate: a run folder, or a backend with --run")
+    p.add_argument("--run", metavar="DIR", help="compare two backends of this run folder")
+    p.add_argument("--threshold", type=float, metavar="RATIO",
+                   help=f"exit 1 when a case of B is at least RATIO × slower with CI above 1 and p < {ALPHA} (e.g. 1.10)")
+    p.add_argument("--limit-ratio", type=float, metavar="K", help="exit 1 when a case of B takes more than K × its copy (raw-GET) baseline")
+    p.add_argument("--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)")
+    p.set_defaults(func=cmd_compare)

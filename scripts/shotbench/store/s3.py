@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from shotbench.errors import UserError
 from shotbench.hdf5.shotfile import HDF5_SIGNATURE, looks_like_hdf5
+from shotbench.redact import mask
 
 DEFAULT_REGION = "us-east-1"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")
@@ -26,13 +27,6 @@ PREFLIGHT_READ_TIMEOUT = 10.0  # a listing of a prefix answers well within this
 SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 S3_ENV_PREFIXES = ("AWS_", "S3_")  # variables through which clients pick up S3 settings (S3_*: s5cmd)
-
-
-def mask(key: str | None) -> str | None:
-    """The only form of an access key that may appear in output: first 4 characters."""
-    if not key:
-        return None
-    return key[:4] + "…"
 
 
 def without_s3_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:

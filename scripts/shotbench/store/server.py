@@ -33,7 +33,8 @@ from shotbench.processes import die_with_parent, free_port, pid_alive, terminate
 from shotbench.store import network
 from shotbench.store import tls as _tls
 from shotbench.store.faultproxy import MODULE as FAULT_PROXY_MODULE
-from shotbench.store.s3 import DEFAULT_REGION, S3Config, mask
+from shotbench.redact import mask
+from shotbench.store.s3 import DEFAULT_REGION, S3Config
 
 HEALTH_PATH = "/health"
 IO_BUFFER_SIZE = 65536  # the 1 MiB default costs ~2.5x CPU per small ranged GET

@@ -116,7 +116,7 @@ def s3_target(data: str | None) -> Iterator[tuple]:
         yield cfg, loc.bucket, base, {"location": f"s3://{loc.bucket}/{base}", "embedded": False, **cfg.public()}
         return
     from shotbench.gobuild import VERSITYGW_VERSION
-    from shotbench.store.s3 import mask
+    from shotbench.redact import mask
     from shotbench.store.server import embedded_server
 
     parent = cache_dir() / "transfer" / "server"

@@ -1,4 +1,4 @@
-"""`shotbench compare A B`: did B get slower than A, case by case (in the spirit of `asv compare`).
+"""The statistics of `shotbench compare A B`: did B get slower than A, case by case (as `asv compare`).
 
 A and B are two run folders (matching cases: backend, mode, workers, page buffer), or two backends
 of one run (`--run DIR`; matching: mode, workers, page buffer). Per case: median runtime ratio
@@ -9,8 +9,6 @@ K × the raw-GET time of the same bytes (the copy baseline).
 
 from __future__ import annotations
 
-import argparse
-import html
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -20,7 +18,6 @@ import pandas as pd
 
 from shotbench.read.analyse import analysis, decision
 from shotbench.errors import UserError
-from shotbench.runs import kind_of
 
 ALPHA = 0.05
 EXACT_MAX = 400  # n1 × n2 up to which the exact null distribution of U is counted
@@ -72,7 +69,7 @@ def mann_whitney(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return u, float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
 
 
-def _cases(path: Path) -> pd.DataFrame:
+def cases(path: Path) -> pd.DataFrame:
     ds = analysis.load([f"{path.name}={path}"])
     c = decision.usable_cases(ds.cases).copy()
     c["total-runtime"] = pd.to_numeric(c["total-runtime"], errors="coerce")
@@ -115,100 +112,3 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], threshold: float 
     if not rows:
         raise UserError("The two sides share no case (backend, mode, workers, page buffer); compare runs of the same matrix.")
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def _text(table: pd.DataFrame) -> str:
-    t = table.assign(
-        ratio=[f"{r:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(lo) else f"{r:.3f}" for r, lo, hi in table[["ratio", "ci-low", "ci-high"]].to_numpy()],
-        **{"p-value": table["p-value"].map(lambda p: f"{p:.3g}"), "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
-           "flag": ["SLOWER" if s else "OVER LIMIT" if o else "" for s, o in table[["slower", "over-limit"]].to_numpy()]},
-    )
-    return t[["case", "n-a", "n-b", "median-a", "median-b", "ratio", "p-value", "vs-copy", "flag"]].to_string(index=False, float_format=lambda v: f"{v:.4g}")
-
-
-def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "") -> Path:
-    """A small offline page: the table and one plot of the ratios with their CIs."""
-    import holoviews as hv
-
-    from shotbench.read.figures import plots
-    from shotbench import display as figures
-
-    setup = figures.setup().text
-    df = table.assign(neg=(table["ratio"] - table["ci-low"]).fillna(0), pos=(table["ci-high"] - table["ratio"]).fillna(0))
-    case = hv.Dimension("case", label="Case (backend, mode, workers, page buffer)")
-    ratio = hv.Dimension("ratio", label="Runtime B ÷ A (>1: B slower)")
-    fig = (hv.HLine(1).opts(color="grey") * hv.Scatter(df, case, [ratio, "p-value"]).opts(size=8, color=plots.PALETTE[0], tools=["hover"])
-           * hv.ErrorBars(df, case, ["ratio", "neg", "pos"]).opts(color=plots.PALETTE[0])).opts(
-        hv.opts.Overlay(title="Median runtime ratio per case, 95 % bootstrap CI", xlabel=case.label, ylabel=ratio.label,
-                        width=max(600, 60 * len(df)), height=420, xrotation=30, show_legend=False, show_grid=True))
-    shown = table.assign(flag=["SLOWER" if s else "OVER LIMIT" if o else "" for s, o in table[["slower", "over-limit"]].to_numpy()])
-    body = shown.drop(columns=["slower", "over-limit"]).to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)
-    intro = (f"<p>{html.escape(title)}. Per case: median runtime of B ÷ A over trials, percentile-bootstrap 95 % CI, "
-             f"two-sided Mann-Whitney p; <code>vs-copy</code> = B's runtime ÷ the raw-GET time of the same bytes. "
-             f"{html.escape(gates)}</p>")
-    path.write_text(
-        f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>{setup}"
-        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;white-space:nowrap}</style></head>"
-        f"<body><h1>shotbench compare</h1>{intro}{body}{figures.show(fig).text}</body></html>\n", encoding="utf-8")
-    return path
-
-
-def _sides(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, list[str], str]:
-    if args.run:
-        run = Path(args.run)
-        if kind_of(run) != "read":
-            raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
-        c = _cases(run)
-        known = sorted(set(c["backend"]))
-        for name in (args.a, args.b):
-            if name not in known:
-                raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
-        keys = CASE_KEYS[1:]
-        return c[c["backend"] == args.a], c[c["backend"] == args.b], keys, f"{args.b} vs {args.a} ({run.name})"
-    paths = [Path(args.a), Path(args.b)]
-    for p in paths:
-        if kind_of(p) != "read":
-            raise UserError(f"{p} is not a run folder; pass two run folders, or two backends with --run DIR.")
-    return _cases(paths[0]), _cases(paths[1]), CASE_KEYS, f"{paths[1].name} vs {paths[0].name}"
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    if args.threshold is not None and args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
-        raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
-    a, b, keys, title = _sides(args)
-    table = compare(a, b, keys, args.threshold, args.limit_ratio)
-    from shotbench.paths import reports_dir
-
-    out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "compare.csv", index=False)
-    gates = " ".join(g for g in (
-        f"Gate: SLOWER when the ratio is at least {args.threshold} with CI above 1 and p < {ALPHA}." if args.threshold else "",
-        f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline." if args.limit_ratio else "") if g)
-    write_html(table, f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}", out / "compare.html", gates)
-    print(f"{title}: runtime ratio B ÷ A per case (95 % CI), Mann-Whitney p over trials")
-    print(_text(table))
-    print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
-    bad = table[table["slower"] | table["over-limit"]]
-    if bad.empty:
-        return 0
-    for _, r in bad.iterrows():
-        why = (f"{r['ratio']:.2f}× slower (CI {r['ci-low']:.2f}–{r['ci-high']:.2f}, p={r['p-value']:.3g})" if r["slower"]
-               else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×")
-        print(f"FAIL {r['case']}: {why}")
-    return 1
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "compare", help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
-        description="Median runtime ratio B ÷ A per matching case, bootstrap CI and Mann-Whitney p-value.",
-    )
-    p.add_argument("a", metavar="A", help="the baseline: a run folder, or a backend with --run")
-    p.add_argument("b", metavar="B", help="the candidate: a run folder, or a backend with --run")
-    p.add_argument("--run", metavar="DIR", help="compare two backends of this run folder")
-    p.add_argument("--threshold", type=float, metavar="RATIO",
-                   help=f"exit 1 when a case of B is at least RATIO × slower with CI above 1 and p < {ALPHA} (e.g. 1.10)")
-    p.add_argument("--limit-ratio", type=float, metavar="K", help="exit 1 when a case of B takes more than K × its copy (raw-GET) baseline")
-    p.add_argument("--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)")
-    p.set_defaults(func=cmd_compare)
