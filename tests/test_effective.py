@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from synthetic import synthetic_workers
 
 from shotbench.read.analyse import analysis
 from shotbench.read.plan import matrix as plan, profiles
@@ -150,7 +151,7 @@ def test_series_and_summary_are_labelled_by_effective_settings(tmp_path: Path) -
 
 
 def test_old_runs_without_read_back_keep_their_series(tmp_path: Path) -> None:
-    df = pd.DataFrame(analysis.synthetic_workers(40))
+    df = pd.DataFrame(synthetic_workers(40))
     ds = analysis.from_frames({"old": df})
     assert ds.series == ["old"]
 

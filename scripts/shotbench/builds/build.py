@@ -399,7 +399,3 @@ def build_h5py(spec: BuildSpec, prefix: Path, out: Path, logs: Path) -> Path:
     if not wheels:
         raise UserError(f"{spec.name}: the h5py build produced no wheel; see {logs / 'h5py-wheel.log'}.")
     return wheels[-1]
-
-
-def prefix_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
