@@ -9,14 +9,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synthetic import synthetic_workers
-
 from golden import (
-    NEW_SHOTS_TOTAL, NEW_SIGNALS_TOTAL, OLD_SHOTS_TOTAL, OLD_SIGNALS_TOTAL, RUN_FIXTURE as RUN, SIGNALS_RATIO_RANGE,
-    SINGLE_NEW as NEW, SINGLE_OLD as OLD, assert_published,
+    NEW_SHOTS_TOTAL,
+    NEW_SIGNALS_TOTAL,
+    OLD_SHOTS_TOTAL,
+    OLD_SIGNALS_TOTAL,
+    SIGNALS_RATIO_RANGE,
+    assert_published,
 )
-from shotbench.read.analyse import analysis
+from golden import (
+    RUN_FIXTURE as RUN,
+)
+from golden import (
+    SINGLE_NEW as NEW,
+)
+from golden import (
+    SINGLE_OLD as OLD,
+)
 from shotbench.errors import UserError
+from shotbench.read.analyse import analysis
+from synthetic import synthetic_workers
 
 
 @pytest.fixture(scope="module")

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from synthetic import synthetic_workers
 
-from shotbench.read.analyse import analysis
-from shotbench.read.plan import matrix as plan, profiles
 from shotbench.backends.base import ReadSettings, Source
 from shotbench.backends.local import LocalBackend
-from shotbench.hdf5.effective import COLUMNS, PartReadback, hit_rate
 from shotbench.errors import UserError
-from shotbench.read.schema import WORKER_COLUMNS
+from shotbench.hdf5.effective import COLUMNS, PartReadback, hit_rate
 from shotbench.hdf5.shotfile import read_signal, shot_ids, signal_names
+from shotbench.read.analyse import analysis
+from shotbench.read.plan import matrix as plan
+from shotbench.read.plan import profiles
+from shotbench.read.schema import WORKER_COLUMNS
+from synthetic import synthetic_workers
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,18 @@ import pandas as pd
 import pytest
 
 from golden import (
-    MANY_SHOT_GROUPS, MANY_SHOT_REPORT_FIGURES, REFERENCE_REPORT_FIGURES, ROOT, RUN_FIXTURE as RUN, RUN_REPORT_FIGURES,
-    SINGLE_OLD as OLD, assert_published,
+    MANY_SHOT_GROUPS,
+    MANY_SHOT_REPORT_FIGURES,
+    REFERENCE_REPORT_FIGURES,
+    ROOT,
+    RUN_REPORT_FIGURES,
+    assert_published,
+)
+from golden import (
+    RUN_FIXTURE as RUN,
+)
+from golden import (
+    SINGLE_OLD as OLD,
 )
 from shotbench.cli import main
 from shotbench.reports.htmlcheck import external_resources, figure_count

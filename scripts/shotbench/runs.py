@@ -146,7 +146,7 @@ class RunFolder:
         self.details_csv = self.path / kind.details_csv
 
     @classmethod
-    def create(cls, path: Path, kind: RunKind, meta: dict[str, Any]) -> "RunFolder":
+    def create(cls, path: Path, kind: RunKind, meta: dict[str, Any]) -> RunFolder:
         """A new run folder (refused if it exists): empty tables with their headers, then run.json."""
         Path(path).mkdir(parents=True, exist_ok=False)
         folder = cls(path, kind)

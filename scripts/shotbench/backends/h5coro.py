@@ -50,7 +50,7 @@ class H5coroBackend(ReadersBackend):
         try:
             h5 = h5coro.H5Coro(f"{self.source.bucket}/{key}", self.driver, self.credentials, **kw)
             return Handle(h5, h5.close)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise translate(self.reader, exc) from exc
 
     def arrays(self, fh: Any, shot: str, name: str, scales: bool = True) -> list[Any]:

@@ -87,7 +87,7 @@ class KerchunkBackend(ReadersBackend):
                 if too_big:
                     raise Unsupported(f"kerchunk: compact dataset {too_big[0]} is larger than inline_threshold={threshold}")
                 refs = builder.translate()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise translate(self.reader, exc) from exc
         text = json.dumps(refs, separators=(",", ":"))
         seconds = time.perf_counter() - t0

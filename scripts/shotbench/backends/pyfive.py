@@ -44,7 +44,7 @@ class PyfiveBackend(ReadersBackend):
                             block_size=int(self.options["block_size"]), cache_type=str(self.options["cache_type"]))
         try:
             return pyfive.File(fobj)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             fobj.close()
             raise translate(self.reader, exc) from exc
 

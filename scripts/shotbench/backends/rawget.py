@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from shotbench.backends.base import Backend
-from shotbench.backends.obstore import nbytes, get_object, make_store
+from shotbench.backends.obstore import get_object, make_store, nbytes
 
 
 class RawGetBackend(Backend):

@@ -21,6 +21,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from shotbench import which
 from shotbench.builds import specs
 from shotbench.builds.specs import (
     AWS_CMAKE_OPTIONS,
@@ -29,7 +30,6 @@ from shotbench.builds.specs import (
     BuildSpec,
     Source,
 )
-from shotbench import which
 from shotbench.errors import UserError
 from shotbench.locks import exclusive
 from shotbench.paths import cache_dir

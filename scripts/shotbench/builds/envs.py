@@ -19,10 +19,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from shotbench import which
 from shotbench.builds import build as builder
 from shotbench.builds import specs
 from shotbench.builds.specs import BuildSpec
-from shotbench import which
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir, envs_dir, repo_root
 

@@ -15,8 +15,8 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shotbench.errors import UserError
-from shotbench.redact import CREDENTIAL_VARS, mask
 from shotbench.hdf5.shotfile import HDF5_SIGNATURE
+from shotbench.redact import CREDENTIAL_VARS, mask
 
 if TYPE_CHECKING:
     import h5py

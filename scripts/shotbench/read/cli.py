@@ -14,16 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shotbench import __version__
-from shotbench.read.plan import matrix as planmod
-from shotbench.read.plan import profiles
 from shotbench.backends import registry
 from shotbench.errors import UserError
 from shotbench.paths import runs_dir, state_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
-from shotbench.read.schema import RUN_KIND, measured
-from shotbench.runs import RunFolder, latest_run
+from shotbench.read.plan import matrix as planmod
+from shotbench.read.plan import profiles
 from shotbench.read.run.prepare import check_envs, prepare, say
-from shotbench.runs import kind_of
+from shotbench.read.schema import RUN_KIND, measured
+from shotbench.runs import RunFolder, kind_of, latest_run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,7 +42,7 @@ def _read_resume_meta(resume_dir: Path) -> dict[str, Any]:
     """run.json of the run to resume, or one sentence if it is unreadable."""
     try:
         meta = RunFolder(resume_dir, RUN_KIND).read_meta()
-        meta["config"]["bench"], meta["config"]["data"], meta["config"]["network"]  # noqa: B018 - keys it needs
+        meta["config"]["bench"], meta["config"]["data"], meta["config"]["network"]
         return meta
     except (ValueError, KeyError, TypeError, OSError):
         raise UserError(f"{resume_dir / 'run.json'} is damaged or incomplete, so the run cannot be resumed; "
@@ -105,10 +104,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
+    from shotbench.read.run.faultcount import InjectedFaults
+    from shotbench.read.run.faultcount import summary_lines as fault_lines
     from shotbench.read.run.runner import Drivers, Runner, summary_table
-    from shotbench.read.run.faultcount import InjectedFaults, summary_lines as fault_lines
-    from shotbench.store.network import FAULTS, check_tls
     from shotbench.read.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
+    from shotbench.store.network import FAULTS, check_tls
 
     if resume_dir is not None:
         meta = _read_resume_meta(resume_dir)

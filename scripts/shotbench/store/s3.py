@@ -59,7 +59,7 @@ class S3Config:
         return (self.secret_key, self.session_token, self.access_key)
 
     @classmethod
-    def from_env(cls) -> "S3Config":
+    def from_env(cls) -> S3Config:
         """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles."""
         import boto3
 

@@ -147,11 +147,11 @@ def install_only(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from shotbench.transfer.analysis import terminal_summary
     from shotbench.provenance import new_run_id
     from shotbench.runs import read_meta
-    from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
+    from shotbench.transfer.analysis import terminal_summary
     from shotbench.transfer.programs import make_tools
+    from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
 
     t0 = time.monotonic()
     if args.install_only:

@@ -9,14 +9,14 @@ import platform
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from shotbench.errors import UserError
 from shotbench.provenance import git_commit, machine_info, utc_iso
-from shotbench.runs import RUN_JSON, CsvRow, RunFolder, RunKind, interleave
 from shotbench.redact import scrub
+from shotbench.runs import RUN_JSON, CsvRow, RunFolder, RunKind, interleave
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
@@ -77,7 +77,7 @@ class TransferPlan:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "TransferPlan":
+    def from_json(cls, d: dict) -> TransferPlan:
         d = dict(d)
         for k in ("rows", "sweep_rows"):
             d[k] = [Row(r["count"], r["size"]) for r in d.get(k, [])]

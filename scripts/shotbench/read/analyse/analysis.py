@@ -9,16 +9,16 @@ summary is a vectorised groupby, whatever the number of rows.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from shotbench.read.analyse import multishot
 from shotbench.errors import UserError
 from shotbench.hdf5.effective import STATS_COLUMNS
+from shotbench.read.analyse import multishot
 from shotbench.read.plan.matrix import MODES, UPSTREAM_PAGE_BUFFER
 from shotbench.read.schema import UPSTREAM_COLUMNS
 from shotbench.read.status import OK, error_count, legacy_case_status
@@ -141,7 +141,7 @@ def _case_effective(workers: pd.DataFrame) -> pd.Series:
     return per_case.apply(lambda r: effective_label(r.to_dict()), axis=1)
 
 
-def effective_table(ds: "Dataset") -> pd.DataFrame:
+def effective_table(ds: Dataset) -> pd.DataFrame:
     """Per series, mode and requested page buffer: what libhdf5 ran and how its page buffer fared.
 
     Settings are the distinct read-back values; the page-buffer statistics are medians over the

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def break_even_reads(index_time: float, indexed_read: float, baseline_read: float) -> float | None:

@@ -10,14 +10,14 @@ K × the raw-GET time of the same bytes (the copy baseline).
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from shotbench.read.analyse import analysis, decision
 from shotbench.errors import UserError
+from shotbench.read.analyse import analysis, decision
 
 ALPHA = 0.05
 EXACT_MAX = 400  # n1 × n2 up to which the exact null distribution of U is counted
@@ -26,7 +26,7 @@ COLUMNS = ["case", "n-a", "n-b", "median-a", "median-b", "ratio", "ci-low", "ci-
            "vs-copy", "slower", "over-limit"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _u_counts(n1: int, n2: int) -> tuple[int, ...]:
     """Number of rank arrangements giving each U = 0..n1*n2 (no ties): the exact null distribution."""
     if n1 == 0 or n2 == 0:

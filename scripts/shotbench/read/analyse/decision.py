@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.read.analyse import analysis
 from shotbench.errors import UserError
+from shotbench.read.analyse import analysis
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
 LOCAL = "local"
@@ -233,7 +233,7 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
     return out.reset_index(drop=True)
 
 
-def styled(frame: pd.DataFrame) -> "pd.io.formats.style.Styler":
+def styled(frame: pd.DataFrame) -> pd.io.formats.style.Styler:
     """`display_table` for HTML: one line per row, names left-aligned, verdicts told apart."""
     def tone(v: str) -> str:
         return {FASTEST: "font-weight: bold", UNCLEAR: "color: #555; font-style: italic", LIMIT_ROW: "color: #777"}.get(v, "")

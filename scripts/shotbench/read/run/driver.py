@@ -18,11 +18,35 @@ from typing import Any
 
 from shotbench.read.plan.matrix import Task
 from shotbench.read.run.protocol import (
-    PROTOCOL_VERSION, Close, Done, Failed, Gather, GatherReply, Hello, HelloReply, Prepare, PrepareReply, Quit,
-    Reply, Request, Row, Run, RunReply, Spec, Upstream, UpstreamReply, read_request,
+    PROTOCOL_VERSION,
+    Close,
+    Done,
+    Failed,
+    Gather,
+    GatherReply,
+    Hello,
+    HelloReply,
+    Prepare,
+    PrepareReply,
+    Quit,
+    Reply,
+    Request,
+    Row,
+    Run,
+    RunReply,
+    Spec,
+    Upstream,
+    UpstreamReply,
+    read_request,
 )
 from shotbench.read.run.worker import (
-    gather_time, index_files, list_file, run_task, run_task_released, versions, warm,
+    gather_time,
+    index_files,
+    list_file,
+    run_task,
+    run_task_released,
+    versions,
+    warm,
 )
 from shotbench.redact import scrub
 from shotbench.units import MiB
@@ -191,7 +215,7 @@ class Driver:
             while len(conns) < len(tasks):
                 try:
                     conn, _ = lsock.accept()
-                except socket.timeout:
+                except TimeoutError:
                     bad = [f for f in futs if f.status == "error"]
                     if bad:
                         bad[0].result()

@@ -19,29 +19,45 @@ import statistics
 import subprocess
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
-from shotbench.read.plan import matrix as planmod
 from shotbench.backends import registry
-from shotbench.backends.meters import case_columns
 from shotbench.backends.base import Backend, Source, child_env
+from shotbench.backends.meters import case_columns
 from shotbench.errors import UserError
+from shotbench.paths import state_dir
+from shotbench.processes import die_with_parent
+from shotbench.provenance import utc_iso
+from shotbench.read.plan import matrix as planmod
+from shotbench.read.plan.matrix import Case, ShotFile
 from shotbench.read.run.checksums import Checksums
 from shotbench.read.run.faultcount import InjectedFaults
-from shotbench.processes import die_with_parent
-from shotbench.paths import state_dir
-from shotbench.read.plan.matrix import Case, ShotFile
-from shotbench.provenance import utc_iso
 from shotbench.read.run.protocol import (
-    PROTOCOL_VERSION, Close, Failed, Gather, Hello, Prepare, ProtocolMismatch, Quit, Reply, Request, Run, RunReply,
-    Spec, read_reply,
+    PROTOCOL_VERSION,
+    Close,
+    Failed,
+    Gather,
+    Hello,
+    Prepare,
+    ProtocolMismatch,
+    Quit,
+    Reply,
+    Request,
+    Run,
+    RunReply,
+    Spec,
+    read_reply,
+)
+from shotbench.read.schema import (
+    efficiency,
+    harness_overhead,
+    task_time_sum,
+    worker_rows,
 )
 from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
-from shotbench.read.schema import (
-    efficiency, harness_overhead, task_time_sum, worker_rows,
-)
 from shotbench.runs import RunFolder
 from shotbench.units import MiB
 
@@ -563,10 +579,10 @@ def payload_bytes(fh: Any, shot: str, name: str) -> int:
 
 def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Callable[[str], None] = print) -> None:
     """Local copies for the `local` backend when the data lives only in S3 (untimed)."""
-    from shotbench.backends.obstore import make_store
     import obstore
 
     from shotbench import diskspace
+    from shotbench.backends.obstore import make_store
 
     missing = [o for o in objs if not (Path(source.local_path(o.key)).exists()
                                        and Path(source.local_path(o.key)).stat().st_size == o.size)]

@@ -10,10 +10,10 @@ import asyncio
 import hashlib
 import importlib.metadata
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
