@@ -113,7 +113,7 @@ def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, 
             private_ca = getattr(s3, "ca_bundle", None)
 
             def wrap(c: list[str]) -> list[str]:
-                return _tls.with_system_bundle(_tls.trusting(private_ca, folder), c) if ros3 and private_ca else c
+                return _tls.with_system_bundle(_tls.trusting(private_ca, folder), c) if ros3 and private_ca else c  # noqa: B023 - called within this iteration only
 
             say(f"  {name}: clean run ({opens} opens)")
             clean = _run(wrap(cmd), env, name)

@@ -24,7 +24,7 @@ class H5coroBackend(ReadersBackend):
         import functools
 
         import boto3
-        from h5coro import h5coro, s3driver  # noqa: F401
+        from h5coro import h5coro, s3driver  # noqa: F401 - imported in setup, before any clock starts, so a missing library fails here
 
         self.s3 = s3
         self.credentials = {

@@ -21,7 +21,7 @@ class PyfiveBackend(ReadersBackend):
     defaults = {"block_size": MiB, "cache_type": "blockcache"}
 
     def setup(self, s3: Any) -> None:
-        import pyfive  # noqa: F401
+        import pyfive  # noqa: F401 - imported in setup, before any clock starts, so a missing library fails here
 
         from shotbench.backends.fsspec import make_filesystem
 

@@ -22,7 +22,7 @@ class RawGetBackend(Backend):
         self.s3 = s3
         self.meter = self.make_meter(s3)
         if self.source.kind == "s3":
-            import obstore  # noqa: F401
+            import obstore  # noqa: F401 - imported in setup, before any clock starts, so a missing library fails here
 
             self.store = make_store(s3, self.source.bucket)
 

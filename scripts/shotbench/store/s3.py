@@ -71,7 +71,7 @@ class S3Config:
             try:
                 scoped = session._session.get_scoped_config()  # profile's endpoint_url
                 endpoint = (scoped.get("s3") or {}).get("endpoint_url") or scoped.get("endpoint_url")
-            except Exception:  # a broken profile is reported by the request that needs it
+            except Exception:  # noqa: BLE001 - a broken profile is reported by the request that needs it
                 endpoint = None
         return cls(
             endpoint_url=endpoint or None,
@@ -212,7 +212,7 @@ def _s3_objects(loc: Location, cfg: S3Config, client: Any = None) -> list[ShotOb
                 if obj["Key"].endswith("/"):
                     continue
                 out.append(ShotObject(obj["Key"], int(obj["Size"]), (obj.get("ETag") or "").strip('"') or None))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
     return sorted(out, key=lambda o: o.key)
 
@@ -343,7 +343,7 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
     try:
         body = client.get_object(Bucket=loc.bucket, Key=shots[0].key, Range=f"bytes=0-{SIGNATURE_PROBE_BYTES - 1}")["Body"]
         head = body.read()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
     _check_signature(f"s3://{loc.bucket}/{shots[0].key}", head)
     return shots

@@ -94,7 +94,7 @@ def _check_bucket(cfg, loc) -> None:
             raise UserError(f"The credentials (access key {cfg.public()['access_key']}) are not allowed to use "
                             f"bucket {loc.bucket}; check AWS_PROFILE / AWS_ACCESS_KEY_ID or the bucket policy.") from None
         raise explain(exc, loc, cfg) from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
 
 

@@ -202,15 +202,15 @@ def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[Fi
             t0 = time.perf_counter()
             outcome = tool.upload(files, src, target, cfg, case.concurrency)
             seconds = time.perf_counter() - t0
-        except Exception as exc:  # any tool failure is a result, not a crash of the run
+        except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash of the run
             error = _one_line(exc, cfg)
         try:
             checks = verify.verify_sizes(files, list_sizes(cfg, target.bucket, target.prefix))
-        except Exception as exc:  # the store could not even list what was uploaded
+        except Exception as exc:  # noqa: BLE001 - the store could not even list what was uploaded
             checks, error = [], error or f"verification failed: {_one_line(exc, cfg)}"
         try:
             delete_prefix(cfg, target.bucket, target.prefix)
-        except Exception:  # leftovers under a per-case prefix do not affect later cases
+        except Exception:  # noqa: BLE001 - leftovers under a per-case prefix do not affect later cases
             pass
     else:
         dest = ctx.scratch / f"{case.case_id}-t{trial}"
@@ -220,7 +220,7 @@ def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[Fi
             t0 = time.perf_counter()
             outcome = tool.download(files, src_target, dest, cfg, case.concurrency)
             seconds = time.perf_counter() - t0
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash of the run
             error = _one_line(exc, cfg)
         try:
             outcome.finish_digests()

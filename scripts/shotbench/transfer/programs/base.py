@@ -69,7 +69,7 @@ def _import_reason(*modules: str) -> str | None:
     for mod in modules:
         try:
             __import__(mod)
-        except Exception as exc:  # ImportError, or a broken native extension
+        except Exception as exc:  # noqa: BLE001 - ImportError, or a broken native extension
             return f"not installed: cannot import {mod} ({type(exc).__name__}: {exc})"[:300]
     return None
 
