@@ -55,9 +55,9 @@ def one_cert_bundle(folder: Path) -> Path:
     return path
 
 
-def _median(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    return round(statistics.median(values), 3) if values else None
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 3) if known else None
 
 
 def summarize(clean: dict[str, Any], traced: list[dict[str, Any]], small_ca: dict[str, Any] | None) -> dict[str, Any]:

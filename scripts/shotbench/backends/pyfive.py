@@ -54,8 +54,8 @@ class PyfiveBackend(ReadersBackend):
         if not scales:
             return out
         try:
-            scales = [scale for dim in dset.dims for scale in dim]
+            found = [scale for dim in dset.dims for scale in dim]
         except ValueError as exc:  # pyfive's dereference walks the tree and may not find a scale
             raise Unsupported(f"pyfive: dimension scale of {name} ({exc})") from exc
-        out.extend(scale[()] for scale in scales)
+        out.extend(scale[()] for scale in found)
         return out

@@ -369,7 +369,7 @@ def build(spec: BuildSpec, force: bool = False) -> BuildResult:
         }
         (root / "build.json").write_text(json.dumps(manifest, indent=2))
         say(spec.name, f"built in {manifest['build_seconds']:.0f} s → {root}")
-        return BuildResult(spec, manifest["key"], root, prefix, wheel, manifest)
+        return BuildResult(spec, str(manifest["key"]), root, prefix, wheel, manifest)
 
 
 def build_h5py(spec: BuildSpec, prefix: Path, out: Path, logs: Path) -> Path:

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -267,7 +268,7 @@ def _info(name: str, result: builder.BuildResult | None, found: dict | None, sta
     )
 
 
-def build_envs(names: list[str] | None = None, force: bool = False, extra: list[BuildSpec] = ()) -> list[EnvInfo]:
+def build_envs(names: list[str] | None = None, force: bool = False, extra: Sequence[BuildSpec] = ()) -> list[EnvInfo]:
     """Build what is missing (in parallel: each build is mostly single-threaded), then envs."""
     known = all_specs()
     for spec in extra:
@@ -298,8 +299,8 @@ def build_envs(names: list[str] | None = None, force: bool = False, extra: list[
             except UserError as exc:
                 errors.append(exc)
     if errors:
-        for exc in errors[1:]:
-            print(f"shotbench: {exc}", flush=True)
+        for other in errors[1:]:
+            print(f"shotbench: {other}", flush=True)
         raise errors[0]
     return [results[n] for n in wanted]
 

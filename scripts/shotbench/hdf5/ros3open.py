@@ -25,11 +25,16 @@ if TYPE_CHECKING:
 class S3Settings(Protocol):
     """What this module uses of `shotbench.store.s3.S3Config` (a protocol: hdf5/ does not import store/)."""
 
-    endpoint_url: str | None
-    region: str
-    access_key: str | None
-    secret_key: str | None
-    session_token: str | None
+    @property
+    def endpoint_url(self) -> str | None: ...
+    @property
+    def region(self) -> str: ...
+    @property
+    def access_key(self) -> str | None: ...
+    @property
+    def secret_key(self) -> str | None: ...
+    @property
+    def session_token(self) -> str | None: ...
 
     def boto3_client(self, max_pool_connections: int = 10, read_timeout: float = 60.0, retries: int = 2) -> Any:
         """A signed client with bounded waits (only used to explain a failed open)."""

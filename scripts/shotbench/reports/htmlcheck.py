@@ -143,7 +143,7 @@ def figures(html: str) -> list[FigureInfo]:
         _objects(doc, objs)
 
         def get(ref: Any) -> dict:
-            return objs.get(ref.get("id"), {}) if isinstance(ref, dict) else {}  # noqa: B023 - called within this iteration only
+            return objs.get(str(ref.get("id")), {}) if isinstance(ref, dict) else {}  # noqa: B023 - called within this iteration only
 
         for fig in (o for o in objs.values() if o["name"] == "Figure"):
             a = fig.get("attributes", {})

@@ -404,7 +404,7 @@ def stop(state: Path | None = None) -> bool:
     st = _state(state)
     with exclusive(st / ".lock"):  # one start/stop at a time per state directory
         rec = _read_state(st)
-        was_running = bool(rec) and pid_alive(rec["pid"], "versitygw")
+        was_running = bool(rec and pid_alive(rec["pid"], "versitygw"))
         _cleanup_stale(st)
         with contextlib.suppress(FileNotFoundError):
             env_file(st).unlink()

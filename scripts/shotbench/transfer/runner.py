@@ -287,12 +287,12 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
     files: dict[Row, list[FileSpec]] = {}
     sources: dict[Row, Target] = {}
     for row in dict.fromkeys([*plan.rows, *plan.sweep_rows]):
-        t = time.perf_counter()
+        t_row = time.perf_counter()
         files[row] = ensure_files(row, ctx.files_root, plan.seed)
         sources[row] = Target(ctx.bucket, f"{ctx.base_prefix}src/{row.key}-s{plan.seed}/")
         if "download" in plan.directions:
             seed_source(ctx.cfg, sources[row], files[row])
-        progress(f"ready: {row.label} ({size_label(row.total)}) in {time.perf_counter() - t:.1f} s")
+        progress(f"ready: {row.label} ({size_label(row.total)}) in {time.perf_counter() - t_row:.1f} s")
 
     try:
         for i, (trial, case) in enumerate(order):

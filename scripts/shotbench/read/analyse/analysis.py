@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -368,7 +369,7 @@ def from_frames(frames: Mapping[str, pd.DataFrame]) -> Dataset:
 
 def load(spec: str | Iterable[str] | Mapping[str, str | Path] | list[Input]) -> Dataset:
     """Load and normalise every input; the only place that knows the two file layouts."""
-    inputs = spec if isinstance(spec, list) and spec and isinstance(spec[0], Input) else parse_inputs(spec)
+    inputs = spec if isinstance(spec, list) and spec and isinstance(spec[0], Input) else parse_inputs(cast("str | Iterable[str] | Mapping[str, str | Path]", spec))
     frames, case_frames, notes, runs = [], [], [], {}
     for inp in inputs:
         if inp.kind == "run":

@@ -200,7 +200,7 @@ def _rank(palette: dict[str, str], name: str) -> tuple[int, int]:
 
 def _box_legend(plot: Any, element: hv.Overlay) -> None:
     """Hook: one legend entry per series of boxes (HoloViews draws BoxWhisker without one)."""
-    from bokeh.models import Legend, LegendItem
+    from bokeh.models import Legend, LegendItem  # type: ignore[attr-defined]  # exported lazily
 
     items = []
     for sub in plot.subplots.values():

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from shotbench.read.plan.matrix import Task
 from shotbench.read.run.protocol import (
@@ -249,7 +249,7 @@ class Driver:
             pending = len(conns)
             while pending:
                 for key, _ in sel.select(timeout=1.0):
-                    c = key.fileobj
+                    c = cast(socket.socket, key.fileobj)
                     data = c.recv(MiB)
                     buf = buffers[c.fileno()]
                     buf += data

@@ -606,7 +606,7 @@ def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Ca
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
     """Per backend and mode, over ok cases only: median total runtime, ratio to raw-get, GETs, MB."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
         if row_status(r) != OK:
             continue
