@@ -81,10 +81,13 @@ report-reference: venv ## Render the upstream MDSplusBench single-shot and many-
 lab: venv ## Open the notebooks in JupyterLab
 	@scripts/bootstrap.sh --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
-lint: venv ## The layering contract (import-linter, layers declared in pyproject.toml)
+lint: venv ## Layering contract (import-linter), ruff check, mypy, then ruff format --check
 	@.venv/bin/lint-imports
+	@.venv/bin/ruff check scripts/shotbench tests
+	@.venv/bin/mypy scripts/shotbench
+	@.venv/bin/ruff format --check scripts/shotbench tests
 
-test: venv envs tools ## Run the whole test suite (what CI runs)
+test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs)
 	@scripts/apt-ensure.sh $(BROWSER_DEPS)
 	@$(PY) -m pytest
 
