@@ -113,6 +113,7 @@ def test_usage_mistakes_are_one_sentence(
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.notebook
 @pytest.mark.slow
 def test_reports_renders_runs_and_writes_the_index(tmp_path: Path) -> None:
     root = tmp_path / "checkout"
