@@ -36,13 +36,8 @@ try:
     import h5py
     out.update(hdf5_version=h5py.version.hdf5_version, h5py_version=h5py.version.version,
                ros3=bool(h5py.get_config().ros3))
-    libs = set()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.split()[-1]
-            if "libhdf5." in path.rsplit("/", 1)[-1] and "_hl" not in path:
-                libs.add(path)
-    out["libhdf5"] = sorted(libs)
+    from shotbench.hdf5.library import mapped_libhdf5
+    out["libhdf5"] = mapped_libhdf5()
     import shotbench
     out["shotbench"] = shotbench.__file__
 except Exception as exc:
