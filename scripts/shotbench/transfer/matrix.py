@@ -87,6 +87,11 @@ class Profile:
     note: str = ""
     sweep: tuple[int, ...] = ()  # extra concurrencies, run on sweep_rows only
     sweep_rows: tuple[Row, ...] = ()
+    # sync vs async under latency (store/network.py profiles; "loopback" is the server reached directly)
+    latency_networks: tuple[str, ...] = ()
+    latency_tools: tuple[str, ...] = ()
+    latency_concurrency: tuple[int, ...] = ()
+    latency_rows: tuple[Row, ...] = ()
 
 
 TRANSFER_PROFILES: dict[str, Profile] = {
