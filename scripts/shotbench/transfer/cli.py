@@ -95,6 +95,7 @@ def build_plan(args: argparse.Namespace):
         latency_tools=[t for t in prof.latency_tools if t in tools],
         latency_concurrency=list(prof.latency_concurrency),
         latency_rows=list(prof.latency_rows),
+        latency_trials=prof.latency_trials,
     )
 
 

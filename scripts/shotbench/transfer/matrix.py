@@ -92,6 +92,7 @@ class Profile:
     latency_tools: tuple[str, ...] = ()
     latency_concurrency: tuple[int, ...] = ()
     latency_rows: tuple[Row, ...] = ()
+    latency_trials: int = 1
 
 
 TRANSFER_PROFILES: dict[str, Profile] = {

@@ -80,6 +80,7 @@ class TransferPlan:
     latency_tools: list[str] = field(default_factory=list)
     latency_concurrency: list[int] = field(default_factory=list)
     latency_rows: list[Row] = field(default_factory=list)
+    latency_trials: int = 1
 
     def all_rows(self) -> list[Row]:
         return list(dict.fromkeys([*self.rows, *self.sweep_rows, *self.latency_rows]))
@@ -123,13 +124,20 @@ def plan_cases(plan: TransferPlan, tools: list[Tool]) -> list[Case]:
     return cases
 
 
-def case_order(cases: list[Case], trials: int, seed: int) -> list[tuple[int, Case]]:
+def case_order(cases: list[Case], trials: int, seed: int, latency_trials: int | None = None) -> list[tuple[int, Case]]:
     """(trial, case): each trial runs every case once, in its own seeded shuffle (runs.interleave).
 
     The per-trial seed `seed * 1000 + trial` is the one this benchmark has always used, so a seed
-    gives the same order as in earlier runs.
+    gives the same order as in earlier runs. Cases over a latency network (the sync-vs-async
+    sweep) run `latency_trials` times, after the main matrix, shuffled among themselves.
     """
-    return interleave(cases, range(trials), lambda trial: random.Random(seed * 1000 + trial))
+    main = [c for c in cases if c.network == LOOPBACK]
+    sweep = [c for c in cases if c.network != LOOPBACK]
+    order = interleave(main, range(trials), lambda trial: random.Random(seed * 1000 + trial))
+    if sweep:
+        n = trials if latency_trials is None else latency_trials
+        order += interleave(sweep, range(n), lambda trial: random.Random(seed * 1000 + 500 + trial))
+    return order
 
 
 def package_versions() -> dict[str, str | None]:
@@ -311,7 +319,7 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
         if reasons[t.name]:
             progress(f"{t.name}: {reasons[t.name]}")
 
-    order = case_order(plan_cases(plan, tools), plan.trials, plan.seed)
+    order = case_order(plan_cases(plan, tools), plan.trials, plan.seed, plan.latency_trials)
     by_name = {t.name: t for t in tools}
     files: dict[Row, list[FileSpec]] = {}
     sources: dict[Row, Target] = {}
