@@ -1,4 +1,4 @@
-"""S3 requests through awscrt's S3Client: the engine under `shotbench stage` and `fetch`.
+"""S3 requests through awscrt's S3Client: the engine under `shotbench stage`.
 
 The transfer benchmark measured awscrt as the fastest of obstore, awscrt and a tuned boto3
 transfer manager for uploads on this kind of machine (README, "Transfer tools"): its C event
@@ -110,8 +110,14 @@ class Engine:
 
     def start(self, method: str, bucket: str, key: str = "", *, operation: str, query: str = "",
               headers: Sequence[tuple[str, str]] = (), body: bytes | None = None,
-              recv_filepath: str | None = None, checksum_config: Any = None) -> "Pending":
-        """Send one request now; `Pending.result()` waits for it."""
+              recv_filepath: str | None = None, send_filepath: str | None = None, send_size: int = 0,
+              checksum_config: Any = None) -> "Pending":
+        """Send one request now; `Pending.result()` waits for it.
+
+        A body from `send_filepath` is read by awscrt in C (one PUT of `send_size` bytes: the
+        caller keeps files above the multipart threshold out of this path); `body` goes through
+        a Python stream, which costs a call per chunk and is kept for small bodies and parts.
+        """
         from awscrt.http import HttpHeaders, HttpRequest
         from awscrt.s3 import S3RequestType
 
@@ -119,16 +125,23 @@ class Engine:
         hdrs = [("Host", host), *headers]
         if body is not None:
             hdrs.append(("Content-Length", str(len(body))))
+        elif send_filepath is not None:
+            hdrs.append(("Content-Length", str(send_size)))
         req = HttpRequest(method, path, HttpHeaders(hdrs), BytesIO(body) if body is not None else None)
         pending = Pending(operation, self.cfg)
+        extra: dict[str, Any] = {}
         if method == "GET" and operation == "GetObject":
             kind = S3RequestType.GET_OBJECT
+        elif send_filepath is not None:
+            kind = S3RequestType.PUT_OBJECT
+            extra = {"send_filepath": send_filepath, "multipart_upload_threshold": max(send_size, 5 << 20) + 1,
+                     "part_size": max(send_size, 5 << 20) + 1}
         else:
             kind = S3RequestType.DEFAULT
         pending.request = self.client.make_request(
             type=kind, request=req, operation_name=operation if kind == S3RequestType.DEFAULT else None,
             recv_filepath=recv_filepath, checksum_config=checksum_config,
-            on_headers=pending._on_headers, on_body=None if recv_filepath else pending._on_body,
+            on_headers=pending._on_headers, on_body=None if recv_filepath else pending._on_body, **extra,
         )
         return pending
 

@@ -210,7 +210,9 @@ class _Stager:
         return S3Failure("stage", None, "ChecksumMismatch", f"{key}: {what}")
 
     def put_small(self, up: _Upload) -> None:
-        """Read, hash, PUT with the digest; the server's checksum must be ours."""
+        """Read and hash, then PUT with the digest (awscrt reads the file again, in C, from the
+        page cache): the server refuses a body that is not what was hashed, so a write between
+        the two reads fails the request instead of landing, and its checksum must be ours."""
         with open(up.path, "rb") as fh:
             data = fh.read()
             after = os.fstat(fh.fileno())
@@ -218,17 +220,25 @@ class _Stager:
             up.torn = True
             return
         digest = hashlib.sha256(data).digest()
-        reply = self.engine.call(
-            "PUT", self.bucket, up.key, operation="PutObject", body=data, timeout=_bound(len(data)),
-            headers=[("Content-Type", "application/octet-stream"), ("x-amz-checksum-sha256", _b64(digest))],
-        )
+        del data
+        try:
+            reply = self.engine.call(
+                "PUT", self.bucket, up.key, operation="PutObject", send_filepath=str(up.path), send_size=up.stat[0],
+                timeout=_bound(up.stat[0]),
+                headers=[("Content-Type", "application/octet-stream"), ("x-amz-checksum-sha256", _b64(digest))],
+            )
+        except S3Failure as exc:
+            if exc.code in ("BadDigest", "XAmzContentChecksumMismatch", "InvalidDigest") or _stat(up.path) != up.stat:
+                up.torn = True  # the file changed between our read and awscrt's: nothing was stored
+                return
+            raise
         up.sent = True
         try:
-            self._check_checksum(up.key, reply.headers, _b64(digest), len(data), [digest])
+            self._check_checksum(up.key, reply.headers, _b64(digest), up.stat[0], [digest])
         except S3Failure:
             self.delete(up.key)  # an object that is not the file must not look staged
             raise
-        self.on_bytes(len(data))
+        self.on_bytes(up.stat[0])
 
     def start_multipart(self, up: _Upload) -> None:
         reply = self.engine.call(

@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="comma-separated networks for the sync-vs-async sweep, from: loopback, s3-same-region, "
                         "s3-cross-region (default: the profile's); 'none' skips the sweep")
     p.add_argument("--check", type=Path, metavar="RUN_DIR",
-                   help="check a finished run against the stage threshold (print pass/fail, exit 1 on fail) and exit")
+                   help="check a finished run (or 'latest') against the stage threshold: print pass/fail per row, "
+                        "exit 1 when a row fails")
     p.add_argument("--out", type=Path, help="parent folder of the run folder (default data/transfer)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run (same plan)")
     p.add_argument("--aws-bin", help="use this `aws` executable instead of the cached awscli install")
@@ -255,9 +256,15 @@ def main(args: argparse.Namespace) -> int:
 
 
 def check_run(run_dir: Path) -> int:
-    """`--check RUN_DIR`: the stage threshold on a finished run; 1 when a row fails it."""
+    """`--check RUN_DIR|latest`: the stage threshold on a finished run; 1 when a row fails it."""
+    from shotbench.runs import latest_run
     from shotbench.transfer.analysis import load_cases, stage_checks, threshold_text
 
+    if str(run_dir) == "latest":
+        found = latest_run(transfer_runs_dir(), "transfer")
+        if found is None:
+            raise UserError("there is no transfer run to check yet; run `make bench-transfer` first.")
+        run_dir = found
     if not (run_dir / "cases.csv").is_file():
         raise UserError(f"{run_dir} holds no cases.csv; pass a data/transfer/<run-id> folder to --check.")
     print(threshold_text(run_dir))

@@ -99,6 +99,17 @@ class TransferPlan:
         return cls(**d)
 
 
+def effective_concurrency(levels: list[int], count: int) -> list[int]:
+    """The levels that differ for a row of `count` files: the sync and async forms move one file
+    per request, so every level at or above the file count is the same case; the first is kept."""
+    out = []
+    for c in sorted(levels):
+        out.append(c)
+        if c >= count:
+            break
+    return out
+
+
 def plan_cases(plan: TransferPlan, tools: list[Tool]) -> list[Case]:
     cases = []
     for tool in tools:
@@ -116,8 +127,8 @@ def plan_cases(plan: TransferPlan, tools: list[Tool]) -> list[Case]:
             if tool.name not in plan.latency_tools:
                 continue
             for net in plan.latency_networks:
-                for conc in plan.latency_concurrency:
-                    for row in plan.latency_rows:
+                for row in plan.latency_rows:
+                    for conc in effective_concurrency(plan.latency_concurrency, row.count):
                         case = Case(direction, tool.name, conc, row, net)
                         if case not in cases:
                             cases.append(case)

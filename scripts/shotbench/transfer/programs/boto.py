@@ -144,15 +144,16 @@ class Boto3Tuned(Boto3TransferManager):
 
 
 class Shotbench(Tool):
-    """shotbench's own: `shotbench stage` for uploads (SHA-256 checked, torn files refused) and
-    its download side (`shotbench.store.fetch`) for downloads, both on awscrt."""
+    """shotbench's own: `shotbench stage` for uploads (awscrt; SHA-256 checked, torn files refused)
+    and its download side (`shotbench.store.fetch`, obstore; sizes checked, SHA-256 checked by the
+    runner after the clock stops, as for every tool)."""
 
     name = "shotbench"
     family = "shotbench"
     describe = {"upload": "shotbench.store.stage.stage(dir, s3://…/, jobs=N)",
                 "download": "shotbench.store.fetch.fetch_objects(keys → files, jobs=N)"}
 
-    requires = ("shotbench.store.stage", "awscrt.s3")
+    requires = ("shotbench.store.stage", "awscrt.s3", "obstore")
 
     def upload(self, files, src, target, cfg, concurrency):
         from shotbench.store.s3 import parse_location
