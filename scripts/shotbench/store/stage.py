@@ -26,6 +26,7 @@ import math
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from shotbench.errors import UserError
-from shotbench.store.crt import Engine, S3Failure, xml_text
+from shotbench.store.crt import Engine, Pending, S3Failure, xml_text
 from shotbench.store.s3 import DEFAULT_REGION, Location, S3Config, explain, mask
 from shotbench.units import MiB
 
@@ -209,24 +210,29 @@ class _Stager:
     def _fail(self, key: str, what: str) -> S3Failure:
         return S3Failure("stage", None, "ChecksumMismatch", f"{key}: {what}")
 
-    def put_small(self, up: _Upload) -> None:
-        """Read and hash, then PUT with the digest (awscrt reads the file again, in C, from the
-        page cache): the server refuses a body that is not what was hashed, so a write between
-        the two reads fails the request instead of landing, and its checksum must be ours."""
+    def hash_small(self, up: _Upload) -> bytes | None:
+        """Read and hash a file; None (and `torn`) when the read did not see the file as stat saw it."""
         with open(up.path, "rb") as fh:
             data = fh.read()
             after = os.fstat(fh.fileno())
         if (len(data), after.st_mtime_ns) != up.stat or after.st_size != up.stat[0]:
             up.torn = True
-            return
-        digest = hashlib.sha256(data).digest()
-        del data
+            return None
+        return hashlib.sha256(data).digest()
+
+    def send_small(self, up: _Upload, digest: bytes) -> Pending:
+        """PUT with the digest; awscrt reads the file again, in C, from the page cache. The server
+        refuses a body that is not what was hashed, so a write between the two reads fails the
+        request instead of landing."""
+        return self.engine.start(
+            "PUT", self.bucket, up.key, operation="PutObject", send_filepath=str(up.path), send_size=up.stat[0],
+            headers=[("Content-Type", "application/octet-stream"), ("x-amz-checksum-sha256", _b64(digest))],
+        )
+
+    def finish_small(self, up: _Upload, digest: bytes, pending: Pending) -> None:
+        """Wait for the PUT; the server's checksum must be ours."""
         try:
-            reply = self.engine.call(
-                "PUT", self.bucket, up.key, operation="PutObject", send_filepath=str(up.path), send_size=up.stat[0],
-                timeout=_bound(up.stat[0]),
-                headers=[("Content-Type", "application/octet-stream"), ("x-amz-checksum-sha256", _b64(digest))],
-            )
+            reply = pending.result(_bound(up.stat[0]))
         except S3Failure as exc:
             if exc.code in ("BadDigest", "XAmzContentChecksumMismatch", "InvalidDigest") or _stat(up.path) != up.stat:
                 up.torn = True  # the file changed between our read and awscrt's: nothing was stored
@@ -239,6 +245,22 @@ class _Stager:
             self.delete(up.key)  # an object that is not the file must not look staged
             raise
         self.on_bytes(up.stat[0])
+
+    def put_smalls(self, ups: list[_Upload], jobs: int) -> None:
+        """Every small file: hashed on two threads, each PUT handed to awscrt as soon as its digest
+        exists, up to `window` requests queued; awscrt keeps `jobs` of them on the wire, so no
+        Python thread waits between one file and the next."""
+        window = max(64, 8 * jobs)
+        queued: deque[tuple[_Upload, bytes, Pending]] = deque()
+        with ThreadPoolExecutor(max_workers=2) as hashers:  # hashlib releases the GIL
+            for up, digest in zip(ups, hashers.map(self.hash_small, ups)):
+                if digest is None:
+                    continue
+                while len(queued) >= window:
+                    self.finish_small(*queued.popleft())
+                queued.append((up, digest, self.send_small(up, digest)))
+            while queued:
+                self.finish_small(*queued.popleft())
 
     def start_multipart(self, up: _Upload) -> None:
         reply = self.engine.call(
@@ -380,19 +402,17 @@ def stage(
         on_bytes = bar.update
     stager = _Stager(engine, loc, on_bytes)
     big = [u for u in ups if u.stat[0] > multipart_threshold]
-    work: list[Callable[[], None]] = []
-    for u in big:  # parts of large files first: they take longest, and are few
-        for n in range(1, max(1, math.ceil(u.stat[0] / part_size)) + 1):
-            work.append(lambda u=u, n=n: stager.put_part(u, n, part_size))
-    work += [lambda u=u: stager.put_small(u) for u in ups if u.stat[0] <= multipart_threshold]
+    small = [u for u in ups if u.stat[0] <= multipart_threshold]
     opened: list[_Upload] = []
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:  # parts: read, hashed and sent on `jobs` threads
             for u in big:
                 stager.start_multipart(u)
                 opened.append(u)
-            futures = [pool.submit(w) for w in work]
+            futures = [pool.submit(stager.put_part, u, n, part_size)
+                       for u in big for n in range(1, max(1, math.ceil(u.stat[0] / part_size)) + 1)]
             try:
+                stager.put_smalls(small, jobs)
                 for fut in futures:
                     fut.result()
             except BaseException:
