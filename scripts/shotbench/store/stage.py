@@ -12,9 +12,9 @@ reported, never counted as staged. A file of more than MULTIPART_THRESHOLD goes 
 of PART_SIZE, each part hashed and checked the same way; the object's composite checksum
 (SHA-256 of the part digests) must equal the one computed from the parts read.
 
-Requests run on awscrt (shotbench.store.crt), the engine the transfer benchmark measured
-fastest here; small files and the parts of large ones share one pool of `jobs` requests in
-flight. A re-run skips objects whose size and ETag already match the file, so an interrupted
+Requests run on awscrt (shotbench.store.crt), the upload engine the transfer benchmark
+measured fastest here. Small files are handed to awscrt as soon as they are hashed and it keeps
+`jobs` connections busy; the parts of large files are read, hashed and sent on `jobs` threads. A re-run skips objects whose size and ETag already match the file, so an interrupted
 stage resumes where it stopped.
 """
 
