@@ -111,7 +111,7 @@ class Engine:
     def start(self, method: str, bucket: str, key: str = "", *, operation: str, query: str = "",
               headers: Sequence[tuple[str, str]] = (), body: bytes | None = None,
               recv_filepath: str | None = None, send_filepath: str | None = None, send_size: int = 0,
-              checksum_config: Any = None) -> "Pending":
+              checksum_config: Any = None) -> Pending:
         """Send one request now; `Pending.result()` waits for it.
 
         A body from `send_filepath` is read by awscrt in C (one PUT of `send_size` bytes: the
@@ -199,7 +199,7 @@ class Pending:
             message = xml_text(body, "Message") or ""
             raise S3Failure(self.operation, exc.status_code, code, scrub(message, self.cfg.secrets())[:200],
                             {k.lower(): v for k, v in (exc.headers or [])}) from None
-        except Exception as exc:  # awscrt.exceptions.AwsCrtError: the connection, not the server
+        except Exception as exc:  # noqa: BLE001 - awscrt.exceptions.AwsCrtError and kin: the connection, not the server
             raise S3Failure(self.operation, None, getattr(exc, "name", type(exc).__name__),
                             scrub(getattr(exc, "message", str(exc)), self.cfg.secrets())[:200]) from None
         return Reply(self.status, self.headers, b"".join(self._body))

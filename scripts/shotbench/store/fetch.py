@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from shotbench.errors import UserError
 from shotbench.store.clients import obstore_store
@@ -40,7 +41,7 @@ class FetchSummary:
     finished: dict[str, float]  # key -> seconds the object took
 
 
-def _one(store: object, w: Wanted) -> float:
+def _one(store: Any, w: Wanted) -> float:
     import obstore
 
     t = time.perf_counter()
@@ -70,7 +71,7 @@ def fetch_objects(cfg: S3Config, bucket: str, wanted: list[Wanted], jobs: int = 
             seconds = list(pool.map(lambda w: _one(store, w), wanted))
     except UserError:
         raise
-    except Exception as exc:  # obstore's errors: the server or the connection
+    except Exception as exc:  # noqa: BLE001 - obstore's errors (the server or the connection) become one sentence
         text = " ".join(str(exc).split())[:200]
         raise UserError(f"fetching from s3://{bucket}/ failed ({type(exc).__name__}: {text}); check the location "
                         "and the server, then fetch again.") from None
@@ -87,7 +88,7 @@ def fetch(loc: Location, dest: Path, cfg: S3Config, jobs: int = 8) -> FetchSumma
     store = obstore_store(cfg, loc.bucket)
     try:
         listed = [m for batch in obstore.list(store, prefix=loc.prefix or None) for m in batch]
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - obstore's errors become one sentence
         raise UserError(f"cannot list {loc.uri()} ({type(exc).__name__}); check the location and credentials.") from None
     if not listed:
         raise UserError(f"nothing is stored under {loc.uri()}; stage files there first with `shotbench stage`.")

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from shotbench.errors import UserError
+from shotbench.redact import mask
 from shotbench.store.crt import Engine, Pending, S3Failure, xml_text
-from shotbench.store.s3 import DEFAULT_REGION, Location, S3Config, explain, mask
+from shotbench.store.s3 import DEFAULT_REGION, Location, S3Config, explain
 from shotbench.units import MiB
 
 MULTIPART_THRESHOLD = 64 * MiB  # one PUT per 16 MB shot file: simplest ETag, fewest requests
@@ -169,7 +170,7 @@ def _remote(engine: Engine, loc: Location, cfg: S3Config, create_bucket: bool | 
         client = cfg.boto3_client()
         ensure_bucket(client, loc, cfg, create_bucket)
         return _existing(client, loc)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
 
 

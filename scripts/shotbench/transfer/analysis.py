@@ -152,7 +152,10 @@ def markdown(table: pd.DataFrame) -> str:
     head = [table.index.name or ""] + [str(c) for c in table.columns]
     rows = [[str(i)] + [str(v) for v in r] for i, r in zip(table.index, table.values)]
     widths = [max(len(x[k]) for x in [head] + rows) for k in range(len(head))]
-    fmt = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    def fmt(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
     return "\n".join([fmt(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [fmt(r) for r in rows])
 
 
@@ -304,7 +307,9 @@ class StageCheck:
         return r is not None and r <= self.threshold
 
     def line(self) -> str:
-        iv = lambda v, lo, hi: f"{v:.2f} s" + (f" [{lo:.2f}, {hi:.2f}]" if not np.isnan(lo) else " [one trial]")
+        def iv(v: float, lo: float, hi: float) -> str:
+            return f"{v:.2f} s" + (f" [{lo:.2f}, {hi:.2f}]" if not np.isnan(lo) else " [one trial]")
+
         head = f"{self.direction:8} {self.test:20} c={self.concurrency:<3}"
         if self.seconds is None:
             return f"{head} FAIL  shotbench has no verified trial ({self.error[:80]})"

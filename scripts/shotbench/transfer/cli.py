@@ -117,7 +117,7 @@ def _check_bucket(cfg, loc) -> None:
             raise UserError(f"The credentials (access key {cfg.public()['access_key']}) are not allowed to use "
                             f"bucket {loc.bucket}; check AWS_PROFILE / AWS_ACCESS_KEY_ID or the bucket policy.") from None
         raise explain(exc, loc, cfg) from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
 
 
@@ -137,7 +137,10 @@ def latency_endpoints(state: Path, upstream_port: int, cfg, names: list[str]) ->
                 continue
             folder = state / f"net-{name}"
             folder.mkdir(parents=True, exist_ok=True)
-            proxy = start_proxy(folder, upstream_port, NETWORK_PROFILES[name], private=True)
+            profile = NETWORK_PROFILES.get(name)
+            if profile is None:
+                raise UserError(f"'{name}' is not a latency profile; use s3-same-region or s3-cross-region.")
+            proxy = start_proxy(folder, upstream_port, profile, private=True)
             started.append(proxy.pid)
             out[name] = dataclasses.replace(cfg, endpoint_url=f"http://127.0.0.1:{proxy.listen_port}")
         yield out
@@ -164,7 +167,7 @@ def s3_target(data: str | None) -> Iterator[tuple]:
         yield cfg, loc.bucket, base, {"location": f"s3://{loc.bucket}/{base}", "embedded": False, **cfg.public()}
         return
     from shotbench.gobuild import VERSITYGW_VERSION
-    from shotbench.store.s3 import mask
+    from shotbench.redact import mask
     from shotbench.store.server import embedded_server
 
     parent = cache_dir() / "transfer" / "server"
@@ -196,11 +199,11 @@ def install_only(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from shotbench.transfer.analysis import terminal_summary, threshold_text
     from shotbench.provenance import new_run_id
     from shotbench.runs import read_meta
-    from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
+    from shotbench.transfer.analysis import terminal_summary, threshold_text
     from shotbench.transfer.programs import make_tools
+    from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
 
     t0 = time.monotonic()
     if args.install_only:
