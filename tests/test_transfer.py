@@ -238,5 +238,5 @@ def test_stage_threshold_names_ties_and_fails_a_slow_row(tmp_path):
     assert ok.passed and ok.best_tool == "awscrt" and ok.tied == ["awscrt"] and ok.ratio == pytest.approx(1.02 / 0.99)
     assert not bad.passed and bad.ratio == pytest.approx(2.1 / 1.1)
     text = analysis.threshold_text(run)
-    assert "FAIL (1 of 2 rows)" in text and "tied with awscrt" in text
+    assert "FAIL (1 of 2 rows pass)" in text and "tied with awscrt" in text
     assert cli_main(["transfer", "--check", str(run)]) == 1

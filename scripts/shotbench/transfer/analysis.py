@@ -362,7 +362,7 @@ def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
     verdict = "PASS" if passed == len(checks) else "FAIL"
     head = (f"stage threshold: shotbench ≤ {threshold:.2f}× the fastest other tool's median time on every row "
             f"(median of verified trials, {int(LEVEL * 100)} % bootstrap interval; raw-get excluded as the ceiling): "
-            f"{verdict} ({passed} of {len(checks)} rows)")
+            f"{verdict} ({passed} of {len(checks)} rows pass)")
     return "\n".join([head, *("  " + c.line() for c in checks)])
 
 
