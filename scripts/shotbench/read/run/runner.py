@@ -20,7 +20,7 @@ import subprocess
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -52,6 +52,8 @@ from shotbench.read.run.protocol import (
     read_reply,
 )
 from shotbench.read.schema import (
+    CaseRow,
+    WorkerRow,
     efficiency,
     harness_overhead,
     task_time_sum,
@@ -255,8 +257,8 @@ class Workload:
 
 @dataclass
 class CaseResult:
-    case_row: dict[str, Any]
-    rows: list[dict[str, Any]]
+    case_row: CaseRow
+    rows: list[WorkerRow]
     dashboard: str = ""
 
 
@@ -369,12 +371,12 @@ class Runner:
         files = self.workload.files_for(case.mode, case.family)
         layout, family = self.workload.shape(case.family)
         started = time.time()
-        base = {
-            "run-id": self.run_id, "case-id": case.case_id, "trial": case.trial, "order": case.order,
-            "backend": case.backend, "obj-type": case.mode, "num-workers": case.workers,
-            "pb-size": case.pb_size, "chunk-cache": case.chunk_cache, "layout": layout, "file-family": family,
-            "block-cache": "" if case.block_cache is None else case.block_cache,
-        }
+        base = CaseRow(
+            run_id=self.run_id, case_id=case.case_id, trial=case.trial, order=case.order,
+            backend=case.backend, obj_type=case.mode, num_workers=case.workers,
+            pb_size=case.pb_size, chunk_cache=case.chunk_cache, layout=layout, file_family=family,
+            block_cache="" if case.block_cache is None else case.block_cache,
+        )
         many = planmod.is_many_shot(files) and cls.reads_hdf5
         tasks: list[Any] = []
         v: dict[str, str] = {}
@@ -398,7 +400,7 @@ class Runner:
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
         rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                            run_id=self.run_id, hdf5=hdf5, h5py_version=h5v, layout=layout, family=family, gather=gather)
-        errors = [r["error"] for r in rows if r["error"]]
+        errors = [r.error for r in rows if r.error]
         ceiling_error = ""
         rg: float | None = total if not cls.reads_hdf5 else None
         if rg is None and not errors:
@@ -409,23 +411,23 @@ class Runner:
                 ceiling_error = f"raw-get: {exc}"
         first = errors[0] if errors else ceiling_error
         tsum = task_time_sum(raw)
-        row = {
-            **base, "n-tasks": len(tasks), "total-runtime": total, "task-time-sum": tsum,
-            "harness-efficiency": efficiency(tsum, case.workers, total),
-            "harness-overhead": harness_overhead(raw, total),
-            "raw-get-runtime": "" if rg is None else rg,
-            "gets": "" if stats is None else stats.gets, "get-bytes": "" if stats is None or stats.get_bytes is None else stats.get_bytes,
-            "hdf5-version": hdf5, "h5py-version": h5v,
-            "errors": len(errors) + bool(ceiling_error),
-            "status": case_status([r["status"] for r in rows], bool(ceiling_error)),
-            "first-error": " ".join(first.split())[:500],
-            "started": utc_iso(out.started), "finished": utc_iso(out.finished),
-            **case_columns(raw),
-            "gather-time": "" if gather is None else gather,
-        }
+        row = replace(
+            base, n_tasks=len(tasks), total_runtime=total, task_time_sum=tsum,
+            harness_efficiency=efficiency(tsum, case.workers, total),
+            harness_overhead=harness_overhead(raw, total),
+            raw_get_runtime="" if rg is None else rg,
+            gets="" if stats is None else stats.gets, get_bytes="" if stats is None or stats.get_bytes is None else stats.get_bytes,
+            hdf5_version=hdf5, h5py_version=h5v,
+            errors=len(errors) + bool(ceiling_error),
+            status=case_status([r.status for r in rows], bool(ceiling_error)),
+            first_error=" ".join(first.split())[:500],
+            started=utc_iso(out.started), finished=utc_iso(out.finished),
+            **CaseRow.by_column(case_columns(raw)),
+            gather_time="" if gather is None else gather,
+        )
         return CaseResult(row, rows)
 
-    def run(self, cases: list[Case], done_before: int = 0, total_cases: int | None = None) -> list[dict[str, Any]]:
+    def run(self, cases: list[Case], done_before: int = 0, total_cases: int | None = None) -> list[CaseRow]:
         """Run `cases` in order, appending each; prints progress with an ETA."""
         total_cases = total_cases or len(cases) + done_before
         t0 = time.time()
@@ -434,22 +436,22 @@ class Runner:
             self.check_server()
             with self.faults.case(case.case_id):
                 res = self.run_case(case)
-            self.folder.append_case(res.rows, res.case_row)
-            if res.case_row["status"] != OK:
+            self.folder.append_case([r.to_csv() for r in res.rows], res.case_row.to_csv())
+            if res.case_row.status != OK:
                 self.check_server()  # a dead server ends the run now; --resume reruns failed cases
             out.append(res.case_row)
             elapsed = time.time() - t0
             eta = elapsed / i * (len(cases) - i)
             r = res.case_row
-            if r["status"] == OK:
-                what = f"{float(r['total-runtime']):.3f}s eff {float(r['harness-efficiency']):.2f}"
-                if r.get("gets", "") != "":
-                    what += f" GETs {r['gets']}"
-                if r.get("client-gets", "") != "":
-                    amp = r.get("amplification", "")
-                    what += f" client GETs {r['client-gets']}" + (f" amp {float(amp):.1f}x" if amp != "" else "")
+            if r.status == OK:
+                what = f"{float(r.total_runtime):.3f}s eff {float(r.harness_efficiency):.2f}"
+                if r.gets != "":
+                    what += f" GETs {r.gets}"
+                if r.client_gets != "":
+                    amp = r.amplification
+                    what += f" client GETs {r.client_gets}" + (f" amp {float(amp):.1f}x" if amp != "" else "")
             else:
-                what = f"{r['status'].upper()} ({r['errors']} errors)  [{r['first-error'][:120]}]"
+                what = f"{r.status.upper()} ({r.errors} errors)  [{r.first_error[:120]}]"
             self.say(
                 f"[{done_before + i}/{total_cases}] {case.family + ' ' if case.family else ''}{case.backend:<9} {case.mode:<7} w={case.workers:<2} "
                 f"pb={_mib(case.pb_size):<7}{_bc(case.block_cache)} t{case.trial}  {what}  "
@@ -478,14 +480,14 @@ def answers(url: str, timeout: float, ca_bundle: str | None = None) -> None:
         conn.close()
 
 
-def failed_row(base: dict[str, Any], n_tasks: int, errors: int, error: str, started: float) -> dict[str, Any]:
+def failed_row(base: CaseRow, n_tasks: int, errors: int, error: str, started: float) -> CaseRow:
     """The case row of a case that produced no measurement."""
-    return {**base, "n-tasks": n_tasks, "errors": errors, "status": FAILED,
-            "first-error": " ".join(error.split())[:500], "started": utc_iso(started), "finished": utc_iso()}
+    return replace(base, n_tasks=n_tasks, errors=errors, status=FAILED,
+                   first_error=" ".join(error.split())[:500], started=utc_iso(started), finished=utc_iso())
 
 
 def timeout_rows(tasks: list[Any], case: Case, error: str, files: list[ShotFile], run_id: str,
-                 hdf5: str, h5py_version: str) -> list[dict[str, Any]]:
+                 hdf5: str, h5py_version: str) -> list[WorkerRow]:
     """One `timeout` row per part of every task that did not report before the deadline."""
     raw = [{"worker#": t.index, "obj-id": p.obj_id, "time": 0.0, "objs": 0, "dsets": 0, "bytes": 0,
             "open": 0.0, "error": error, "status": TIMEOUT} for t in tasks for p in t.parts]
