@@ -27,7 +27,7 @@ from typing import Any
 
 from shotbench.read.schema import RUN_KIND, configuration_key
 from shotbench.read.status import OK, row_status
-from shotbench.runs import RunFolder
+from shotbench.runs import RunFolder, read_meta
 from shotbench.store.faultproxy import KINDS
 
 COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "injected", "server-extra", "wrong-bytes",
@@ -172,7 +172,7 @@ class Section:
 
 def _meta(run: Path) -> dict[str, Any]:
     try:
-        return json.loads((run / "run.json").read_text())
+        return read_meta(run)
     except (OSError, ValueError):
         return {}
 
