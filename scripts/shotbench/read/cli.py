@@ -166,8 +166,9 @@ def _selection(cfg: profiles.BenchConfig, wl: Any) -> dict[str, Any]:
 
 
 def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
+    from shotbench.read.run.drivers import Drivers
     from shotbench.read.run.faultcount import InjectedFaults
-    from shotbench.read.run.runner import Drivers, Runner
+    from shotbench.read.run.runner import Runner
     from shotbench.read.status import COMPLETE, INTERRUPTED, RUNNING
 
     st = _settings(args, resume_dir)
@@ -303,7 +304,7 @@ def _finish_meta(folder: RunFolder, meta: dict[str, Any], status: str, runner: A
 def _report(args: argparse.Namespace, folder: RunFolder, meta: dict[str, Any]) -> int:
     """What the terminal shows after a run: the summary, break-even, reliability under faults."""
     from shotbench.read.run.faultcount import summary_lines as fault_lines
-    from shotbench.read.run.runner import summary_table
+    from shotbench.read.run.progress import summary_table
     from shotbench.store.network import FAULTS
 
     rows = folder.cases()
