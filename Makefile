@@ -65,6 +65,7 @@ bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PR
 	@$(SB) transfer --install-only
 	@$(SB) transfer --profile $(PROFILE) $(if $(DATA),--data $(DATA))
 	@$(SB) report --latest-transfer
+	@$(SB) transfer --check latest
 
 report: venv ## Render the report of the latest run (or RUN=data/runs/<id>) into reports/
 	@$(SB) report $(if $(RUN),--run $(RUN),--latest) $(no_code)

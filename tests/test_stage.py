@@ -118,3 +118,168 @@ def test_stage_command_names_a_missing_source_before_asking_for_credentials(tmp_
     )
     assert proc.returncode == 2
     assert "is not a folder" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------- stage uploads what is on disk, or refuses
+
+
+def _sha256_b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+def test_every_object_carries_the_files_sha256(s3_server, s3_bucket: str, tmp_path: Path) -> None:
+    """One PUT and a multipart upload alike: the server's SHA-256 is the file's (composite for parts)."""
+    import base64
+
+    src = tmp_path / "src"
+    src.mkdir()
+    small, big = os.urandom(300_000), os.urandom(12 * 1024 * 1024)
+    (src / "small.h5").write_bytes(small)
+    (src / "big.h5").write_bytes(big)
+    cfg = s3_server.s3config()
+    loc = _fresh("sha", s3_bucket)
+    part = 5 * 1024 * 1024
+    summary = stage(src, loc, cfg, jobs=2, progress=False, part_size=part, multipart_threshold=part)
+    assert (summary.files, summary.bytes) == (2, len(small) + len(big))
+    client = cfg.boto3_client()
+    head = client.head_object(Bucket=loc.bucket, Key=f"{loc.prefix}small.h5", ChecksumMode="ENABLED")
+    assert head["ChecksumSHA256"] == _sha256_b64(small)
+    head = client.head_object(Bucket=loc.bucket, Key=f"{loc.prefix}big.h5", ChecksumMode="ENABLED")
+    digests = b"".join(hashlib.sha256(big[i:i + part]).digest() for i in range(0, len(big), part))
+    assert head["ChecksumSHA256"].split("-")[0] == base64.b64encode(hashlib.sha256(digests).digest()).decode()
+    assert client.get_object(Bucket=loc.bucket, Key=f"{loc.prefix}big.h5")["Body"].read() == big
+
+
+def test_a_file_rewritten_during_a_multipart_upload_is_refused(s3_server, s3_bucket: str, tmp_path: Path) -> None:
+    """The torn snapshot: a file truncated and appended (same size) while its parts go up is
+    reported in one sentence, leaves no object behind, and the other files are staged."""
+    from shotbench.store.stage import FilesChanged
+
+    src = tmp_path / "src"
+    src.mkdir()
+    victim = src / "big.h5"
+    victim.write_bytes(os.urandom(12 * 1024 * 1024))
+    (src / "calm.h5").write_bytes(os.urandom(100_000))
+    cfg = s3_server.s3config()
+    loc = _fresh("torn", s3_bucket)
+    fired = []
+
+    def rewrite(nbytes: int) -> None:  # after the first part landed: truncate, then append
+        if fired:
+            return
+        fired.append(nbytes)
+        with open(victim, "r+b") as fh:
+            fh.truncate(1024 * 1024)
+            fh.seek(0, 2)
+            fh.write(os.urandom(11 * 1024 * 1024))
+
+    part = 5 * 1024 * 1024
+    with pytest.raises(FilesChanged, match=r"^1 file changed while it was being uploaded and was not staged \(big.h5\)") as err:
+        stage(src, loc, cfg, jobs=1, progress=rewrite, part_size=part, multipart_threshold=part)
+    assert fired and err.value.summary.files == 1
+    keys = {o.key for o in list_shot_files(loc, cfg)}
+    assert keys == {f"{loc.prefix}calm.h5"}
+    client = cfg.boto3_client()
+    assert client.list_multipart_uploads(Bucket=loc.bucket, Prefix=loc.prefix).get("Uploads", []) == []
+
+    again = stage(src, loc, cfg, jobs=1, progress=False, part_size=part, multipart_threshold=part)  # stable now
+    assert (again.files, again.skipped) == (1, 1)
+    assert client.get_object(Bucket=loc.bucket, Key=f"{loc.prefix}big.h5")["Body"].read() == victim.read_bytes()
+
+
+def test_a_small_file_changed_before_the_stage_ends_is_not_staged(s3_server, s3_bucket: str, tmp_path: Path) -> None:
+    """A file truncated after its PUT but before the stage finished: the object is removed again."""
+    from shotbench.store.stage import FilesChanged
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(3):
+        (src / f"f{i}.h5").write_bytes(os.urandom(200_000))
+    cfg = s3_server.s3config()
+    loc = _fresh("trunc", s3_bucket)
+    seen = []
+
+    def truncate_first(nbytes: int) -> None:
+        seen.append(nbytes)
+        if len(seen) == 1:
+            with open(src / "f0.h5", "r+b") as fh:
+                fh.truncate(1000)
+
+    with pytest.raises(FilesChanged, match=r"f0.h5"):
+        stage(src, loc, cfg, jobs=1, progress=truncate_first)
+    assert {o.key for o in list_shot_files(loc, cfg)} == {f"{loc.prefix}f1.h5", f"{loc.prefix}f2.h5"}
+
+
+def test_the_stage_command_reports_a_changed_file_in_one_sentence(
+    s3_server, s3_bucket: str, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """Through the CLI: exit 2, one sentence, no traceback (the file grows while `stage` runs)."""
+    import threading
+
+    from shotbench.cli import main
+
+    for var in set(os.environ) - set(without_s3_settings()):
+        monkeypatch.delenv(var)
+    for key, value in s3_server.s3config().env_vars().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SHOTBENCH_STATE", str(tmp_path / "state"))
+    src = tmp_path / "src"
+    src.mkdir()
+    grower = src / "growing.h5"
+    grower.write_bytes(os.urandom(1024 * 1024))
+    stop = threading.Event()
+
+    def grow() -> None:  # a writer that appends the whole time
+        while not stop.is_set():
+            with open(grower, "ab") as fh:
+                fh.write(b"x" * 4096)
+            stop.wait(0.001)
+
+    writer = threading.Thread(target=grow, daemon=True)
+    writer.start()
+    try:
+        rc = main(["stage", str(src), f"s3://{s3_bucket}/grow-{uuid.uuid4().hex[:6]}", "--no-progress"])
+    finally:
+        stop.set()
+        writer.join(5)
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "growing.h5" in err and "not staged" in err and "Traceback" not in err
+
+
+def test_an_interrupted_stage_resumes_and_every_object_is_the_file(s3_server, s3_bucket: str, tmp_path: Path) -> None:
+    """SIGKILL of `shotbench stage` part way, then a re-run: it uploads only what is missing, and
+    every object equals its file byte for byte."""
+    import signal
+    import time
+
+    src = tmp_path / "src"
+    src.mkdir()
+    files = {f"f{i:03d}.h5": os.urandom(256 * 1024) for i in range(200)}
+    for name, data in files.items():
+        (src / name).write_bytes(data)
+    cfg = s3_server.s3config()
+    loc = _fresh("resume", s3_bucket)
+    env = {**without_s3_settings(), **cfg.env_vars(), "SHOTBENCH_STATE": str(tmp_path / "state")}
+    proc = subprocess.Popen([sys.executable, "-m", "shotbench", "stage", str(src), loc.uri(), "--jobs", "1",
+                             "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    client = cfg.boto3_client()
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            listed = client.list_objects_v2(Bucket=loc.bucket, Prefix=loc.prefix).get("KeyCount", 0)
+            if listed >= 10 or proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.communicate(timeout=30)
+    before = client.list_objects_v2(Bucket=loc.bucket, Prefix=loc.prefix).get("KeyCount", 0)
+    assert 10 <= before < len(files), "the kill should land part way through"
+
+    summary = stage(src, loc, cfg, jobs=4, progress=False)
+    assert summary.skipped == before and summary.files == len(files) - before
+    for name, data in files.items():
+        assert client.get_object(Bucket=loc.bucket, Key=loc.prefix + name)["Body"].read() == data

@@ -191,3 +191,52 @@ def test_interrupted_run_resumes_without_repeating_cases(tmp_path, s3_server, s3
     again = path.read_text().splitlines(keepends=True)
     assert again[:2] == lines[:2] and len(again) == 3
     assert sorted(r["case-id"] for r in _rows(path)) == sorted(r["case-id"] for r in csv.DictReader(lines))
+
+
+def test_latency_sweep_runs_sync_and_async_through_the_network_profile(tmp_path, s3_server, s3_bucket):
+    """The sync-vs-async sweep goes through toxiproxy: the same server, ~20 ms more per response."""
+    from shotbench.transfer.cli import latency_endpoints
+
+    ctx = _ctx(tmp_path, s3_server, s3_bucket)
+    upstream = s3_server.upstream_port or s3_server.port
+    plan = TransferPlan("test", [Row(2, 64 * KiB)], ["obstore", "obstore-async"], [2], trials=1,
+                        latency_networks=["s3-same-region"], latency_tools=["obstore", "obstore-async"],
+                        latency_concurrency=[1, 4, 16], latency_rows=[Row(4, 64 * KiB)])
+    with latency_endpoints(tmp_path / "net", upstream, ctx.cfg, plan.latency_networks) as nets:
+        ctx.networks = nets
+        run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)
+    cases = analysis.load_cases(ctx.run_dir)
+    swept = cases[cases["network"] == "s3-same-region"]
+    # 2 tools x 2 directions x concurrency 1 and 4 (16 >= 4 files is the same case as 4)
+    assert len(swept) == 8 and set(swept["concurrency"]) == {1, 4}
+    assert (swept["error"] == "").all()
+    direct = cases[cases["network"] == "loopback"]
+    # four 64 KiB files one at a time pay four ~20 ms first bytes; loopback pays none
+    slow = swept[(swept["concurrency"] == 1) & (swept["direction"] == "download")]["seconds"].min()
+    assert slow > 4 * 0.015 > direct["seconds"].min() / 2
+    assert not analysis.latency_table(cases, "download").empty
+    assert analysis.async_finding(cases).startswith("sync vs async")
+
+
+def test_stage_threshold_names_ties_and_fails_a_slow_row(tmp_path):
+    base = {"error": "", "network": "loopback", "test": "4 File/1 MiB ea", "file-count": 4, "file-size": MiB,
+            "total-bytes": 4 * MiB, "direction": "upload", "concurrency": 16}
+    rows = []
+    for trial, (me, crt, obs) in enumerate([(1.00, 0.98, 2.0), (1.02, 1.01, 2.1), (1.05, 0.99, 2.2)]):
+        rows += [{**base, "trial": trial, "tool": "shotbench", "seconds": me, "mb-per-s": 4.2 / me},
+                 {**base, "trial": trial, "tool": "awscrt", "seconds": crt, "mb-per-s": 4.2 / crt},
+                 {**base, "trial": trial, "tool": "obstore", "seconds": obs, "mb-per-s": 4.2 / obs}]
+    slow = {**base, "test": "1 File/4 MiB ea", "file-count": 1, "file-size": 4 * MiB}
+    for trial in range(3):
+        rows += [{**slow, "trial": trial, "tool": "shotbench", "seconds": 2.0 + trial / 10, "mb-per-s": 2.0},
+                 {**slow, "trial": trial, "tool": "awscrt", "seconds": 1.0 + trial / 10, "mb-per-s": 4.0}]
+    run = tmp_path / "run"
+    run.mkdir()
+    pd.DataFrame(rows).to_csv(run / "cases.csv", index=False)
+    checks = {c.test: c for c in analysis.stage_checks(analysis.load_cases(run))}
+    ok, bad = checks["4 File/1 MiB ea"], checks["1 File/4 MiB ea"]
+    assert ok.passed and ok.best_tool == "awscrt" and ok.tied == ["awscrt"] and ok.ratio == pytest.approx(1.02 / 0.99)
+    assert not bad.passed and bad.ratio == pytest.approx(2.1 / 1.1)
+    text = analysis.threshold_text(run)
+    assert "FAIL (1 of 2 rows pass)" in text and "tied with awscrt" in text
+    assert cli_main(["transfer", "--check", str(run)]) == 1

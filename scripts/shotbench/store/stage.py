@@ -2,28 +2,48 @@
 
 Always through the API, never by copying into the server's data directory: objects that
 arrive that way have no ETag, and libhdf5 2.x's ROS3 (aws-c-s3) refuses such objects.
-One transfer manager (one thread pool) serves every file, because for 16 MB shot files
-the parallelism that matters is across files, not across parts of one file.
+
+`stage` uploads what is on disk, or refuses. Every file is read once, and hashed (SHA-256)
+as it is read; the digest travels with the bytes (`x-amz-checksum-sha256`), so the server
+refuses a body that is not what was read, and its answer names the object's checksum, which
+must equal ours. Size and modification time are taken before the read and again after the
+object exists: a file that changed in between (a torn snapshot) is deleted from S3 again and
+reported, never counted as staged. A file of more than MULTIPART_THRESHOLD goes up in parts
+of PART_SIZE, each part hashed and checked the same way; the object's composite checksum
+(SHA-256 of the part digests) must equal the one computed from the parts read.
+
+Requests run on awscrt (shotbench.store.crt), the upload engine the transfer benchmark
+measured fastest here. Small files are handed to awscrt as soon as they are hashed and it keeps
+`jobs` connections busy; the parts of large files are read, hashed and sent on `jobs` threads. A re-run skips objects whose size and ETag already match the file, so an interrupted
+stage resumes where it stopped.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import math
+import os
 import sys
 import time
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shotbench.errors import UserError
+from shotbench.redact import mask
+from shotbench.store.crt import Engine, Pending, S3Failure, xml_text
 from shotbench.store.s3 import DEFAULT_REGION, Location, S3Config, explain
 from shotbench.units import MiB
 
 MULTIPART_THRESHOLD = 64 * MiB  # one PUT per 16 MB shot file: simplest ETag, fewest requests
-MULTIPART_CHUNKSIZE = 16 * MiB
-_COMMON_PART_SIZES = (MULTIPART_CHUNKSIZE, 8 * MiB, 5 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 100 * MiB)
+PART_SIZE = 16 * MiB
+MULTIPART_CHUNKSIZE = PART_SIZE  # the name earlier versions used
+_COMMON_PART_SIZES = (PART_SIZE, 8 * MiB, 5 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 100 * MiB)
+_MIN_RATE = 1e6  # bytes/s: no request may take longer than 60 s + its bytes at this rate
 
 
 @dataclass(frozen=True)
@@ -42,6 +62,20 @@ class StageSummary:
         return (
             f"staged {self.files} files ({self.bytes / 1e6:.1f} MB){where} in {self.seconds:.1f} s, "
             f"{self.mb_per_s:.1f} MB/s; skipped {self.skipped} already present"
+        )
+
+
+class FilesChanged(UserError):
+    """Some files changed while they were uploading; they were not staged (the rest were)."""
+
+    def __init__(self, names: list[str], summary: StageSummary) -> None:
+        self.names = names
+        self.summary = summary
+        n = len(names)
+        super().__init__(
+            f"{n} file{'s' if n > 1 else ''} changed while {'they were' if n > 1 else 'it was'} being uploaded "
+            f"and {'were' if n > 1 else 'was'} not staged ({', '.join(names[:3])}{', …' if n > 3 else ''}); "
+            "run `shotbench stage` again once nothing writes to them."
         )
 
 
@@ -124,33 +158,224 @@ def ensure_bucket(client: Any, loc: Location, cfg: S3Config, create: bool | None
     client.create_bucket(**kwargs)
 
 
+def _remote(engine: Engine, loc: Location, cfg: S3Config, create_bucket: bool | None) -> dict[str, tuple[int, str | None]]:
+    """What is already under the prefix. The usual case is one ListObjectsV2 on the engine; anything
+    unusual (a missing bucket, refused credentials, no server) takes the botocore path, whose
+    errors `explain` turns into one sentence."""
+    try:
+        return engine.list_objects(loc.bucket, loc.prefix, timeout=60)
+    except S3Failure:
+        pass
+    try:
+        client = cfg.boto3_client()
+        ensure_bucket(client, loc, cfg, create_bucket)
+        return _existing(client, loc)
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
+        raise explain(exc, loc, cfg) from None
+
+
+def _b64(digest: bytes) -> str:
+    return base64.b64encode(digest).decode()
+
+
+def _bound(nbytes: int) -> float:
+    return 60.0 + nbytes / _MIN_RATE
+
+
+@dataclass(eq=False)
+class _Upload:
+    """One file on its way: what was seen of it on disk, and (multipart) its parts."""
+
+    path: Path
+    key: str
+    stat: tuple[int, int]  # (size, mtime_ns) before the first read
+    upload_id: str = ""
+    parts: dict[int, tuple[str, bytes]] = field(default_factory=dict)  # number -> (ETag, sha256)
+    torn: bool = False  # a read found the file other than at `stat`
+    sent: bool = False  # the object exists (PUT answered, or multipart completed)
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+class _Stager:
+    """The requests of one `stage` call; every method runs on the worker pool or the caller."""
+
+    def __init__(self, engine: Engine, loc: Location, on_bytes: Callable[[int], None]) -> None:
+        self.engine = engine
+        self.bucket = loc.bucket
+        self.on_bytes = on_bytes
+
+    def _fail(self, key: str, what: str) -> S3Failure:
+        return S3Failure("stage", None, "ChecksumMismatch", f"{key}: {what}")
+
+    def hash_small(self, up: _Upload) -> bytes | None:
+        """Read and hash a file; None (and `torn`) when the read did not see the file as stat saw it."""
+        with open(up.path, "rb") as fh:
+            data = fh.read()
+            after = os.fstat(fh.fileno())
+        if (len(data), after.st_mtime_ns) != up.stat or after.st_size != up.stat[0]:
+            up.torn = True
+            return None
+        return hashlib.sha256(data).digest()
+
+    def send_small(self, up: _Upload, digest: bytes) -> Pending:
+        """PUT with the digest; awscrt reads the file again, in C, from the page cache. The server
+        refuses a body that is not what was hashed, so a write between the two reads fails the
+        request instead of landing."""
+        return self.engine.start(
+            "PUT", self.bucket, up.key, operation="PutObject", send_filepath=str(up.path), send_size=up.stat[0],
+            headers=[("Content-Type", "application/octet-stream"), ("x-amz-checksum-sha256", _b64(digest))],
+        )
+
+    def finish_small(self, up: _Upload, digest: bytes, pending: Pending) -> None:
+        """Wait for the PUT; the server's checksum must be ours."""
+        try:
+            reply = pending.result(_bound(up.stat[0]))
+        except S3Failure as exc:
+            if exc.code in ("BadDigest", "XAmzContentChecksumMismatch", "InvalidDigest") or _stat(up.path) != up.stat:
+                up.torn = True  # the file changed between our read and awscrt's: nothing was stored
+                return
+            raise
+        up.sent = True
+        try:
+            self._check_checksum(up.key, reply.headers, _b64(digest), up.stat[0], [digest])
+        except S3Failure:
+            self.delete(up.key)  # an object that is not the file must not look staged
+            raise
+        self.on_bytes(up.stat[0])
+
+    def put_smalls(self, ups: list[_Upload], jobs: int) -> None:
+        """Every small file: hashed on two threads, each PUT handed to awscrt as soon as its digest
+        exists, up to `window` requests queued; awscrt keeps `jobs` of them on the wire, so no
+        Python thread waits between one file and the next."""
+        window = max(64, 8 * jobs)
+        queued: deque[tuple[_Upload, bytes, Pending]] = deque()
+        with ThreadPoolExecutor(max_workers=2) as hashers:  # hashlib releases the GIL
+            for up, digest in zip(ups, hashers.map(self.hash_small, ups)):
+                if digest is None:
+                    continue
+                while len(queued) >= window:
+                    self.finish_small(*queued.popleft())
+                queued.append((up, digest, self.send_small(up, digest)))
+            while queued:
+                self.finish_small(*queued.popleft())
+
+    def start_multipart(self, up: _Upload) -> None:
+        reply = self.engine.call(
+            "POST", self.bucket, up.key, operation="CreateMultipartUpload", query="uploads=", timeout=60,
+            headers=[("Content-Type", "application/octet-stream"), ("x-amz-checksum-algorithm", "SHA256")],
+        )
+        up.upload_id = xml_text(reply.body, "UploadId") or ""
+        if not up.upload_id:
+            raise S3Failure("CreateMultipartUpload", reply.status, "NoUploadId", "the answer named no upload id")
+
+    def put_part(self, up: _Upload, number: int, part_size: int) -> None:
+        offset = (number - 1) * part_size
+        want = min(part_size, up.stat[0] - offset)
+        with open(up.path, "rb") as fh:
+            data = os.pread(fh.fileno(), want, offset)
+        if len(data) != want:
+            up.torn = True
+            return
+        digest = hashlib.sha256(data).digest()
+        from urllib.parse import quote
+
+        reply = self.engine.call(
+            "PUT", self.bucket, up.key, operation="UploadPart", body=data, timeout=_bound(len(data)),
+            query=f"partNumber={number}&uploadId={quote(up.upload_id, safe='-_.~')}",
+            headers=[("x-amz-checksum-sha256", _b64(digest))],
+        )
+        self._check_checksum(up.key, reply.headers, _b64(digest), len(data), [digest], part=number)
+        up.parts[number] = (reply.headers.get("etag", "").strip('"'), digest)
+        self.on_bytes(len(data))
+
+    def complete(self, up: _Upload) -> None:
+        from urllib.parse import quote
+
+        body = "<CompleteMultipartUpload>" + "".join(
+            f"<Part><PartNumber>{n}</PartNumber><ETag>\"{etag}\"</ETag><ChecksumSHA256>{_b64(d)}</ChecksumSHA256></Part>"
+            for n, (etag, d) in sorted(up.parts.items())
+        ) + "</CompleteMultipartUpload>"
+        reply = self.engine.call(
+            "POST", self.bucket, up.key, operation="CompleteMultipartUpload", body=body.encode(),
+            query=f"uploadId={quote(up.upload_id, safe='-_.~')}", timeout=_bound(up.stat[0]),
+        )
+        digests = [d for _, (_, d) in sorted(up.parts.items())]
+        composite = f"{_b64(hashlib.sha256(b''.join(digests)).digest())}-{len(digests)}"
+        got = xml_text(reply.body, "ChecksumSHA256") or reply.headers.get("x-amz-checksum-sha256")
+        up.sent = True
+        try:
+            self._check_checksum(up.key, {"x-amz-checksum-sha256": got} if got else {}, composite, up.stat[0], digests)
+        except S3Failure:
+            self.delete(up.key)
+            raise
+
+    def abort(self, up: _Upload) -> None:
+        from urllib.parse import quote
+
+        try:
+            self.engine.call("DELETE", self.bucket, up.key, operation="AbortMultipartUpload",
+                             query=f"uploadId={quote(up.upload_id, safe='-_.~')}", timeout=60)
+        except S3Failure:
+            pass  # an upload left open costs storage, never a wrong object; S3 lifecycle rules end it
+
+    def delete(self, key: str) -> None:
+        self.engine.call("DELETE", self.bucket, key, operation="DeleteObject", timeout=60)
+
+    def _check_checksum(self, key: str, headers: dict[str, str], want: str, size: int, digests: list[bytes],
+                        part: int | None = None) -> None:
+        """The server's checksum must be ours; a server that keeps none is checked by reading back."""
+        got = headers.get("x-amz-checksum-sha256")
+        if got is None and part is None:
+            got = self._read_back(key, size, digests)
+        if got is not None and got != want:
+            where = f"part {part} of {key}" if part else key
+            raise S3Failure("stage", None, "ChecksumMismatch", f"{where}: the server holds SHA-256 {got}, the file read gave {want}")
+
+    def _read_back(self, key: str, size: int, digests: list[bytes]) -> str:
+        """The object's checksum in our notation, from its bytes (servers that store no checksums)."""
+        reply = self.engine.call("GET", self.bucket, key, operation="GetObject", timeout=_bound(size))
+        if len(digests) == 1 and len(reply.body) == size:
+            return _b64(hashlib.sha256(reply.body).digest())
+        if len(digests) == 1:
+            return f"<{len(reply.body)} bytes>"
+        step = math.ceil(size / len(digests))
+        parts = [hashlib.sha256(reply.body[i:i + step]).digest() for i in range(0, len(reply.body), step)]
+        return f"{_b64(hashlib.sha256(b''.join(parts)).digest())}-{len(parts)}"
+
+
 def stage(
     src_dir: Path,
     loc: Location,
     cfg: S3Config,
     jobs: int = 8,
-    progress: bool = True,
+    progress: bool | Callable[[int], None] = True,
     create_bucket: bool | None = None,
+    part_size: int = PART_SIZE,
+    multipart_threshold: int = MULTIPART_THRESHOLD,
 ) -> StageSummary:
-    """Upload `src_dir` to `loc` with `jobs` concurrent requests shared by all files."""
-    from boto3.s3.transfer import TransferConfig
-    from s3transfer.manager import TransferManager
-    from s3transfer.subscribers import BaseSubscriber
+    """Upload `src_dir` to `loc` with `jobs` requests in flight shared by all files.
+
+    `progress`: a bar on a terminal (True), nothing (False), or a function called with the bytes
+    of every part or file as it lands. Raises FilesChanged (after staging the others) when files
+    changed while they were read or uploaded.
+    """
     from tqdm import tqdm
 
     if loc.kind != "s3":
         raise UserError(f"the destination {loc.uri()} is not an S3 location; give s3://bucket/prefix.")
     if jobs < 1:
         raise UserError(f"--jobs must be at least 1, not {jobs}.")
+    if part_size < 5 * MiB or multipart_threshold < part_size:
+        raise UserError("parts must be at least 5 MiB and the multipart threshold at least one part.")
     src_dir = Path(src_dir)
     files = local_files(src_dir)
-    client = cfg.boto3_client(max_pool_connections=jobs + 2)
     started = time.monotonic()
-    try:
-        ensure_bucket(client, loc, cfg, create_bucket)
-        remote = _existing(client, loc)
-    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
-        raise explain(exc, loc, cfg) from None
+    engine = Engine(cfg, connections=jobs, part_size=part_size)
+    remote = _remote(engine, loc, cfg, create_bucket)
 
     def key_of(p: Path) -> str:
         return loc.prefix + p.relative_to(src_dir).as_posix()
@@ -159,35 +384,82 @@ def stage(
         have = remote.get(key_of(p))
         return have is None or not same_object(p, have[0], have[1])
 
-    with ThreadPoolExecutor(max_workers=min(jobs, 8)) as pool:  # MD5s of re-runs, in parallel
-        todo = [p for p, need in zip(files, pool.map(needs_upload, files)) if need]
-    total = sum(p.stat().st_size for p in todo)
-    bar = tqdm(  # disable=None: a bar on a terminal, nothing in CI logs
-        total=total, unit="B", unit_scale=True, desc="stage", file=sys.stderr,
-        disable=True if (not progress or not todo) else None,
-    )
-
-    class Progress(BaseSubscriber):
-        def on_progress(self, future: Any, bytes_transferred: int, **kwargs: Any) -> None:
-            bar.update(bytes_transferred)
-
-    config = TransferConfig(
-        multipart_threshold=MULTIPART_THRESHOLD,
-        multipart_chunksize=MULTIPART_CHUNKSIZE,
-        max_concurrency=jobs,
-        use_threads=True,
-    )
+    there = [p for p in files if key_of(p) in remote]
+    if there:
+        with ThreadPoolExecutor(max_workers=min(jobs, 8)) as pool:  # MD5s of re-runs, in parallel
+            keep = {p for p, need in zip(there, pool.map(needs_upload, there)) if not need}
+    else:
+        keep = set()
+    ups = [_Upload(p, key_of(p), _stat(p)) for p in files if p not in keep]
+    total = sum(u.stat[0] for u in ups)
+    bar = None
+    if callable(progress):
+        on_bytes = progress
+    else:
+        bar = tqdm(  # disable=None: a bar on a terminal, nothing in CI logs
+            total=total, unit="B", unit_scale=True, desc="stage", file=sys.stderr,
+            disable=True if (not progress or not ups) else None,
+        )
+        on_bytes = bar.update
+    stager = _Stager(engine, loc, on_bytes)
+    big = [u for u in ups if u.stat[0] > multipart_threshold]
+    small = [u for u in ups if u.stat[0] <= multipart_threshold]
+    opened: list[_Upload] = []
     try:
-        with TransferManager(client, config) as manager:
-            futures = [
-                manager.upload(str(p), loc.bucket, key_of(p), subscribers=[Progress()]) for p in todo
-            ]
-            for fut in futures:
-                fut.result()
-    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
-        raise explain(exc, loc, cfg) from None
+        with ThreadPoolExecutor(max_workers=jobs) as pool:  # parts: read, hashed and sent on `jobs` threads
+            for u in big:
+                stager.start_multipart(u)
+                opened.append(u)
+            futures = [pool.submit(stager.put_part, u, n, part_size)
+                       for u in big for n in range(1, max(1, math.ceil(u.stat[0] / part_size)) + 1)]
+            try:
+                stager.put_smalls(small, jobs)
+                for fut in futures:
+                    fut.result()
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+        for u in big:
+            if u.torn or _stat(u.path) != u.stat:
+                u.torn = True
+                stager.abort(u)  # no object was made
+            else:
+                stager.complete(u)
+            opened.remove(u)
+        changed = []
+        for u in ups:
+            if u.torn or _stat(u.path) != u.stat:
+                if u.sent:
+                    stager.delete(u.key)  # a torn snapshot must not look staged
+                changed.append(u)
+    except S3Failure as exc:
+        for u in opened:
+            stager.abort(u)
+        raise _explain_failure(exc, loc, cfg) from None
     finally:
-        bar.close()
-    return StageSummary(
-        files=len(todo), bytes=total, skipped=len(files) - len(todo), seconds=time.monotonic() - started
+        if bar is not None:
+            bar.close()
+    done = [u for u in ups if u not in changed]
+    summary = StageSummary(
+        files=len(done), bytes=sum(u.stat[0] for u in done), skipped=len(keep),
+        seconds=time.monotonic() - started,
     )
+    if changed:
+        raise FilesChanged([u.path.relative_to(src_dir).as_posix() for u in changed], summary)
+    return summary
+
+
+def _explain_failure(exc: S3Failure, loc: Location, cfg: S3Config) -> UserError:
+    """One sentence for a request that failed mid-stage."""
+    where = cfg.endpoint_url or "AWS"
+    if exc.code == "ChecksumMismatch":
+        return UserError(f"the server does not hold what was sent ({exc.message}); nothing was marked staged for it, "
+                         "check the server's storage and run `shotbench stage` again.")
+    if exc.status is None:
+        return UserError(f"the S3 endpoint {where} stopped answering during the upload ({exc.code}); check that "
+                         "the server is healthy and run `shotbench stage` again (it resumes).")
+    if exc.code in ("SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied") or exc.status == 403:
+        return UserError(f"{where} refused the upload to {loc.uri()} for access key {mask(cfg.access_key)} "
+                         f"({exc.code}); check the credentials and s3:PutObject rights.")
+    return UserError(f"{exc}; check the location and the server, then run `shotbench stage` again (it resumes).")

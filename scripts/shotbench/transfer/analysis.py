@@ -9,18 +9,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from shotbench.runs import RUN_JSON, read_meta
 from shotbench.transfer.matrix import size_label
 
 BASELINE = "raw-get"
+CLASSIC = "aws-s3-sync"  # the seed tables' reference column
+SELF = "shotbench"
+THRESHOLD = 1.10  # shotbench's median time may be at most this multiple of the best tool's, on every row
+LOOPBACK = "loopback"
+LEVEL = 0.95
 
 
 def load_cases(run_dir: Path) -> pd.DataFrame:
     df = pd.read_csv(run_dir / "cases.csv", keep_default_na=False, na_values={"seconds": [""], "mb-per-s": [""]})
     df["error"] = df["error"].astype(str)
+    if "network" not in df.columns:  # runs written before the network axis: all on loopback
+        df["network"] = LOOPBACK
+    df["network"] = df["network"].replace("", LOOPBACK)
     return df
+
+
+def median_interval(values: np.ndarray, level: float = LEVEL, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the median (as the reading benchmark's decision table);
+    NaN with fewer than two values."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    meds = np.median(rng.choice(values, (n_boot, len(values))), axis=1)
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(meds, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def loopback(cases: pd.DataFrame) -> pd.DataFrame:
+    """The main matrix: cases over the direct connection (the latency sweep has its own tables)."""
+    return cases[cases["network"] == LOOPBACK] if "network" in cases.columns else cases
 
 
 def load_meta(run_dir: Path) -> dict:
@@ -31,16 +58,20 @@ def load_meta(run_dir: Path) -> dict:
 def summarize(cases: pd.DataFrame) -> pd.DataFrame:
     """One row per (direction, tool, concurrency, test): median seconds/MB/s of good trials,
     trials counted, and the first error when no trial was good."""
-    keys = ["direction", "tool", "concurrency", "test", "file-count", "file-size", "total-bytes"]
+    keys = ["network", "direction", "tool", "concurrency", "test", "file-count", "file-size", "total-bytes"]
+    if "network" not in cases.columns:
+        cases = cases.assign(network=LOOPBACK)
     if cases.empty:
-        return pd.DataFrame(columns=[*keys, "seconds", "mb-per-s", "trials", "good", "error"])
+        return pd.DataFrame(columns=[*keys, "seconds", "lo", "hi", "mb-per-s", "trials", "good", "error"])
     out = []
     for key, g in cases.groupby(keys, sort=False):
         good = g[(g["error"] == "") & g["seconds"].notna()]
         errors = g.loc[g["error"] != "", "error"]
+        lo, hi = median_interval(good["seconds"].to_numpy())
         out.append({
             **dict(zip(keys, key)),
             "seconds": good["seconds"].median() if len(good) else float("nan"),
+            "lo": lo, "hi": hi,
             "mb-per-s": good["mb-per-s"].median() if len(good) else float("nan"),
             "trials": len(g), "good": len(good),
             "error": "" if len(good) else (errors.iloc[0] if len(errors) else "no result"),
@@ -69,6 +100,7 @@ def _cell(r: pd.Series, metric: str) -> str:
 def main_concurrency(cases: pd.DataFrame) -> int | None:
     """The concurrency the seed table shows: the one that covers the most tests (a tie goes to
     the middle value, so a 4/16/64 sweep shows 16)."""
+    cases = loopback(cases)
     if cases.empty:
         return None
     cover = cases.groupby("concurrency")["test"].nunique()
@@ -80,6 +112,7 @@ def seed_table(cases: pd.DataFrame, direction: str, metric: str = "seconds",
                concurrency: int | None = None) -> pd.DataFrame:
     """Rows = test ('1000 File/1 MiB ea'), then Total Transfer Size, columns = tools, at one
     concurrency (default `main_concurrency`); cells '12.34s' / MB/s, or the error."""
+    cases = loopback(cases)
     conc = concurrency if concurrency is not None else main_concurrency(cases)
     s = summarize(cases)
     s = s[(s["direction"] == direction) & (s["concurrency"] == conc)]
@@ -98,7 +131,7 @@ def seed_table(cases: pd.DataFrame, direction: str, metric: str = "seconds",
 
 def sweep_table(cases: pd.DataFrame, direction: str, metric: str = "mb-per-s") -> pd.DataFrame:
     """For tests run at several concurrencies: rows = (test, tool), columns = concurrency."""
-    s = summarize(cases)
+    s = summarize(loopback(cases))
     s = s[s["direction"] == direction]
     swept = s.groupby("test")["concurrency"].nunique()
     s = s[s["test"].isin(swept[swept > 1].index)]
@@ -150,7 +183,7 @@ def _best(s: pd.DataFrame, tool: str, direction: str, test: str) -> pd.Series | 
 def stage_vs_sync(cases: pd.DataFrame, test: str = "1000 File/1 MiB ea") -> Ratio:
     """Upload time of `aws s3 sync` over `shotbench stage` on the many-small-files row
     (> 1 means stage is faster); each at its fastest concurrency in this run."""
-    s = summarize(cases)
+    s = summarize(loopback(cases))
     if test not in set(s["test"]):
         many = s.sort_values("file-count", ascending=False)
         if many.empty:
@@ -172,7 +205,7 @@ def stage_vs_sync(cases: pd.DataFrame, test: str = "1000 File/1 MiB ea") -> Rati
 def best_vs_raw(cases: pd.DataFrame) -> list[Ratio]:
     """Per test: the fastest verified download tool's MB/s over raw-get's MB/s at the same
     concurrency (raw-get reads whole objects into memory, no disk writes)."""
-    s = summarize(cases)
+    s = summarize(loopback(cases))
     d = s[(s["direction"] == "download") & (s["good"] > 0)]
     out = []
     for test in d.sort_values("total-bytes", ascending=False)["test"].drop_duplicates():
@@ -209,6 +242,210 @@ def terminal_summary(run_dir: Path) -> str:
         t = sweep_table(cases, direction)
         if not t.empty:
             parts.append(f"\n{direction.capitalize()} concurrency sweep (MB/s)\n{markdown(t)}")
+    for direction in ("upload", "download"):
+        for ref in (CLASSIC, BASELINE):
+            t = normalised_table(cases, direction, ref)
+            if not t.empty:
+                parts.append(f"\n{direction.capitalize()} time ÷ {ref} on the same row\n{markdown(t)}")
     parts.append("\n" + stage_vs_sync(cases).text())
     parts += [r.text() for r in best_vs_raw(cases)]
+    if (cases["network"] != LOOPBACK).any():
+        parts.append(latency_text(cases))
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- normalised tables and the stage threshold
+
+
+def normalised_table(cases: pd.DataFrame, direction: str, ref: str) -> pd.DataFrame:
+    """The seed table with every median time divided by `ref`'s on the same row (test and
+    concurrency): '0.42×' is 0.42 times the reference's time. Rows are 'test · c=N'."""
+    s = summarize(loopback(cases))
+    s = s[(s["direction"] == direction) & (s["good"] > 0)]
+    r = s[s["tool"] == ref].set_index(["test", "concurrency"])["seconds"]
+    if s.empty or r.empty:
+        return pd.DataFrame()
+    s = s[s.set_index(["test", "concurrency"]).index.isin(r.index)]
+    s = s.assign(row=s["test"] + " · c=" + s["concurrency"].astype(str),
+                 cell=[f"{v / r[(t, c)]:.2f}×" for v, t, c in zip(s["seconds"], s["test"], s["concurrency"])])
+    order = (s[["row", "total-bytes", "file-size", "concurrency"]].drop_duplicates("row")
+             .sort_values(["total-bytes", "file-size", "concurrency"], ascending=[False, True, True])["row"])
+    table = s.pivot(index="row", columns="tool", values="cell").reindex(index=order).fillna("")
+    table = table[[ref] + sorted(c for c in table.columns if c != ref)]
+    table.index.name = f"Test · concurrency (time ÷ {ref})"
+    table.columns.name = None
+    return table
+
+
+@dataclass
+class StageCheck:
+    """One row of the matrix judged against the threshold: shotbench against the fastest other tool."""
+
+    direction: str
+    test: str
+    concurrency: int
+    seconds: float | None  # shotbench's median
+    lo: float
+    hi: float
+    best_tool: str
+    best_seconds: float | None
+    best_lo: float
+    best_hi: float
+    tied: list[str]  # tools whose interval overlaps shotbench's (a tie, as far as these trials can tell)
+    threshold: float = THRESHOLD
+    error: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.seconds is None or not self.best_seconds:
+            return None
+        return self.seconds / self.best_seconds
+
+    @property
+    def passed(self) -> bool:
+        r = self.ratio
+        return r is not None and r <= self.threshold
+
+    def line(self) -> str:
+        def iv(v: float, lo: float, hi: float) -> str:
+            return f"{v:.2f} s" + (f" [{lo:.2f}, {hi:.2f}]" if not np.isnan(lo) else " [one trial]")
+
+        head = f"{self.direction:8} {self.test:20} c={self.concurrency:<3}"
+        if self.seconds is None:
+            return f"{head} FAIL  shotbench has no verified trial ({self.error[:80]})"
+        if self.best_seconds is None:
+            return f"{head} PASS  shotbench {iv(self.seconds, self.lo, self.hi)}; no other tool finished this row"
+        tie = f"; tied with {', '.join(self.tied)}" if self.tied else ""
+        return (f"{head} {'PASS' if self.passed else 'FAIL'}  shotbench {iv(self.seconds, self.lo, self.hi)} vs "
+                f"{self.best_tool} {iv(self.best_seconds, self.best_lo, self.best_hi)} = {self.ratio:.2f}×{tie}")
+
+
+def _overlap(a: pd.Series, b: pd.Series) -> bool:
+    if any(np.isnan(x) for x in (a["lo"], a["hi"], b["lo"], b["hi"])):
+        return False
+    return a["lo"] <= b["hi"] and b["lo"] <= a["hi"]
+
+
+def stage_checks(cases: pd.DataFrame, threshold: float = THRESHOLD) -> list[StageCheck]:
+    """Every loopback row shotbench ran: its median time over the fastest other tool's (raw-get,
+    the in-memory ceiling that writes no files, is not a competitor)."""
+    s = summarize(loopback(cases))
+    out = []
+    for (direction, test, conc), g in s.groupby(["direction", "test", "concurrency"], sort=False):
+        me = g[g["tool"] == SELF]
+        if me.empty:
+            continue
+        me = me.iloc[0]
+        rivals = g[(g["tool"] != SELF) & (g["tool"] != BASELINE) & (g["good"] > 0)].sort_values("seconds")
+        if me["good"] == 0:
+            out.append(StageCheck(direction, test, int(conc), None, np.nan, np.nan, "", None, np.nan, np.nan, [],
+                                  threshold, me["error"]))
+            continue
+        tied = [r["tool"] for _, r in rivals.iterrows() if _overlap(me, r)]
+        if rivals.empty:
+            out.append(StageCheck(direction, test, int(conc), float(me["seconds"]), me["lo"], me["hi"], "", None,
+                                  np.nan, np.nan, tied, threshold))
+            continue
+        b = rivals.iloc[0]
+        out.append(StageCheck(direction, test, int(conc), float(me["seconds"]), me["lo"], me["hi"], b["tool"],
+                              float(b["seconds"]), b["lo"], b["hi"], tied, threshold))
+    order = {"upload": 0, "download": 1}
+    return sorted(out, key=lambda c: (order.get(c.direction, 2), c.concurrency, c.test))
+
+
+def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
+    """The pass/fail block `make bench-transfer` prints."""
+    checks = stage_checks(load_cases(run_dir), threshold)
+    if not checks:
+        return "stage threshold: not checked (shotbench was not in this run)"
+    passed = sum(c.passed for c in checks)
+    verdict = "PASS" if passed == len(checks) else "FAIL"
+    head = (f"stage threshold: shotbench ≤ {threshold:.2f}× the fastest other tool's median time on every row "
+            f"(median of verified trials, {int(LEVEL * 100)} % bootstrap interval; raw-get excluded as the ceiling): "
+            f"{verdict} ({passed} of {len(checks)} rows pass)")
+    return "\n".join([head, *("  " + c.line() for c in checks)])
+
+
+# ---------------------------------------------------------------- sync vs async under latency
+
+PAIRS = (("s3fs", "s3fs-async"), ("obstore", "obstore-async"))
+
+
+def latency_summary(cases: pd.DataFrame) -> pd.DataFrame:
+    """summarize() of the tools that have a sync and an async form, every network."""
+    tools = {t for pair in PAIRS for t in pair}
+    s = summarize(cases)
+    return s[s["tool"].isin(tools) & (s["good"] > 0)]
+
+
+def latency_table(cases: pd.DataFrame, direction: str) -> pd.DataFrame:
+    """MB/s, rows = network · test · tool, columns = concurrency (only networks with a sweep)."""
+    s = latency_summary(cases)
+    s = s[s["direction"] == direction]
+    swept = s.groupby(["network", "test"])["concurrency"].nunique()
+    keep = [k for k, n in swept.items() if n > 1 or k[0] != LOOPBACK]  # a one-file row has one level
+    s = s[s.set_index(["network", "test"]).index.isin(keep)]
+    if s.empty:
+        return pd.DataFrame()
+    s = s.assign(row=s["network"] + " · " + s["test"] + " · " + s["tool"], cell=[f"{v:.1f}" for v in s["mb-per-s"]])
+    table = s.pivot(index="row", columns="concurrency", values="cell").fillna("")
+    table = table.reindex(sorted(table.index), columns=sorted(table.columns))
+    table.columns = [f"{c} in flight" for c in table.columns]
+    table.index.name = "Network · test · tool (MB/s)"
+    return table
+
+
+@dataclass
+class AsyncGain:
+    """Async over sync throughput for one library, network, direction, test and concurrency."""
+
+    network: str
+    direction: str
+    library: str
+    test: str
+    concurrency: int
+    ratio: float  # async MB/s / sync MB/s
+
+
+def async_gains(cases: pd.DataFrame) -> list[AsyncGain]:
+    s = latency_summary(cases)
+    out = []
+    for (net, direction, test, conc), g in s.groupby(["network", "direction", "test", "concurrency"]):
+        by = g.set_index("tool")["mb-per-s"]
+        for sync, asy in PAIRS:
+            if sync in by and asy in by and by[sync] > 0:
+                out.append(AsyncGain(net, direction, sync, test, int(conc), float(by[asy] / by[sync])))
+    return out
+
+
+def async_finding(cases: pd.DataFrame, pays: float = 1.10) -> str:
+    """One sentence: per network, the lowest concurrency at which an async form moves ≥ `pays`×
+    its sync form's MB/s, and the largest such gain; or that it never does."""
+    gains = async_gains(cases)
+    if not gains:
+        return "sync vs async: not measured in this run."
+    parts = []
+    for net in sorted({g.network for g in gains}, key=lambda n: (n != LOOPBACK, n)):
+        mine = [g for g in gains if g.network == net]
+        paying = [g for g in mine if g.ratio >= pays]
+        top = max(mine, key=lambda g: g.ratio)
+        if not paying:
+            parts.append(f"on {net} async never pays ≥ {pays:.2f}× (best {top.ratio:.2f}×, {top.library} "
+                         f"{top.direction} {top.test} at {top.concurrency})")
+            continue
+        first = min(g.concurrency for g in paying)
+        at_first = max((g for g in paying if g.concurrency == first), key=lambda g: g.ratio)
+        parts.append(f"on {net} async pays from {first} in flight ({at_first.library} {at_first.direction} "
+                     f"{at_first.test} {at_first.ratio:.2f}×; best {top.ratio:.2f}×, {top.library} {top.direction} "
+                     f"{top.test} at {top.concurrency}; {len(paying)} of {len(mine)} cells ≥ {pays:.2f}×)")
+    return "sync vs async (async MB/s ÷ sync MB/s, same library): " + "; ".join(parts) + "."
+
+
+def latency_text(cases: pd.DataFrame) -> str:
+    parts = []
+    for direction in ("upload", "download"):
+        t = latency_table(cases, direction)
+        if not t.empty:
+            parts.append(f"\n{direction.capitalize()} sync vs async sweep (MB/s, median of verified trials)\n{markdown(t)}")
+    parts.append("\n" + async_finding(cases))
     return "\n".join(parts)

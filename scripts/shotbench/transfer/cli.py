@@ -36,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=int, help="repeats of every case (interleaved)")
     p.add_argument("--seed", type=int, default=0, help="seed for the file contents and the case order")
     p.add_argument("--direction", choices=["both", "upload", "download"], default="both")
+    p.add_argument("--networks", metavar="NAMES",
+                   help="comma-separated networks for the sync-vs-async sweep, from: loopback, s3-same-region, "
+                        "s3-cross-region (default: the profile's); 'none' skips the sweep")
+    p.add_argument("--check", type=Path, metavar="RUN_DIR",
+                   help="check a finished run (or 'latest') against the stage threshold: print pass/fail per row, "
+                        "exit 1 when a row fails")
     p.add_argument("--out", type=Path, help="parent folder of the run folder (default data/transfer)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run (same plan)")
     p.add_argument("--aws-bin", help="use this `aws` executable instead of the cached awscli install")
@@ -62,6 +68,18 @@ def build_plan(args: argparse.Namespace):
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else list(DEFAULT_TOOLS)
     if args.trials is not None and args.trials < 1:
         raise UserError("--trials must be at least 1.")
+    networks = list(prof.latency_networks)
+    if args.networks is not None:
+        networks = [n.strip() for n in args.networks.split(",") if n.strip() and n.strip() != "none"]
+        allowed = ("loopback", "s3-same-region", "s3-cross-region")
+        bad = [n for n in networks if n not in allowed]
+        if bad:
+            raise UserError(f"Unknown network {bad[0]!r} for --networks; use loopback, s3-same-region, "
+                            "s3-cross-region or none.")
+        if networks and args.data:
+            raise UserError("--networks adds latency in front of the embedded server; drop --data or pass --networks none.")
+    elif args.data:
+        networks = []
     return TransferPlan(
         profile=prof.name,
         rows=list(parse_rows(args.rows) if args.rows else prof.rows),
@@ -74,6 +92,11 @@ def build_plan(args: argparse.Namespace):
         # an explicit --concurrency or --rows replaces the profile's partial sweep
         sweep=[] if (args.concurrency or args.rows) else list(prof.sweep),
         sweep_rows=[] if (args.concurrency or args.rows) else list(prof.sweep_rows),
+        latency_networks=networks,
+        latency_tools=[t for t in prof.latency_tools if t in tools],
+        latency_concurrency=list(prof.latency_concurrency),
+        latency_rows=list(prof.latency_rows),
+        latency_trials=prof.latency_trials,
     )
 
 
@@ -96,6 +119,34 @@ def _check_bucket(cfg, loc) -> None:
         raise explain(exc, loc, cfg) from None
     except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
+
+
+@contextlib.contextmanager
+def latency_endpoints(state: Path, upstream_port: int, cfg, names: list[str]) -> Iterator[dict]:
+    """network name -> S3Config reaching the same server through toxiproxy with that profile."""
+    import dataclasses
+
+    from shotbench.processes import terminate
+    from shotbench.store.network import NETWORK_PROFILES, start_proxy
+
+    started = []
+    out = {}
+    try:
+        for name in names:
+            if name == "loopback":
+                continue
+            folder = state / f"net-{name}"
+            folder.mkdir(parents=True, exist_ok=True)
+            profile = NETWORK_PROFILES.get(name)
+            if profile is None:
+                raise UserError(f"'{name}' is not a latency profile; use s3-same-region or s3-cross-region.")
+            proxy = start_proxy(folder, upstream_port, profile, private=True)
+            started.append(proxy.pid)
+            out[name] = dataclasses.replace(cfg, endpoint_url=f"http://127.0.0.1:{proxy.listen_port}")
+        yield out
+    finally:
+        for pid in started:
+            terminate(pid, "toxiproxy")
 
 
 @contextlib.contextmanager
@@ -127,7 +178,8 @@ def s3_target(data: str | None) -> Iterator[tuple]:
             cfg = info.s3config()
             cfg.boto3_client().create_bucket(Bucket=BUCKET)
             server = {"endpoint_url": info.endpoint_url, "region": info.region, "access_key": mask(info.access_key),
-                      "network": info.network, "versitygw": VERSITYGW_VERSION}
+                      "network": info.network, "versitygw": VERSITYGW_VERSION, "upstream_port": info.upstream_port or info.port,
+                      "state": str(state)}
             yield cfg, BUCKET, "", {"location": f"s3://{BUCKET}/", "embedded": True, **cfg.public(), "server": server}
     finally:
         shutil.rmtree(state, ignore_errors=True)
@@ -149,13 +201,15 @@ def install_only(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     from shotbench.provenance import new_run_id
     from shotbench.runs import read_meta
-    from shotbench.transfer.analysis import terminal_summary
+    from shotbench.transfer.analysis import terminal_summary, threshold_text
     from shotbench.transfer.programs import make_tools
     from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
 
     t0 = time.monotonic()
     if args.install_only:
         return install_only(args)
+    if args.check:
+        return check_run(args.check)
     if args.resume:
         run_dir = args.resume.resolve()
         meta_path = run_dir / "run.json"
@@ -182,15 +236,40 @@ def main(args: argparse.Namespace) -> int:
               f"concurrency {plan.concurrency}, {plan.trials} trial(s), {info['location']} -> {run_dir}",
               file=sys.stderr)
         scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=cache_dir() / "transfer"))
+        server = info.get("server") or {}
+        nets = plan.latency_networks if plan.latency_tools else []
         try:
-            ctx = RunContext(run_dir, scratch, files_root, cfg, bucket, prefix, info)
-            run_transfer(ctx, plan, tools, progress=lambda m: print(m, file=sys.stderr, flush=True))
+            with latency_endpoints(Path(server.get("state") or scratch), int(server.get("upstream_port") or 0), cfg,
+                                   nets if server else []) as networks:
+                public = {k: v for k, v in info.items() if k != "server"}
+                if server:
+                    public["server"] = {k: v for k, v in server.items() if k not in ("state", "upstream_port")}
+                ctx = RunContext(run_dir, scratch, files_root, cfg, bucket, prefix, public, networks)
+                run_transfer(ctx, plan, tools, progress=lambda m: print(m, file=sys.stderr, flush=True))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     print(terminal_summary(run_dir))
+    print(threshold_text(run_dir))
     if args.data:
         print(f"\nThe download sources stay under {info['location']}src/ for the next run; "
               f"remove them with `aws s3 rm --recursive {info['location']}`.")
     print(f"\nrun folder: {run_dir}  (wall time {time.monotonic() - t0:.0f} s; "
           "render with `shotbench report --latest-transfer`)")
     return 0
+
+
+def check_run(run_dir: Path) -> int:
+    """`--check RUN_DIR|latest`: the stage threshold on a finished run; 1 when a row fails it."""
+    from shotbench.runs import latest_run
+    from shotbench.transfer.analysis import load_cases, stage_checks, threshold_text
+
+    if str(run_dir) == "latest":
+        found = latest_run(transfer_runs_dir(), "transfer")
+        if found is None:
+            raise UserError("there is no transfer run to check yet; run `make bench-transfer` first.")
+        run_dir = found
+    if not (run_dir / "cases.csv").is_file():
+        raise UserError(f"{run_dir} holds no cases.csv; pass a data/transfer/<run-id> folder to --check.")
+    print(threshold_text(run_dir))
+    checks = stage_checks(load_cases(run_dir))
+    return 0 if checks and all(c.passed for c in checks) else 1

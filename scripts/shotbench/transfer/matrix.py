@@ -87,20 +87,34 @@ class Profile:
     note: str = ""
     sweep: tuple[int, ...] = ()  # extra concurrencies, run on sweep_rows only
     sweep_rows: tuple[Row, ...] = ()
+    # sync vs async under latency (store/network.py profiles; "loopback" is the server reached directly)
+    latency_networks: tuple[str, ...] = ()
+    latency_tools: tuple[str, ...] = ()
+    latency_concurrency: tuple[int, ...] = ()
+    latency_rows: tuple[Row, ...] = ()
+    latency_trials: int = 1
 
 
 TRANSFER_PROFILES: dict[str, Profile] = {
-    # Scaled so every tool finishes inside 15 minutes on a 2-core machine against the
-    # embedded server: the 1000 x 1 MiB row the seeds compare on, plus a 256 MiB family,
-    # and a thread sweep on the row where concurrency matters most (many small files).
+    # Scaled to fit 15 minutes on a busy 2-core machine against the embedded server, three
+    # interleaved trials: a 1 MiB family at 4, 16 and 64 in flight, and 16 MiB and 256 MiB
+    # files at 16. Then the sync-vs-async sweep (s3fs and obstore, each blocking and asyncio)
+    # under two latency profiles, one trial: 1, 4, 16, 64 in flight x 1, 16, 256 MiB files.
+    # The seeds' 1000 x 1 MiB row is in `medium`.
     "quick": Profile(
         name="quick",
-        rows=(Row(1000, 1 * MiB), Row(256, 1 * MiB), Row(16, 16 * MiB), Row(1, 256 * MiB)),
+        rows=(Row(128, 1 * MiB), Row(16, 16 * MiB), Row(1, 256 * MiB)),
         concurrency=(16,),
-        trials=1,
-        note="scaled down for a 2-core machine: 1000x1MiB plus a 256 MiB family; 4/64-thread sweep on 128x1MiB",
+        trials=3,
+        note="scaled down for a busy 2-core machine: 256 MiB rows at 16 in flight, 128 x 1 MiB also at 4 and 64; "
+             "sync-vs-async sweep under s3-same-region and s3-cross-region, one trial",
         sweep=(4, 64),
         sweep_rows=(Row(128, 1 * MiB),),
+        latency_networks=("s3-same-region", "s3-cross-region"),
+        latency_tools=("s3fs", "s3fs-async", "obstore", "obstore-async"),
+        latency_concurrency=(1, 4, 16, 64),
+        latency_rows=(Row(32, 1 * MiB), Row(8, 16 * MiB), Row(1, 256 * MiB)),
+        latency_trials=1,
     ),
     # The seed's 1 GiB family with a thread sweep and three trials.
     "medium": Profile(

@@ -5,6 +5,7 @@ appended to the run folder (shotbench.runs) the moment it exists, so an interrup
 
 from __future__ import annotations
 
+import os
 import platform
 import random
 import shutil
@@ -23,7 +24,7 @@ from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
 from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed
 
 CASE_COLUMNS = [
-    "run-id", "case-id", "trial", "order", "direction", "tool", "mode", "concurrency", "test",
+    "run-id", "case-id", "trial", "order", "direction", "tool", "mode", "network", "concurrency", "test",
     "file-count", "file-size", "total-bytes", "seconds", "mb-per-s", "files-ok", "error", "started", "finished",
 ]
 TRANSFER_COLUMNS = [
@@ -41,18 +42,23 @@ RUN_KIND = RunKind("transfer", CASE_COLUMNS, TRANSFER_COLUMNS, key=case_trial)
 PYTHON_PACKAGES = ("boto3", "botocore", "s3transfer", "s3fs", "aiobotocore", "fsspec", "obstore", "awscrt", "numpy")
 
 
+LOOPBACK = "loopback"  # the embedded server reached directly: no added latency
+
+
 @dataclass(frozen=True)
 class Case:
-    """One cell of the table before trials: a tool moving one row in one direction."""
+    """One cell of the table before trials: a tool moving one row in one direction, over one network."""
 
     direction: str
     tool: str
     concurrency: int
     row: Row
+    network: str = LOOPBACK
 
     @property
     def case_id(self) -> str:
-        return f"{self.direction}-{self.tool}-c{self.concurrency}-{self.row.key}"
+        net = "" if self.network == LOOPBACK else f"-{self.network}"
+        return f"{self.direction}-{self.tool}-c{self.concurrency}-{self.row.key}{net}"
 
 
 @dataclass
@@ -69,19 +75,39 @@ class TransferPlan:
     directions: list[str] = field(default_factory=lambda: ["upload", "download"])
     sweep: list[int] = field(default_factory=list)  # extra concurrencies, on sweep_rows only
     sweep_rows: list[Row] = field(default_factory=list)
+    # sync vs async under latency: these tools x concurrencies x rows, over each named network
+    latency_networks: list[str] = field(default_factory=list)
+    latency_tools: list[str] = field(default_factory=list)
+    latency_concurrency: list[int] = field(default_factory=list)
+    latency_rows: list[Row] = field(default_factory=list)
+    latency_trials: int = 1
+
+    def all_rows(self) -> list[Row]:
+        return list(dict.fromkeys([*self.rows, *self.sweep_rows, *self.latency_rows]))
 
     def to_json(self) -> dict:
         d = asdict(self)
-        for k in ("rows", "sweep_rows"):
+        for k in ("rows", "sweep_rows", "latency_rows"):
             d[k] = [{"count": r.count, "size": r.size, "label": r.label} for r in getattr(self, k)]
         return d
 
     @classmethod
     def from_json(cls, d: dict) -> TransferPlan:
         d = dict(d)
-        for k in ("rows", "sweep_rows"):
+        for k in ("rows", "sweep_rows", "latency_rows"):
             d[k] = [Row(r["count"], r["size"]) for r in d.get(k, [])]
         return cls(**d)
+
+
+def effective_concurrency(levels: list[int], count: int) -> list[int]:
+    """The levels that differ for a row of `count` files: the sync and async forms move one file
+    per request, so every level at or above the file count is the same case; the first is kept."""
+    out = []
+    for c in sorted(levels):
+        out.append(c)
+        if c >= count:
+            break
+    return out
 
 
 def plan_cases(plan: TransferPlan, tools: list[Tool]) -> list[Case]:
@@ -98,16 +124,31 @@ def plan_cases(plan: TransferPlan, tools: list[Tool]) -> list[Case]:
                     continue
                 for row in plan.sweep_rows:
                     cases.append(Case(direction, tool.name, conc, row))
+            if tool.name not in plan.latency_tools:
+                continue
+            for net in plan.latency_networks:
+                for row in plan.latency_rows:
+                    for conc in effective_concurrency(plan.latency_concurrency, row.count):
+                        case = Case(direction, tool.name, conc, row, net)
+                        if case not in cases:
+                            cases.append(case)
     return cases
 
 
-def case_order(cases: list[Case], trials: int, seed: int) -> list[tuple[int, Case]]:
+def case_order(cases: list[Case], trials: int, seed: int, latency_trials: int | None = None) -> list[tuple[int, Case]]:
     """(trial, case): each trial runs every case once, in its own seeded shuffle (runs.interleave).
 
     The per-trial seed `seed * 1000 + trial` is the one this benchmark has always used, so a seed
-    gives the same order as in earlier runs.
+    gives the same order as in earlier runs. Cases over a latency network (the sync-vs-async
+    sweep) run `latency_trials` times, after the main matrix, shuffled among themselves.
     """
-    return interleave(cases, range(trials), lambda trial: random.Random(seed * 1000 + trial))
+    main = [c for c in cases if c.network == LOOPBACK]
+    sweep = [c for c in cases if c.network != LOOPBACK]
+    order = interleave(main, range(trials), lambda trial: random.Random(seed * 1000 + trial))
+    if sweep:
+        n = trials if latency_trials is None else latency_trials
+        order += interleave(sweep, range(n), lambda trial: random.Random(seed * 1000 + 500 + trial))
+    return order
 
 
 def package_versions() -> dict[str, str | None]:
@@ -150,8 +191,9 @@ def seed_source(cfg: S3Config, target: Target, files: list[FileSpec]) -> None:
 
 def check_disk(plan: TransferPlan, folder: Path) -> None:
     """Test files + the server's copies + one download must fit; say so before starting."""
-    largest = max(r.total for r in plan.rows)
-    need = sum(r.total for r in plan.rows) * 2 + largest * 2 + (1 << 30)
+    rows = plan.all_rows()
+    largest = max(r.total for r in rows)
+    need = sum(r.total for r in rows) * 2 + largest * 2 + (1 << 30)
     folder.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(folder).free
     if free < need:
@@ -172,13 +214,18 @@ class RunContext:
     bucket: str
     base_prefix: str  # ends with '/' or is ''
     data_info: dict
+    networks: dict[str, S3Config] = field(default_factory=dict)  # the same server over a named network
+
+    def cfg_for(self, network: str) -> S3Config:
+        return self.cfg if network == LOOPBACK else self.networks[network]
 
 
 def _case_result(case: Case, seconds: float | None, error: str, checks: list[verify.FileCheck]) -> dict:
     ok = sum(c.ok for c in checks)
     mbps = (case.row.total / 1e6 / seconds) if seconds and not error else None
     return {
-        "direction": case.direction, "tool": case.tool, "concurrency": case.concurrency, "test": case.row.label,
+        "direction": case.direction, "tool": case.tool, "network": case.network, "concurrency": case.concurrency,
+        "test": case.row.label,
         "file-count": case.row.count, "file-size": case.row.size, "total-bytes": case.row.total,
         "seconds": f"{seconds:.4f}" if seconds is not None and not error else "",
         "mb-per-s": f"{mbps:.2f}" if mbps else "", "files-ok": ok, "error": error,
@@ -188,7 +235,7 @@ def _case_result(case: Case, seconds: float | None, error: str, checks: list[ver
 def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[FileSpec], src_target: Target,
              unavailable: str | None) -> tuple[dict, list[dict]]:
     """Run one (case, trial): time the tool, then verify; any failure becomes the error cell."""
-    cfg = ctx.cfg
+    cfg = ctx.cfg_for(case.network)
     if unavailable:
         res = _case_result(case, None, unavailable, [])
         return res, []
@@ -205,11 +252,11 @@ def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[Fi
         except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash of the run
             error = _one_line(exc, cfg)
         try:
-            checks = verify.verify_sizes(files, list_sizes(cfg, target.bucket, target.prefix))
+            checks = verify.verify_sizes(files, list_sizes(ctx.cfg, target.bucket, target.prefix))
         except Exception as exc:  # noqa: BLE001 - the store could not even list what was uploaded
             checks, error = [], error or f"verification failed: {_one_line(exc, cfg)}"
         try:
-            delete_prefix(cfg, target.bucket, target.prefix)
+            delete_prefix(ctx.cfg, target.bucket, target.prefix)
         except Exception:  # noqa: BLE001 - leftovers under a per-case prefix do not affect later cases
             pass
     else:
@@ -266,6 +313,7 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
                            "status": reasons[t.name] or "ok", "how": t.describe} for t in tools},
         "versions": {"packages": package_versions()}, "machine": {**machine_info(), "python": platform.python_version()}, "git_commit": git_commit(),
         "data": ctx.data_info,
+        "load": {"start": old.get("load", {}).get("start") or list(os.getloadavg()), "end": None},
         "notes": [
             "MB/s uses 1 MB = 10^6 bytes; seconds are the tool's wall time, client start-up included, "
             "verification excluded",
@@ -282,11 +330,11 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
         if reasons[t.name]:
             progress(f"{t.name}: {reasons[t.name]}")
 
-    order = case_order(plan_cases(plan, tools), plan.trials, plan.seed)
+    order = case_order(plan_cases(plan, tools), plan.trials, plan.seed, plan.latency_trials)
     by_name = {t.name: t for t in tools}
     files: dict[Row, list[FileSpec]] = {}
     sources: dict[Row, Target] = {}
-    for row in dict.fromkeys([*plan.rows, *plan.sweep_rows]):
+    for row in plan.all_rows():
         t_row = time.perf_counter()
         files[row] = ensure_files(row, ctx.files_root, plan.seed)
         sources[row] = Target(ctx.bucket, f"{ctx.base_prefix}src/{row.key}-s{plan.seed}/")
@@ -306,13 +354,15 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
                                {**common, "order": i, "mode": by_name[case.tool].mode, "started": started,
                                 "finished": utc_iso(), **res})
             cell = f"{float(res['seconds']):8.2f} s {res['mb-per-s']:>8} MB/s" if res["seconds"] else f"error: {res['error'][:90]}"
+            net = "" if case.network == LOOPBACK else f" {case.network}"
             progress(f"[{i + 1}/{len(order)}] {case.direction:8} {case.tool:22} c={case.concurrency:<3} "
-                     f"{case.row.label:20} {cell}")
+                     f"{case.row.label:20}{net} {cell}")
         meta["status"] = "finished"
     except KeyboardInterrupt:
         meta["status"] = "interrupted"
         raise
     finally:
         meta["finished"] = utc_iso()
+        meta["load"]["end"] = list(os.getloadavg())
         folder.write_meta(meta)
     return ctx.run_dir

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from shotbench.errors import UserError
 from shotbench.transfer.programs.base import Outcome, Target, Tool, ToolFailed, _pkg_version
-from shotbench.transfer.programs.boto import Boto3TransferManager, Boto3UploadFile, RawGet, Shotbench
+from shotbench.transfer.programs.boto import Boto3TransferManager, Boto3Tuned, Boto3UploadFile, RawGet, Shotbench
 from shotbench.transfer.programs.crt import AwsCrt
 from shotbench.transfer.programs.external import (
     AWSCLI_VERSION,
@@ -31,7 +31,7 @@ __all__ = [
 
 TOOL_CLASSES: dict[str, type[Tool]] = {
     cls.name: cls
-    for cls in (AwsS3Sync, AwsS3Cp, S5cmd, Boto3UploadFile, Boto3TransferManager, S3fsSync, S3fsAsync,
+    for cls in (AwsS3Sync, AwsS3Cp, S5cmd, Boto3UploadFile, Boto3TransferManager, Boto3Tuned, S3fsSync, S3fsAsync,
                 ObstoreSync, ObstoreAsync, AwsCrt, Shotbench, RawGet)
 }
 DEFAULT_TOOLS: tuple[str, ...] = (
