@@ -197,53 +197,6 @@ def _rank(palette: dict[str, str], name: str) -> tuple[int, int]:
     return (families.index(fam) if fam in families else len(families), order.index(name) if name in order else len(order))
 
 
-def _box_legend(plot: Any, element: hv.Overlay) -> None:
-    """Hook: one legend entry per series of boxes (HoloViews draws BoxWhisker without one)."""
-    from bokeh.models import Legend, LegendItem
-
-    items = []
-    for sub in plot.subplots.values():
-        renderers = [v for k, v in sub.handles.items() if k.startswith("vbar") and k.endswith("glyph_renderer")]
-        if renderers:
-            items.append(LegendItem(label=str(sub.current_frame.label), renderers=renderers))
-    order = {str(el.label): i for i, el in enumerate(element)}
-    items.sort(key=lambda item: order.get(item.label.value, len(order)))
-    if items:
-        plot.state.add_layout(Legend(items=items, title="series", click_policy="hide"), "right")
-
-
-def box_plot(workers: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
-    """Per-worker mean object read time by page buffer and workers, one box per series."""
-    use_bokeh()
-    df = workers.loc[workers["obj-type"] == mode, ["series", "pb-size", "num-workers", "mean-obj-time"]].dropna()
-    df["series"] = df["series"].astype(str)
-    df = df.assign(**{"page buffer": df["pb-size"].map(pb_label)}).sort_values(["pb-size", "num-workers"], kind="stable")
-    unit = "signal" if mode == "signals" else "shot file"
-    kdims = [hv.Dimension("page buffer"), hv.Dimension("num-workers", label="Dask workers"), hv.Dimension("series")]
-    vdim = hv.Dimension("mean-obj-time", label=f"Worker mean {unit} read time [s]")
-    boxes = [
-        hv.BoxWhisker(part, kdims, vdim, label=name).opts(
-            box_fill_color=palette.get(name, PALETTE[0]), box_alpha=0.8, outlier_radius=0.004
-        )
-        for name, part in sorted(df.groupby("series", sort=False), key=lambda g: _rank(palette, g[0]))
-    ]
-    return hv.Overlay(boxes).opts(
-        hv.opts.Overlay(
-            title=f"{MODE_TITLES.get(mode, mode)}: worker mean read time",
-            xlabel="Page buffer, Dask workers, series",
-            ylabel=vdim.label,
-            # room for the legend to the right inside the report's ~1,250 px output column
-            width=max(WIDTH * 2 - 200, 24 * df.groupby(["pb-size", "num-workers", "series"]).ngroups) + 140,
-            height=HEIGHT + 60,
-            show_grid=True,
-            show_legend=False,
-            xrotation=90,
-            toolbar="right",
-            hooks=[_box_legend],
-        )
-    )
-
-
 def metric_plot(metrics: pd.DataFrame, mode: str, column: str, ylabel: str, title: str, palette: dict[str, str], one_line: bool = False) -> hv.Overlay | None:
     """Any per-case metric (raw-GET ratio, GETs, MB, efficiency) vs workers; None if absent."""
     use_bokeh()
