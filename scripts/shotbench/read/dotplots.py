@@ -18,6 +18,7 @@ from bokeh.plotting import figure
 MAX_WIDTH = 1100  # the report's output column at a 1280 px window
 ROW_PX = 22
 FRAME_PX = 95  # title, x axis and its label
+MIN_HEIGHT = 220  # a figure of two or three rows still reads as a figure
 NEUTRAL = "grey"  # reference lines (y = 1)
 MARKERS = ("circle", "square", "triangle", "diamond", "inverted_triangle", "hex")
 SYMBOLS = ("●", "■", "▲", "◆", "▼", "⬢")  # the same markers, in an axis title
@@ -42,7 +43,7 @@ def short(name: str) -> str:
 
 
 def _figure(names: list[str], title: str, xlabel: str) -> figure:
-    height = FRAME_PX + ROW_PX * len(names)
+    height = max(MIN_HEIGHT, FRAME_PX + ROW_PX * len(names))
     p = figure(y_range=FactorRange(*names), width=MAX_WIDTH, height=height, title=title,
                x_axis_label=xlabel, y_axis_label="Backend configuration", toolbar_location="right",
                tools="save,reset")

@@ -6,7 +6,7 @@ with the transfer report; the read notebooks and tests reach them through this m
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import holoviews as hv
 import pandas as pd
@@ -80,8 +80,9 @@ def _legend_order(groups: Any, palette: dict[str, str]) -> list[tuple[tuple[Any,
     return sorted(groups, key=key)
 
 
-def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover: list[str]) -> hv.Overlay:
-    """Line + scatter per line name, coloured by series."""
+def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover: list[str],
+           names: Callable[[str], str] = str) -> hv.Overlay:
+    """Line + scatter per line name (as `names` writes it in the legend), coloured by series."""
     df = df.assign(line=_line_name(df))
     styles = _pb_styles(df)
     ydim = hv.Dimension(y, label=ylabel)
@@ -91,9 +92,9 @@ def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover
         color = palette.get(series, PALETTE[0])
         dash, marker = styles[int(pb)]
         vdims = [ydim] + [c for c in hover if c != y]
-        layers.append(hv.Curve(part, WORKERS, vdims, label=str(name)).opts(color=color, line_width=2, line_dash=dash))
+        layers.append(hv.Curve(part, WORKERS, vdims, label=names(str(name))).opts(color=color, line_width=2, line_dash=dash))
         layers.append(
-            hv.Scatter(part, WORKERS, vdims, label=str(name)).opts(color=color, size=7, marker=marker, tools=["hover"])
+            hv.Scatter(part, WORKERS, vdims, label=names(str(name))).opts(color=color, size=7, marker=marker, tools=["hover"])
         )
     return hv.Overlay(layers)
 
@@ -166,16 +167,16 @@ def ratio_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Ov
     return overlay.opts(hv.opts.Overlay(ylim=(0, ymax)))
 
 
-def runtime_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
-    """Total runtime (median over trials) vs workers."""
+def runtime_plot(table: pd.DataFrame, mode: str, palette: dict[str, str], names: Callable[[str], str] = str) -> hv.Overlay:
+    """Total runtime (median over trials) vs workers; `names` shortens the legend's series names."""
     use_bokeh()
     df = table[table["obj-type"] == mode]
-    lines = _lines(df, "total-runtime", "Total runtime [s]", palette, ["norm-tot-runtime", "trials"])
+    lines = _lines(df, "total-runtime", "Total runtime [s]", palette, ["norm-tot-runtime", "trials"], names)
     first = df[(df["series"] == df["series"].iloc[0]) & (df["pb-size"] == df["pb-size"].iloc[0])].sort_values("num-workers")
     w0, t0 = int(first["num-workers"].iloc[0]), float(first["total-runtime"].iloc[0])
     ws = sorted(set(df["num-workers"]) | {w0})
     ideal = pd.DataFrame({"num-workers": ws, "total-runtime": [t0 * w0 / w for w in ws]})
-    ref = hv.Curve(ideal, WORKERS, "total-runtime", label=f"linear scaling of {first['series'].iloc[0]}").opts(
+    ref = hv.Curve(ideal, WORKERS, "total-runtime", label=f"linear scaling of {names(str(first['series'].iloc[0]))}").opts(
         color="grey", line_dash="dashed", line_width=1
     )
     return _frame(ref * lines, f"{MODE_TITLES.get(mode, mode)}: total runtime", "Total runtime [s]", int(df["num-workers"].max()))

@@ -157,7 +157,7 @@ def _scaling(ds: analysis.Dataset, table: pd.DataFrame, sentences: list[str], pa
         return None
     figs = []
     for mode in analysis.modes(ds):
-        fig = plots.runtime_plot(table, mode, palette)
+        fig = plots.runtime_plot(table, mode, palette, dotplots.short)
         lines = len({el.label for el in fig if el.label})
         # legend on the right: a page-wide figure, as tall as its legend (below, it doubled the height)
         figs.append(fig.opts(hv.opts.Overlay(legend_position="right", width=dotplots.MAX_WIDTH,
@@ -177,6 +177,16 @@ def why(ds: analysis.Dataset, choice: pd.DataFrame, table: pd.DataFrame, ratios:
     return [p for p in parts if p is not None]
 
 
+def _span(start: object, end: object) -> str:
+    """"2026-11-23 17:32–17:35" from two ISO times (whatever is there, when they do not parse)."""
+    try:
+        a, b = pd.Timestamp(str(start)), pd.Timestamp(str(end))
+    except ValueError:
+        return " – ".join(str(x) for x in (start, end) if x) or "—"
+    tail = b.strftime("%H:%M") if a.date() == b.date() else b.strftime("%Y-%m-%d %H:%M")
+    return f"{a.strftime('%Y-%m-%d %H:%M')}–{tail}"
+
+
 def measured(ds: analysis.Dataset) -> pd.DataFrame:
     """One row per input run: where, on what, with which profile, network and trials."""
     rows = []
@@ -190,7 +200,7 @@ def measured(ds: analysis.Dataset) -> pd.DataFrame:
         rows.append({
             "label": inp.label,
             "run": run.get("run_id") or inp.path.name,
-            "when (UTC)": " – ".join(str(x) for x in (run.get("started"), run.get("finished")) if x) or "—",
+            "when (UTC)": _span(run.get("started"), run.get("finished")),
             "profile": bench.get("profile") or config.get("profile") or "—",
             "network profile": config.get("network") or data.get("network") or "—",
             "TLS": {True: "https", False: "http"}.get(config.get("tls"), "—"),
