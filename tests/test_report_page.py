@@ -128,3 +128,22 @@ def test_index_lists_every_run_with_its_answer(tmp_path: Path, monkeypatch: pyte
     assert f'href="{RUN_ID}/ros3-backends.html"' in index and f'href="{RUN_ID}/multi-shot.html"' in index
     assert decision.one_line(table) in index
     assert other in index and "not rendered" in index
+
+
+def test_a_notebook_run_by_hand_writes_under_reports_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JupyterLab runs the notebooks with their own defaults: their tables go to reports/lab/ (which
+    git ignores), never into notebooks/."""
+    import nbformat
+
+    from shotbench.reports.page import output_dir
+
+    monkeypatch.setenv("SHOTBENCH_ROOT", str(tmp_path))
+    for name in ("ros3-backends", "multi-shot", "transfer"):
+        nb = nbformat.read(str(ROOT / "notebooks" / f"{name}.ipynb"), as_version=4)
+        (params,) = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+        defaults: dict = {}
+        exec(params.source, defaults)  # noqa: S102  the notebook's own parameters cell
+        assert output_dir(defaults["output_dir"]) == tmp_path / "reports" / "lab", name
+        assert "report_output_dir(output_dir)" in "".join(c.source for c in nb.cells), name
+    assert output_dir(str(tmp_path / "given")) == tmp_path / "given"
+    assert "/reports/" in (ROOT / ".gitignore").read_text().splitlines()
