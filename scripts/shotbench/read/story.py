@@ -103,7 +103,8 @@ def _speed(ds: analysis.Dataset, ratios: pd.DataFrame, sentences: list[str], pal
             low="ci-low", high="ci-high", reference=1.0, descending=True))
     if not sentences:
         sentences = [f"No backend differs from {ref} with a 95 % CI that excludes 1: repeat the run with more trials."]
-    return Finding(f"How each backend compares with {ref}", sentences, [f for f in figs if f is not None])
+    return Finding(f"How the backends compare with each other (figure: speed relative to {ref})", sentences,
+                   [f for f in figs if f is not None])
 
 
 def _limit(ds: analysis.Dataset, choice: pd.DataFrame, palette: dict[str, str]) -> Finding | None:

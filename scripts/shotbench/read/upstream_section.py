@@ -19,8 +19,11 @@ MODES = ("shots", "signals")
 def _study_ratios() -> dict[str, float]:
     """Median of new ÷ old total runtime per mode over the (page buffer, workers) both ran."""
     base = data_dir() / "fixtures" / "mdsplusbench"
-    old = pd.read_csv(base / "single-shot-ec2-s3.csv.gz").groupby(KEYS)["total-runtime"].median()
-    new = pd.read_csv(base / "single-shot-ec2-s3-libaws.csv.gz").groupby(KEYS)["total-runtime"].median()
+    try:
+        old = pd.read_csv(base / "single-shot-ec2-s3.csv.gz").groupby(KEYS)["total-runtime"].median()
+        new = pd.read_csv(base / "single-shot-ec2-s3-libaws.csv.gz").groupby(KEYS)["total-runtime"].median()
+    except OSError:  # a checkout without the fixtures: nothing to compare with
+        return {}
     ratio = (new / old).dropna()
     return {m: float(ratio.xs(m).median()) for m in MODES if m in ratio.index.get_level_values(0)}
 
@@ -51,6 +54,8 @@ def _direction(ratio: float) -> str:
 def upstream_section(run_dir: pathlib.Path) -> str:
     """Markdown: the study's 2.x ÷ 1.14 median runtime ratio per mode beside this run's, with directions."""
     study = _study_ratios()
+    if not study:
+        return "The upstream study's CSVs (data/fixtures/mdsplusbench) are not in this checkout; restore them from git to compare."
     here = _run_ratios(pathlib.Path(run_dir))
     lines = ["| access pattern (median 2.x ÷ 1.14 runtime) | upstream study (2.0-dev ÷ 1.14, EC2) | "
              + " | ".join(f"this run ({b} ÷ ros3-1.14)" for b in here) + " |",
