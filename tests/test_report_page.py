@@ -147,3 +147,13 @@ def test_a_notebook_run_by_hand_writes_under_reports_lab(tmp_path: Path, monkeyp
         assert "report_output_dir(output_dir)" in "".join(c.source for c in nb.cells), name
     assert output_dir(str(tmp_path / "given")) == tmp_path / "given"
     assert "/reports/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_readme_opens_with_the_published_answer_and_its_screenshot() -> None:
+    """The README's first screen: the question, the two commands, the answer, the screenshot (committed)."""
+    import re
+
+    top = "\n".join((ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:25])
+    assert "make bench-ros3" in top and "make test" in top and "published answer" in top
+    shots = re.findall(r"\]\((data/screenshots/[^)]+\.png)\)", top)
+    assert shots and all((ROOT / s).is_file() for s in shots), shots
