@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import holoviews as hv
 import pandas as pd
 
+from shotbench.paths import repo_root
 from shotbench.read import analysis, decision, dotplots, plots
 
 MODE_SHORT = {"shots": "one shot file", "signals": "all shot files, signal by signal"}
@@ -188,6 +190,24 @@ def _span(start: object, end: object) -> str:
     return f"{a.strftime('%Y-%m-%d %H:%M')}–{tail}"
 
 
+def shown_path(path: object) -> str:
+    """A path as a published page shows it: relative to the checkout when inside it."""
+    try:
+        return Path(str(path)).resolve().relative_to(repo_root()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _one_label(frame: pd.DataFrame) -> pd.DataFrame:
+    """Drop the label column when every row has the same one (a report of one run)."""
+    return frame.drop(columns="label") if "label" in frame and frame["label"].nunique() <= 1 else frame
+
+
+def inputs(ds: analysis.Dataset) -> pd.DataFrame:
+    """What was loaded, paths relative to the checkout."""
+    return analysis.inputs_table(ds).assign(path=lambda d: d["path"].map(shown_path))
+
+
 def measured(ds: analysis.Dataset) -> pd.DataFrame:
     """One row per input run: where, on what, with which profile, network and trials."""
     rows = []
@@ -214,7 +234,8 @@ def measured(ds: analysis.Dataset) -> pd.DataFrame:
             "instance": machine.get("instance_type") or "—",
             "platform": machine.get("platform") or "—",
         })
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    return frame.drop(columns="label") if len(frame) == 1 and frame["label"].iloc[0] == frame["run"].iloc[0] else frame
 
 
 def builds(ds: analysis.Dataset) -> pd.DataFrame:
@@ -225,5 +246,5 @@ def builds(ds: analysis.Dataset) -> pd.DataFrame:
             v = v or {}
             rows.append({"label": label, "backend": name, "libhdf5": v.get("hdf5") or "—", "h5py": v.get("h5py") or "—",
                          "Python": v.get("python") or "—", "environment": v.get("env") or "—"})
-    return pd.DataFrame(rows)
+    return _one_label(pd.DataFrame(rows))
 
