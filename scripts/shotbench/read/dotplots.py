@@ -20,8 +20,8 @@ ROW_PX = 22
 FRAME_PX = 95  # title, x axis and its label
 MIN_HEIGHT = 220  # a figure of two or three rows still reads as a figure
 NEUTRAL = "grey"  # reference lines (y = 1)
-MARKERS = ("circle", "square", "triangle", "diamond", "inverted_triangle", "hex")
-SYMBOLS = ("●", "■", "▲", "◆", "▼", "⬢")  # the same markers, in an axis title
+MARKERS = ("circle", "square", "triangle", "diamond", "inverted_triangle", "hex", "star", "plus")
+SYMBOLS = ("●", "■", "▲", "◆", "▼", "⬢", "★", "✚")  # the same markers, in an axis title
 # long effective-settings names, shortened for an axis label (the tables keep them whole)
 SHORTER = ((re.compile(r" \(asked [^)]*\)"), ""), (re.compile(r" \(paged file: first block only\)"), ""),
            (re.compile(r"page buffer "), "pb "), (re.compile(r"block cache (\S+ \S+) in (\S+ \S+) blocks"), r"block cache \1/\2"))
@@ -73,7 +73,8 @@ def interval_plot(
     key = "  ".join(f"{SYMBOLS[i % len(SYMBOLS)]} {w} worker{'s' if w != 1 else ''}" for i, w in enumerate(workers))
     p = _figure(names, title, f"{xlabel}   {key}")
     # worker counts side by side within a row, so their intervals never hide each other
-    offsets = {w: (i - (len(workers) - 1) / 2) * 0.22 for i, w in enumerate(workers)}
+    step = min(0.22, 0.8 / len(workers))  # all of a row's worker counts within its band
+    offsets = {w: (i - (len(workers) - 1) / 2) * step for i, w in enumerate(workers)}
     for s in series:
         part = rows[rows["series"].astype(str) == s]
         color = palette.get(s, FALLBACK)
