@@ -157,3 +157,24 @@ def test_readme_opens_with_the_published_answer_and_its_screenshot() -> None:
     assert "make bench-ros3" in top and "make test" in top and "published answer" in top
     shots = re.findall(r"\]\((data/screenshots/[^)]+\.png)\)", top)
     assert shots and all((ROOT / s).is_file() for s in shots), shots
+
+
+def test_ranked_figures_put_the_best_on_top_in_each_series_colour() -> None:
+    import pandas as pd
+
+    from shotbench.read import dotplots, plots
+    from shotbench.reports.htmlcheck import figures, legend_problems
+
+    rows = pd.DataFrame({"name": ["slow", "fast", "mid"] * 2, "series": ["slow", "fast", "mid"] * 2,
+                         "num-workers": [1, 1, 1, 2, 2, 2], "runtime": [3.0, 1.0, 2.0, 2.5, 0.8, 1.9]})
+    palette = plots.colors(["fast", "mid", "slow"])
+    fig = dotplots.interval_plot(rows, "runtime", "t", "Runtime [s]", palette)
+    assert list(fig.y_range.factors)[::-1] == ["fast", "mid", "slow"]  # top to bottom
+    html = plots.show(fig).text
+    (info,) = figures(html)
+    assert info.series_colors == set(palette.values()) and info.rotated == [] and legend_problems(html) == []
+    assert "● 1 worker" in info.xlabel and "■ 2 workers" in info.xlabel
+    bars = dotplots.bar_plot(rows[rows["num-workers"] == 1], "runtime", "t", "Runtime [s]", palette)
+    assert list(bars.y_range.factors)[::-1] == ["fast", "mid", "slow"]
+    long = "ros3-2.2 · page buffer 264 MB (asked 256 MiB), block cache 128 MiB in 16 MiB blocks (paged file: first block only)"
+    assert dotplots.short(long) == "ros3-2.2 · pb 264 MB, block cache 128 MiB/16 MiB"
