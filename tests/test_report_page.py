@@ -15,13 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from golden import ROOT, RUN_FIXTURE as RUN
+from golden import ROOT
+from golden import RUN_FIXTURE as RUN
 from shotbench.cli import main
 
 RUN_ID = "20261122T000000Z-fixture"
 # the main page's sections, in the order a reader needs them
-SECTIONS = ["The answer", "The decision", "Why", "How this compares with the upstream study",
-            "What was measured", "Appendix: every raw table"]
+SECTIONS = [
+    "The answer",
+    "The decision",
+    "Why",
+    "How this compares with the upstream study",
+    "What was measured",
+    "Appendix: every raw table",
+]
 WIDTH = 1280
 FIRST_SCREEN = 1000  # px: the answer and the decision table are seen without scrolling
 MAIN_PAGE = 8000  # px: everything above the appendix
@@ -44,8 +51,20 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = checkout(root, {RUN_ID: RUN})
     out = tmp_path_factory.mktemp("elsewhere") / "report"
     done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "report", "--run", str(root / "data" / "runs" / RUN_ID), "--output", str(out)],
-        capture_output=True, text=True, timeout=900, env=env,
+        [
+            sys.executable,
+            "-m",
+            "shotbench.cli",
+            "report",
+            "--run",
+            str(root / "data" / "runs" / RUN_ID),
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     assert not (root / "reports").exists()  # --output is where it went, and nowhere else
@@ -67,9 +86,9 @@ def test_sections_come_in_order_and_code_is_hidden(rendered: Path) -> None:
     assert -1 not in at, dict(zip(SECTIONS, at))
     assert at == sorted(at)
     assert "highlight hl-ipython3" not in html and "inputs = " not in html  # not even the parameters cell
-    why = html[at[2]:at[3]]
+    why = html[at[2] : at[3]]
     assert 3 <= why.count("<h3") <= 6  # the findings, each under its own heading
-    appendix = html[at[-1]:]
+    appendix = html[at[-1] :]
     assert appendix.count("<details") >= 5 and "<details open" not in appendix
 
 
@@ -78,7 +97,9 @@ def test_sections_come_in_order_and_code_is_hidden(rendered: Path) -> None:
 def test_code_is_shown_on_request(rendered: Path, tmp_path: Path) -> None:
     from shotbench.reports.render import export_html
 
-    shown = export_html(rendered / "ros3-backends.ipynb", tmp_path / "shown.html", False, "t").read_text(encoding="utf-8")
+    shown = export_html(rendered / "ros3-backends.ipynb", tmp_path / "shown.html", False, "t").read_text(
+        encoding="utf-8"
+    )
     assert "highlight hl-ipython3" in shown
 
 
@@ -100,8 +121,10 @@ def test_first_screen_holds_the_answer_and_the_page_fits(rendered: Path) -> None
 
 
 def test_flags_that_do_not_apply_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    for args, words in ((["--run", str(RUN), "--name", "x"], "--name"),
-                        (["--latest-transfer", "--baseline", "ros3-2.0"], "--baseline")):
+    for args, words in (
+        (["--run", str(RUN), "--name", "x"], "--name"),
+        (["--latest-transfer", "--baseline", "ros3-2.0"], "--baseline"),
+    ):
         assert main(["report", *args]) == 2
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"shotbench: {words}"), lines
@@ -109,7 +132,7 @@ def test_flags_that_do_not_apply_are_refused(capsys: pytest.CaptureFixture[str])
 
 def test_index_lists_every_run_with_its_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rendered run shows its one-line answer and links its pages; one not rendered is listed too."""
-    from shotbench.read import analysis, decision
+    from shotbench.read.analyse import analysis, decision
     from shotbench.reports.render import INDEX_NAME, rendered_entries, write_index
 
     other = "20261123T000000Z-other"
@@ -142,7 +165,7 @@ def test_a_notebook_run_by_hand_writes_under_reports_lab(tmp_path: Path, monkeyp
         nb = nbformat.read(str(ROOT / "notebooks" / f"{name}.ipynb"), as_version=4)
         (params,) = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
         defaults: dict = {}
-        exec(params.source, defaults)  # noqa: S102  the notebook's own parameters cell
+        exec(params.source, defaults)
         assert output_dir(defaults["output_dir"]) == tmp_path / "reports" / "lab", name
         assert "report_output_dir(output_dir)" in "".join(c.source for c in nb.cells), name
     assert output_dir(str(tmp_path / "given")) == tmp_path / "given"
@@ -162,11 +185,17 @@ def test_readme_opens_with_the_published_answer_and_its_screenshot() -> None:
 def test_ranked_figures_put_the_best_on_top_in_each_series_colour() -> None:
     import pandas as pd
 
-    from shotbench.read import dotplots, plots
+    from shotbench.read.figures import dotplots, plots
     from shotbench.reports.htmlcheck import figures, legend_problems
 
-    rows = pd.DataFrame({"name": ["slow", "fast", "mid"] * 2, "series": ["slow", "fast", "mid"] * 2,
-                         "num-workers": [1, 1, 1, 2, 2, 2], "runtime": [3.0, 1.0, 2.0, 2.5, 0.8, 1.9]})
+    rows = pd.DataFrame(
+        {
+            "name": ["slow", "fast", "mid"] * 2,
+            "series": ["slow", "fast", "mid"] * 2,
+            "num-workers": [1, 1, 1, 2, 2, 2],
+            "runtime": [3.0, 1.0, 2.0, 2.5, 0.8, 1.9],
+        }
+    )
     palette = plots.colors(["fast", "mid", "slow"])
     fig = dotplots.interval_plot(rows, "runtime", "t", "Runtime [s]", palette)
     assert list(fig.y_range.factors)[::-1] == ["fast", "mid", "slow"]  # top to bottom

@@ -36,8 +36,10 @@ def _html(part: Any) -> str:
 def details(summary: str, *parts: Any) -> _Html:
     """A closed `<details>` block holding tables (DataFrames, Stylers) or text under a one-line summary."""
     body = "\n".join(_html(p) for p in parts)
-    return _Html(f'<details class="shotbench-appendix"><summary>{html.escape(summary)}</summary>\n'
-                 f'<div style="overflow-x: auto">{body}</div></details>')
+    return _Html(
+        f'<details class="shotbench-appendix"><summary>{html.escape(summary)}</summary>\n'
+        f'<div style="overflow-x: auto">{body}</div></details>'
+    )
 
 
 def output_dir(given: str | Path | None) -> Path:
