@@ -12,7 +12,7 @@ NETWORK ?= none
 CONFIG  ?=
 RUN     ?=
 CODE    ?=
-no_code = $(if $(CODE),,--no-code)
+code    = $(if $(CODE),--code)
 SHOTS   ?= 24
 BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config
 BROWSER_DEPS := chromium
@@ -53,7 +53,7 @@ server-status: venv ## Is the embedded S3 server running, and where
 
 bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=), then the report
 	@$(SB) bench $(bench_args)
-	@$(SB) report --latest $(no_code)
+	@$(SB) report --latest $(code)
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))
@@ -64,20 +64,20 @@ anatomy: envs tools ## Where one open's time goes, per backend (TLS=1 for https;
 bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PROFILE=quick|medium|full)
 	@$(SB) transfer --install-only
 	@$(SB) transfer --profile $(PROFILE) $(if $(DATA),--data $(DATA))
-	@$(SB) report --latest-transfer
+	@$(SB) report --latest-transfer $(code)
 	@$(SB) transfer --check latest
 
 report: venv ## Render the report of the latest run (or RUN=data/runs/<id>) into reports/
-	@$(SB) report $(if $(RUN),--run $(RUN),--latest) $(no_code)
+	@$(SB) report $(if $(RUN),--run $(RUN),--latest) $(code)
 
 reports: report-reference ## Re-render every run and the upstream study; write reports/index.html
-	@$(SB) reports $(no_code)
+	@$(SB) reports $(code)
 
 compare: venv ## Compare two runs case by case (A=run-dir B=run-dir THRESHOLD=1.10): exit 1 on a significant slowdown
 	@$(SB) compare $(A) $(B) $(if $(THRESHOLD),--threshold $(THRESHOLD))
 
 report-reference: venv ## Render the upstream MDSplusBench single-shot and many-shot studies (old vs new ROS3) into reports/mdsplusbench
-	@$(SB) report --reference $(no_code)
+	@$(SB) report --reference $(code)
 
 lab: venv ## Open the notebooks in JupyterLab
 	@scripts/bootstrap.sh --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/

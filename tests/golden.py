@@ -57,8 +57,8 @@ MANY_SHOT_HEADLINE = {("shot", "shots"): 261, ("shot", "signals"): 2535, ("signa
 MANY_SHOT_GROUPS = 80  # (file, order, page buffer, workers) groups across old and new
 
 # Figures each rendered report draws (what `htmlcheck.figure_count` finds in its HTML).
-REFERENCE_REPORT_FIGURES = 8  # single-shot reference, per mode: ratio + runtime, speed vs old, box plot
-RUN_REPORT_FIGURES = 16  # run fixture, per mode: 2 scaling + speed vs ros3-1.14 + box + raw-GET + GETs/MB (2) + efficiency
+REFERENCE_REPORT_FIGURES = 6  # single-shot reference, per mode: decision (runtime + CI), speed vs old, runtime vs workers
+RUN_REPORT_FIGURES = 10  # run fixture, per mode: decision, speed vs ros3-1.14, × limit, MB fetched, runtime vs workers
 MANY_SHOT_REPORT_FIGURES = 8
 
 

@@ -112,16 +112,18 @@ def test_every_figure_of_a_run_report_has_a_legend_per_series(run_report: Path) 
 
 
 @pytest.mark.slow
-def test_run_report_opens_with_the_decision_and_few_findings(run_report: Path) -> None:
-    from shotbench.read.analyse import decision
+def test_run_report_opens_with_the_answer_and_states_every_finding(run_report: Path) -> None:
+    from shotbench.read.analyse import analysis, decision
 
     html = (run_report / "ros3-backends.html").read_text(encoding="utf-8")
-    assert html.index("Decision: which backend") < html.index(">Inputs<") < html.index("performance ratio")
-    findings = html.split("<strong>Findings</strong>")[1].split("</ol>")[0]
-    assert 0 < findings.count("<li>") <= decision.MAX_FINDINGS
+    assert html.index(">The answer<") < html.index(">The decision<") < html.index(">Why<") < html.index(">What was measured<")
     table = pd.read_csv(run_report / "decision.csv")
     assert {"rank", "verdict", "vs-limit", "gets", decision.cost_column("internet")} <= set(table.columns)
     assert decision.one_line(table).startswith("shots: ros3-2.0 with 2 workers")
+    ds = analysis.load([f"fixture={RUN}"])
+    found = decision.findings(ds, decision.decision_table(ds))
+    why = html[html.index(">Why<"):html.index(">How this compares")]
+    assert found and all(sentence in why for sentence in found)
     assert "as of " + decision.load_prices().as_of in html
 
 
@@ -131,4 +133,4 @@ def test_run_report_has_a_screenshot(run_report: Path) -> None:
 
     png = run_report / "ros3-backends.png"
     with Image.open(png) as im:
-        assert im.width >= 1200 and im.height > 5000  # the whole page, not one screen
+        assert im.width >= 1200 and im.height > 2000  # the whole page, not one screen

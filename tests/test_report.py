@@ -85,7 +85,7 @@ def test_reference_report_html_is_offline_and_complete(reference_report: Path) -
     assert "tot-num-obj was 500" in html
     nb = nbformat.read(str(reference_report / "ros3-backends.ipynb"), as_version=4)
     assert not [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert html.count("highlight hl-ipython3") >= 10  # code cells shown by default
+    assert "highlight hl-ipython3" not in html  # code hidden by default (--code shows it)
 
 
 def test_not_a_schema_csv_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,7 +125,7 @@ def test_reports_renders_runs_and_writes_the_index(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = root / "reports" / RUN_ID
     html = (out / "ros3-backends.html").read_text(encoding="utf-8")
-    assert "highlight hl-ipython3" not in html  # --no-code hides code cells
+    assert "highlight hl-ipython3" not in html  # code cells hidden
     assert external_resources(html) == []
     assert figure_count(html) == RUN_REPORT_FIGURES
     metrics = pd.read_csv(out / "metrics.csv")

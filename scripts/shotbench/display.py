@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import holoviews as hv
 from bokeh.embed import components
+from bokeh.model import Model
 from bokeh.models import Plot
 from bokeh.resources import Resources
 
@@ -49,16 +50,22 @@ def setup() -> _Html:
     return _Html(bokeh_js())
 
 
-def count_figures(obj: hv.core.Dimensioned) -> int:
-    """How many Bokeh plots a HoloViews object renders to (what the browser test expects)."""
+def _model(obj: hv.core.Dimensioned | Model) -> Model:
+    """A Bokeh model: figures built with Bokeh directly as they are, HoloViews objects rendered."""
+    if isinstance(obj, Model):
+        return obj
     use_bokeh()
-    return len(list(hv.render(obj, backend="bokeh").select({"type": Plot})))
+    return hv.render(obj, backend="bokeh")
 
 
-def show(obj: hv.core.Dimensioned) -> _Html:
+def count_figures(obj: hv.core.Dimensioned | Model) -> int:
+    """How many Bokeh plots a figure renders to (what the browser test expects)."""
+    return len(list(_model(obj).select({"type": Plot})))
+
+
+def show(obj: hv.core.Dimensioned | Model) -> _Html:
     """Embed a figure as a standalone Bokeh document (needs `setup()` displayed earlier)."""
-    use_bokeh()
-    model = hv.render(obj, backend="bokeh")
+    model = _model(obj)
     n = len(list(model.select({"type": Plot})))
     script, div = components(model)
     return _Html(f'<div class="{PLOT_CLASS}" data-figures="{n}">{div}{script}</div>')

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import unescape
 from html.parser import HTMLParser
 from typing import Any
@@ -84,6 +84,8 @@ class FigureInfo:
     unlabelled: int  # coloured glyph renderers that no legend entry names
     mixed_entries: list[str]  # legend entries whose glyphs have more than one colour
     alike: list[tuple[str, str]]  # pairs of legend entries drawn with the same colour, dash and marker
+    rows_named: bool = False  # a categorical y axis: its labels name every row, no legend needed
+    rotated: list[str] = field(default_factory=list)  # axes whose tick labels are not horizontal
 
 
 def bokeh_documents(html: str) -> list[dict]:
@@ -178,6 +180,9 @@ def figures(html: str) -> list[FigureInfo]:
                         alike.append((drawn[look], text))
                     drawn.setdefault(look, text)
             title = get(a.get("title"))
+            rotated = [f"{side} axis" for side in ("below", "above", "left", "right") for x in axes[side]
+                       if x.get("name", "").endswith("Axis")
+                       and x["attributes"].get("major_label_orientation", "horizontal") not in ("horizontal", 0, 0.0)]
             out.append(
                 FigureInfo(
                     title=str(title.get("attributes", {}).get("text", "")),
@@ -188,13 +193,16 @@ def figures(html: str) -> list[FigureInfo]:
                     unlabelled=len(set(colors) - covered),
                     mixed_entries=mixed,
                     alike=alike,
+                    rows_named=get(a.get("y_range")).get("name") == "FactorRange",
+                    rotated=rotated,
                 )
             )
     return out
 
 
 def legend_problems(html: str) -> list[str]:
-    """What makes a figure unreadable: several series with no legend entry each, or no axis labels.
+    """What makes a figure unreadable: several series with no legend entry each, no axis labels, or
+    rotated tick labels. A figure whose y axis names every row (a ranked dot or bar plot) needs no legend.
 
     A series is a set of glyphs a legend entry names; every coloured glyph must be named by
     exactly one entry, entries must not repeat or mix colours, no two entries may be drawn alike
@@ -206,7 +214,9 @@ def legend_problems(html: str) -> list[str]:
         name = f.title or "an untitled figure"
         if not f.xlabel or not f.ylabel:
             problems.append(f"{name}: an axis has no label")
-        if len(f.series_colors) < 2 and len(f.legend) < 2:
+        if f.rotated:
+            problems.append(f"{name}: tick labels of the {f.rotated[0]} are rotated")
+        if (len(f.series_colors) < 2 and len(f.legend) < 2) or (f.rows_named and not f.legend):
             continue
         if not f.legend:
             problems.append(f"{name}: {len(f.series_colors)} coloured series and no legend")

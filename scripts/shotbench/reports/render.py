@@ -11,11 +11,12 @@ import argparse
 import html
 import json
 import logging
+import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -233,9 +234,9 @@ def many_shot_inputs(specs: list[str]) -> bool:
     return kinds == {True}
 
 
-def render_reference_many_shot(hide_code: bool) -> Path:
-    """The upstream many-shot study into reports/mdsplusbench/multi-shot.html."""
-    out = reports_dir() / REFERENCE_DIR
+def render_reference_many_shot(hide_code: bool, out: Path | None = None) -> Path:
+    """The upstream many-shot study into reports/mdsplusbench/multi-shot.html (or `out`)."""
+    out = out or reports_dir() / REFERENCE_DIR
     notebook = repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK
     return render_notebook(notebook, {"inputs": multishot.reference_inputs()}, out, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code)
 
@@ -251,8 +252,9 @@ class IndexEntry:
     backends: str
     hdf5: str
     status: str
-    report: Path
+    report: Path  # the main page; it may not exist yet (a run not rendered)
     answer: str = ""
+    pages: list[tuple[str, Path]] = field(default_factory=list)  # the run's other questions, one page each
 
 
 def index_entry(kind: ReportKind, run: Path, report: Path) -> IndexEntry:
@@ -327,18 +329,23 @@ def reference_entries() -> list[IndexEntry]:
     return entries
 
 
+# pages a run's report folder may hold besides the main one: the other questions it answers
+QUESTION_PAGES = {Path(MULTI_SHOT_NOTEBOOK).stem: "many-shot files: storage layout × reading order"}
+
+
 def rendered_entries() -> list[IndexEntry]:
-    """Every run of every kind whose report exists, newest first; the upstream study last."""
+    """Every run of every kind, rendered or not, newest first; the upstream study last."""
     entries = []
     for kind in KINDS.values():
         for run in kind.runs():
-            report = kind.out_dir(run) / f"{kind.stem}.html"
-            if report.is_file():
-                entries.append(index_entry(kind, run, report))
+            entry = index_entry(kind, run, kind.out_dir(run) / f"{kind.stem}.html")
+            entry.pages = [(title, entry.report.parent / f"{stem}.html") for stem, title in QUESTION_PAGES.items()
+                           if (entry.report.parent / f"{stem}.html").is_file()]
+            entries.append(entry)
     entries.sort(key=lambda e: (e.date, e.run_id), reverse=True)
     entries = entries + reference_entries()
     for entry in entries:
-        entry.answer = _answer(entry.report.parent)
+        entry.answer = _answer(entry.report.parent) if entry.report.is_file() else ""
     return entries
 
 
@@ -358,20 +365,30 @@ def write_index(entries: list[IndexEntry], path: Path | None = None) -> Path:
     path = path or reports_dir() / INDEX_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     e = html.escape
+
+    def link(target: Path, text: str) -> str:
+        return f'<a href="{e(os.path.relpath(target, path.parent))}">{e(text)}</a>'
+
+    def report(x: IndexEntry) -> str:
+        if not x.report.is_file():
+            return f"{e(x.run_id)}<br><small>not rendered: <code>make report RUN=…/{e(x.run_id)}</code></small>"
+        more = "".join(f"<br><small>{link(page, title)}</small>" for title, page in x.pages)
+        return link(x.report, x.run_id) + more
+
     rows = "\n".join(
-        f"<tr><td>{e(x.date)}</td><td><a href=\"{e(x.report.relative_to(path.parent).as_posix())}\">{e(x.run_id)}</a></td>"
+        f"<tr><td>{e(x.date)}</td><td>{report(x)}</td>"
         f"<td>{e(x.kind)}</td><td>{e(x.answer) or '—'}</td><td>{e(x.location)}</td><td>{e(x.backends)}</td><td>{e(x.hdf5)}</td>"
         f"<td>{e(x.status)}</td></tr>"
         for x in entries
     )
-    empty = "" if entries else "<p>No reports yet: run <code>make bench-ros3</code>, then <code>make reports</code>.</p>"
+    empty = "" if entries else "<p>No runs yet: run <code>make bench-ros3</code>, then <code>make reports</code>.</p>"
     path.write_text(
         f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>shotbench reports</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f4f4f4}}</style></head>
 <body><h1>shotbench reports</h1>{empty}
-<table><thead><tr><th>Date (UTC)</th><th>Report</th><th>Kind</th><th>Fastest per access pattern (workers, × limit, cost)</th>
+<table><thead><tr><th>Date (UTC)</th><th>Report</th><th>Kind</th><th>Answer: fastest per access pattern (workers, × limit, cost)</th>
 <th>Data location</th><th>Backends</th>
 <th>libhdf5 versions</th><th>Status</th></tr></thead>
 <tbody>
@@ -383,8 +400,9 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f4
     return path
 
 
-def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None = None) -> Path:
-    """Render one run folder into reports/[<prefix>/]<run-id>/ and refresh the index.
+def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None = None, out: Path | None = None) -> Path:
+    """Render one run folder into reports/[<prefix>/]<run-id>/ and refresh the index, or into
+    `out` (then the index, which lists the reports/ folders, is left as it is).
 
     `extra` adds notebook parameters (e.g. a shared baseline) to the kind's own.
     """
@@ -392,7 +410,7 @@ def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None 
     details = DETAILS_CSV[kind.run_kind]
     if not (run / details).is_file():
         raise UserError(f"{run} has no {details}; pass a run folder such as {kind.folder()}/<run-id>.")
-    out_dir = kind.out_dir(run)
+    out_dir = out or kind.out_dir(run)
     t0 = time.monotonic()
     print(f"Rendering {run.name} with {kind.notebook} into {out_dir} ...", flush=True)
     params = {**kind.params(run, out_dir, hide_code), **(extra or {})}
@@ -402,7 +420,8 @@ def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None 
         many = render_notebook(repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK, {"inputs": params["inputs"]},
                                out_dir, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code)  # fmt: skip
         print(f"  {many}", flush=True)
-    write_index(rendered_entries())
+    if out is None:
+        write_index(rendered_entries())
     return html_path
 
 
@@ -414,15 +433,25 @@ def latest(kind: ReportKind) -> Path:
     return run
 
 
+def refuse_flags(args: argparse.Namespace) -> None:
+    """A flag that does not apply to the chosen report is refused, never silently ignored."""
+    if args.name and not args.input:
+        raise UserError("--name names the files of an --input report only; drop it (run reports are named after their notebook).")
+    if args.baseline and (args.transfer or args.latest_transfer):
+        raise UserError("--baseline applies to ROS3 reports only; drop it for a transfer report.")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     chosen = [bool(args.input), args.latest, bool(args.run), args.latest_transfer, bool(args.transfer), args.reference]
     if sum(chosen) != 1:
         raise UserError(
             "Choose one of --input LABEL=PATH, --latest, --run DIR, --latest-transfer, --transfer DIR or --reference."
         )
-    hide = args.no_code
+    refuse_flags(args)
+    hide = not args.code
+    output = Path(args.output) if args.output else None
     if args.reference:
-        args.input, args.output = reference_inputs(), str(reports_dir() / REFERENCE_DIR)
+        args.input, args.output = reference_inputs(), str(output or reports_dir() / REFERENCE_DIR)
     if args.input:
         if not args.output:
             raise UserError("With --input, also pass --output DIR for the notebook, HTML and summary.csv.")
@@ -438,9 +467,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
               f"figures), {html_path.with_suffix('.ipynb')} and its tables in {time.monotonic() - t0:.0f} s.")
         if args.reference:
-            many = render_reference_many_shot(hide)
+            many = render_reference_many_shot(hide, out)
             print(f"Wrote {many} ({figure_count(many.read_text())} figures): the upstream many-shot study.")
-            write_index(rendered_entries())
+            if output is None:
+                write_index(rendered_entries())
         return 0
     if args.latest or args.run:
         kind = KINDS["ros3"]
@@ -450,7 +480,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         run = latest(kind) if args.latest_transfer else Path(args.transfer)
     if not run.is_dir():
         raise UserError(f"Run folder {run} does not exist; list runs with `ls {kind.folder()}`.")
-    render_run(kind, run, hide, {"baseline": args.baseline} if args.baseline and kind.name == "ros3" else None)
+    html_path = render_run(kind, run, hide, {"baseline": args.baseline} if args.baseline else None, output)
+    print(f"Wrote {html_path}.")
     return 0
 
 
@@ -463,7 +494,7 @@ def cmd_reports(args: argparse.Namespace) -> int:
             continue
         for run in runs:
             try:
-                render_run(kind, run, args.no_code)
+                render_run(kind, run, not args.code)
             except UserError as exc:
                 failures += 1
                 print(f"shotbench: {run.name}: {exc}", file=sys.stderr)
@@ -479,17 +510,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Execute the analysis notebook with papermill and export standalone HTML.",
     )
     p.add_argument("--input", action="append", metavar="LABEL=PATH", help="a run folder or per-worker CSV (repeatable)")
-    p.add_argument("--output", metavar="DIR", help="where to write the report (with --input)")
+    p.add_argument("--output", metavar="DIR",
+                   help="where to write the report (needed with --input; default reports/<run-id>/ for a run)")
     p.add_argument("--latest", action="store_true", help="render the newest run in data/runs into reports/<run-id>/")
-    p.add_argument("--run", metavar="DIR", help="render this run folder into reports/<run-id>/")
+    p.add_argument("--run", metavar="DIR", help="render this run folder into reports/<run-id>/ (or --output DIR)")
     p.add_argument("--latest-transfer", action="store_true", help="render the newest data/transfer run")
     p.add_argument("--transfer", metavar="DIR", help="render this transfer run folder")
     p.add_argument("--reference", action="store_true",
                    help="render the upstream MDSplusBench study (bundled CSVs) into reports/mdsplusbench/")
     p.add_argument("--baseline", metavar="SERIES[@W]", help="shared baseline for performance ratios (default: each line's smallest worker count)")
-    p.add_argument("--name", metavar="NAME", help="file name of the .ipynb/.html (default: the notebook's)")
-    p.add_argument("--no-code", action="store_true", help="hide code cells in the HTML")
+    p.add_argument("--name", metavar="NAME", help="file name of the .ipynb/.html of an --input report (default: the notebook's)")
+    _code_flags(p)
     p.set_defaults(func=cmd_report)
     q = subparsers.add_parser("reports", help="re-render every run and write reports/index.html")
-    q.add_argument("--no-code", action="store_true", help="hide code cells in the HTML")
+    _code_flags(q)
     q.set_defaults(func=cmd_reports)
+
+
+def _code_flags(p: argparse.ArgumentParser) -> None:
+    """Code cells are hidden in every report unless asked for (`make ... CODE=1`)."""
+    p.add_argument("--code", action="store_true", help="show the code cells in the HTML (hidden by default)")
+    p.add_argument("--no-code", action="store_true", help=argparse.SUPPRESS)  # the default; kept for old scripts

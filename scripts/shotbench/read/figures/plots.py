@@ -6,7 +6,7 @@ with the transfer report; the read notebooks and tests reach them through this m
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import holoviews as hv
@@ -81,8 +81,9 @@ def _legend_order(groups: Any, palette: dict[str, str]) -> list[tuple[tuple[Any,
     return sorted(groups, key=key)
 
 
-def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover: list[str]) -> hv.Overlay:
-    """Line + scatter per line name, coloured by series."""
+def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover: list[str],
+           names: Callable[[str], str] = str) -> hv.Overlay:
+    """Line + scatter per line name (as `names` writes it in the legend), coloured by series."""
     df = df.assign(line=_line_name(df))
     styles = _pb_styles(df)
     ydim = hv.Dimension(y, label=ylabel)
@@ -92,9 +93,9 @@ def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover
         color = palette.get(series, PALETTE[0])
         dash, marker = styles[int(pb)]
         vdims = [ydim] + [c for c in hover if c != y]
-        layers.append(hv.Curve(part, WORKERS, vdims, label=str(name)).opts(color=color, line_width=2, line_dash=dash))
+        layers.append(hv.Curve(part, WORKERS, vdims, label=names(str(name))).opts(color=color, line_width=2, line_dash=dash))
         layers.append(
-            hv.Scatter(part, WORKERS, vdims, label=str(name)).opts(color=color, size=7, marker=marker, tools=["hover"])
+            hv.Scatter(part, WORKERS, vdims, label=names(str(name))).opts(color=color, size=7, marker=marker, tools=["hover"])
         )
     return hv.Overlay(layers)
 
@@ -167,16 +168,16 @@ def ratio_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Ov
     return overlay.opts(hv.opts.Overlay(ylim=(0, ymax)))
 
 
-def runtime_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
-    """Total runtime (median over trials) vs workers."""
+def runtime_plot(table: pd.DataFrame, mode: str, palette: dict[str, str], names: Callable[[str], str] = str) -> hv.Overlay:
+    """Total runtime (median over trials) vs workers; `names` shortens the legend's series names."""
     use_bokeh()
     df = table[table["obj-type"] == mode]
-    lines = _lines(df, "total-runtime", "Total runtime [s]", palette, ["norm-tot-runtime", "trials"])
+    lines = _lines(df, "total-runtime", "Total runtime [s]", palette, ["norm-tot-runtime", "trials"], names)
     first = df[(df["series"] == df["series"].iloc[0]) & (df["pb-size"] == df["pb-size"].iloc[0])].sort_values("num-workers")
     w0, t0 = int(first["num-workers"].iloc[0]), float(first["total-runtime"].iloc[0])
     ws = sorted(set(df["num-workers"]) | {w0})
     ideal = pd.DataFrame({"num-workers": ws, "total-runtime": [t0 * w0 / w for w in ws]})
-    ref = hv.Curve(ideal, WORKERS, "total-runtime", label=f"linear scaling of {first['series'].iloc[0]}").opts(
+    ref = hv.Curve(ideal, WORKERS, "total-runtime", label=f"linear scaling of {names(str(first['series'].iloc[0]))}").opts(
         color="grey", line_dash="dashed", line_width=1
     )
     return _frame(ref * lines, f"{MODE_TITLES.get(mode, mode)}: total runtime", "Total runtime [s]", int(df["num-workers"].max()))
@@ -196,53 +197,6 @@ def _rank(palette: dict[str, str], name: str) -> tuple[int, int]:
     families = list(dict.fromkeys(map(family, order)))
     fam = family(name)
     return (families.index(fam) if fam in families else len(families), order.index(name) if name in order else len(order))
-
-
-def _box_legend(plot: Any, element: hv.Overlay) -> None:
-    """Hook: one legend entry per series of boxes (HoloViews draws BoxWhisker without one)."""
-    from bokeh.models import Legend, LegendItem  # type: ignore[attr-defined]  # exported lazily
-
-    items = []
-    for sub in plot.subplots.values():
-        renderers = [v for k, v in sub.handles.items() if k.startswith("vbar") and k.endswith("glyph_renderer")]
-        if renderers:
-            items.append(LegendItem(label=str(sub.current_frame.label), renderers=renderers))
-    order = {str(el.label): i for i, el in enumerate(element)}
-    items.sort(key=lambda item: order.get(item.label.value, len(order)))
-    if items:
-        plot.state.add_layout(Legend(items=items, title="series", click_policy="hide"), "right")
-
-
-def box_plot(workers: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay:
-    """Per-worker mean object read time by page buffer and workers, one box per series."""
-    use_bokeh()
-    df = workers.loc[workers["obj-type"] == mode, ["series", "pb-size", "num-workers", "mean-obj-time"]].dropna()
-    df["series"] = df["series"].astype(str)
-    df = df.assign(**{"page buffer": df["pb-size"].map(pb_label)}).sort_values(["pb-size", "num-workers"], kind="stable")
-    unit = "signal" if mode == "signals" else "shot file"
-    kdims = [hv.Dimension("page buffer"), hv.Dimension("num-workers", label="Dask workers"), hv.Dimension("series")]
-    vdim = hv.Dimension("mean-obj-time", label=f"Worker mean {unit} read time [s]")
-    boxes = [
-        hv.BoxWhisker(part, kdims, vdim, label=name).opts(
-            box_fill_color=palette.get(name, PALETTE[0]), box_alpha=0.8, outlier_radius=0.004
-        )
-        for name, part in sorted(df.groupby("series", sort=False), key=lambda g: _rank(palette, g[0]))
-    ]
-    return hv.Overlay(boxes).opts(
-        hv.opts.Overlay(
-            title=f"{MODE_TITLES.get(mode, mode)}: worker mean read time",
-            xlabel="Page buffer, Dask workers, series",
-            ylabel=vdim.label,
-            # room for the legend to the right inside the report's ~1,250 px output column
-            width=max(WIDTH * 2 - 200, 24 * df.groupby(["pb-size", "num-workers", "series"]).ngroups) + 140,
-            height=HEIGHT + 60,
-            show_grid=True,
-            show_legend=False,
-            xrotation=90,
-            toolbar="right",
-            hooks=[_box_legend],
-        )
-    )
 
 
 def metric_plot(metrics: pd.DataFrame, mode: str, column: str, ylabel: str, title: str, palette: dict[str, str], one_line: bool = False) -> hv.Overlay | None:
