@@ -44,6 +44,8 @@ NETWORK_PROFILES: dict[str, Profile | None] = {
     "none": None,
     "s3-same-region": Profile(20, 5, None, "~20 ms first byte, like S3 from EC2 in the bucket's region"),
     "s3-cross-region": Profile(70, 15, 40_000, "~70 ms first byte and ~40 MB/s per connection, like another region"),
+    # Latency alone (no bandwidth cap), for the direction ablation's latency knob.
+    "latency-70ms": Profile(70, 15, None, "~70 ms first byte, no bandwidth cap (the latency of s3-cross-region alone)"),
     # The upstream study's conditions: an m5.4xlarge reading S3 in its own region. The bench profile
     # of the same name adds its page buffer (264 MB) and its worker counts scaled to this machine.
     "upstream-ec2": Profile(15, 5, UPSTREAM_STREAM_KBPS,
