@@ -105,7 +105,8 @@ class PerOpen:
 def per_open(run_dir: Path) -> list[PerOpen]:
     """MB, GETs and open time per open, per ROS3 backend, with and without a page buffer."""
     w = pd.read_csv(run_dir / "workers.csv", low_memory=False)
-    w = w[w["backend"].isin([OLD, NEW]) & (w.get("error", pd.Series("", index=w.index)).fillna("") == "")]
+    errors = w["error"].astype("string").fillna("") if "error" in w.columns else pd.Series("", index=w.index)
+    w = w[w["backend"].isin([OLD, NEW]) & (errors == "")]
     out = []
     for (backend, has_pb), g in w.groupby([w["backend"], w["pb-size"] > 0]):
         opens = pd.to_numeric(g["wrkr-num-objs"], errors="coerce").sum()
