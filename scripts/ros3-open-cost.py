@@ -18,38 +18,51 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import os
+import queue
 import re
 import socket
 import statistics
 import threading
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 
 class Relay:
-    """127.0.0.1:<port> -> endpoint; counts connections, downstream bytes and http requests."""
+    """127.0.0.1:<port> -> endpoint; counts connections, downstream bytes and http requests.
+
+    It runs in a child process: h5py holds the GIL through a whole ROS3 open, so a relay thread
+    in this process would never get to forward the bytes the open waits for."""
 
     def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.lock = threading.Lock()
-        self.connections = 0
-        self.bytes_down = 0
+        ctx = mp.get_context("fork")
+        self.connections = ctx.Value("q", 0)
+        self.bytes_down = ctx.Value("q", 0)
+        self.queue: Any = ctx.Queue()
         self.requests: list[str] = []
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        ready, child = ctx.Pipe()
+        self.proc = ctx.Process(target=self._serve, args=((host, port), child), daemon=True)
+        self.proc.start()
+        self.port = ready.recv()
 
     def snapshot(self) -> tuple[int, int, int]:
-        with self.lock:
-            return self.connections, self.bytes_down, len(self.requests)
-
-    def _accept(self) -> None:
         while True:
-            client, _ = self.server.accept()
-            upstream = socket.create_connection(self.target, timeout=30)
-            with self.lock:
-                self.connections += 1
+            try:
+                self.requests.append(self.queue.get(timeout=0.05))
+            except queue.Empty:
+                break
+        return self.connections.value, self.bytes_down.value, len(self.requests)
+
+    def _serve(self, target: tuple[str, int], ready: Any) -> None:
+        server = socket.create_server(("127.0.0.1", 0))
+        ready.send(server.getsockname()[1])
+        while True:
+            client, _ = server.accept()
+            upstream = socket.create_connection(target, timeout=30)
+            with self.connections.get_lock():
+                self.connections.value += 1
             threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
 
@@ -62,12 +75,11 @@ class Relay:
                     head = (head + data)[-8192:]
                     for m in re.finditer(rb"(GET|HEAD) (\S+) HTTP/1\.1\r\n(.*?)\r\n\r\n", head, re.S):
                         rng = re.search(rb"(?i)\r?\nrange: *([^\r\n]+)", b"\r\n" + m.group(3))
-                        with self.lock:
-                            self.requests.append(f"{m.group(1).decode()} {rng.group(1).decode() if rng else 'whole'}")
+                        self.queue.put(f"{m.group(1).decode()} {rng.group(1).decode() if rng else 'whole'}")
                     head = head[head.rfind(b"\r\n\r\n") + 4:] if b"\r\n\r\n" in head else head
                 else:
-                    with self.lock:
-                        self.bytes_down += len(data)
+                    with self.bytes_down.get_lock():
+                        self.bytes_down.value += len(data)
         except OSError:
             pass
         finally:
@@ -111,10 +123,10 @@ def main() -> int:
     p.add_argument("--page-buffer", type=int, default=0, help="bytes; 0: none")
     p.add_argument("--region", default="us-east-1")
     args = p.parse_args()
+    ep = urlsplit(args.endpoint)
+    relay = Relay(ep.hostname or "127.0.0.1", ep.port or (443 if ep.scheme == "https" else 80))  # before h5py: fork
     import h5py
 
-    ep = urlsplit(args.endpoint)
-    relay = Relay(ep.hostname or "127.0.0.1", ep.port or (443 if ep.scheme == "https" else 80))
     base = f"{ep.scheme}://127.0.0.1:{relay.port}"
     rows = []
     name = ""
