@@ -358,7 +358,11 @@ def cmd_direction(args: argparse.Namespace) -> int:
                             git_commit=git_commit())
     _write(folder, meta)
     started = time.monotonic()
-    for group in GROUPS:
+    chosen = [g for g in GROUPS if not args.groups or g.name in args.groups]
+    unknown = sorted(set(args.groups or ()) - {g.name for g in GROUPS})
+    if unknown:
+        raise UserError(f"unknown settings group {unknown[0]!r}; choose from {', '.join(g.name for g in GROUPS)}.")
+    for group in chosen:
         run_group(folder, group, meta, timeout=args.group_timeout)
     c = cells(folder)
     c.to_csv(folder / "cells.csv", index=False)
@@ -390,5 +394,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--signals-names", type=int, default=8, metavar="N", help="signals read per file in signals mode")
     p.add_argument("--group-timeout", type=float, default=1800.0, help=argparse.SUPPRESS)
     p.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted ablation run")
+    p.add_argument("--groups", nargs="+", metavar="NAME",
+                   help=f"run only these settings groups (default: all of {' '.join(g.name for g in GROUPS)})")
     p.add_argument("--runs-dir", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_direction)
