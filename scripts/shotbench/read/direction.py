@@ -238,7 +238,8 @@ def knob_table(c: pd.DataFrame) -> pd.DataFrame:
     if out.empty:
         return out
     out = out.drop_duplicates(["knob", "value", "page buffer", "obj-type"])
-    return out.sort_values(["knob", "obj-type", "page buffer", "sort"]).drop(columns="sort")
+    out["pb-sort"] = out["pb-size"].where(out["page buffer"] != "", 0)
+    return out.sort_values(["knob", "obj-type", "pb-sort", "sort"]).drop(columns=["sort", "pb-sort"])
 
 
 def _pb(size: int) -> str:
@@ -324,14 +325,20 @@ def markdown(folder: Path) -> str:
     vs = verdicts(k)
     movers = [v for v in vs if v.crosses]
     lines += ["", "## Which knobs move the ratio across 1", ""]
-    if movers:
-        for v in movers:
-            how = "intervals clear of 1" if v.clear else "the intervals overlap 1"
+    clear = [v for v in movers if v.clear]
+    if clear:
+        for v in clear:
             where = f", {v.page_buffer}" if v.page_buffer else ""
             lines.append(f"- **{v.knob}** ({v.mode}{where}): {v.low[1]:.2f} at {v.low[0]} vs {v.high[1]:.2f} at "
-                         f"{v.high[0]} ({how}).")
+                         f"{v.high[0]}, both intervals clear of 1.")
     else:
-        lines.append("- None of the knobs measured puts the ratio on both sides of 1.")
+        lines.append("- No knob measured puts the ratio on both sides of 1 with both intervals clear of 1.")
+    noisy = [v for v in movers if not v.clear]
+    if noisy:
+        lines += ["", "Point estimates on both sides of 1, but an interval overlaps 1 (not a clear move):", ""]
+        for v in noisy:
+            where = f", {v.page_buffer}" if v.page_buffer else ""
+            lines.append(f"  - {v.knob} ({v.mode}{where}): {v.low[1]:.2f} at {v.low[0]} vs {v.high[1]:.2f} at {v.high[0]}.")
     skipped = [f"the {g.name} settings (not run)" for g in GROUPS if _group_run(folder, g) is None]
     lines += ["", "Not tested in this run: " + "; ".join([*skipped, *UNTESTED]) + "."]
     return "\n".join(lines) + "\n"
