@@ -22,11 +22,11 @@ bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(D
              $(if $(FAULTS),--faults $(FAULTS) --keep-going)
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-harness anatomy \
-        bench-transfer report reports report-reference compare lab test test-fast rehearse clean
+        bench-transfer report reports report-reference compare lab lint test test-fast rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts|upstream-ec2|direction  NETWORK=none|s3-same-region|s3-cross-region|upstream-ec2  CONFIG=file.toml  HTTP=1 (plain http; default https)  FAULTS=flaky-5pc|slowdown-5pc|http-flaky-5pc|…  CODE=1 (show code in reports)"
+	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts|upstream-ec2  NETWORK=none|s3-same-region|s3-cross-region|upstream-ec2  CONFIG=file.toml  HTTP=1 (plain http; default https)  FAULTS=flaky-5pc|slowdown-5pc|http-flaky-5pc|…  CODE=1 (show code in reports)"
 
 venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
@@ -84,7 +84,13 @@ report-reference: venv ## Render the upstream MDSplusBench single-shot and many-
 lab: venv ## Open the notebooks in JupyterLab
 	@scripts/bootstrap.sh --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
-test: venv envs tools ## Run the whole test suite (what CI runs)
+lint: venv ## Layering contract (import-linter), ruff check, mypy, then ruff format --check
+	@.venv/bin/lint-imports
+	@.venv/bin/ruff check scripts/shotbench tests
+	@.venv/bin/mypy scripts/shotbench
+	@.venv/bin/ruff format --check scripts/shotbench tests
+
+test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs)
 	@scripts/apt-ensure.sh $(BROWSER_DEPS)
 	@$(SB) envs build --all
 	@$(PY) -m pytest

@@ -81,7 +81,7 @@ def test_bad_toml_names_the_setting(tmp_path: Path) -> None:
 
 
 def test_profiles_load_and_override(tmp_path: Path) -> None:
-    from shotbench.read import profiles
+    from shotbench.read.plan import profiles
 
     quick = profiles.load("quick")
     assert set(quick.backends) >= {"ros3-1.14", "ros3-2.0", "ros3-wheel", "fsspec", "obstore", "download", "local", "raw-get"}
@@ -97,7 +97,7 @@ def test_profiles_load_and_override(tmp_path: Path) -> None:
 
 def test_embedded_server_is_https_unless_told_otherwise() -> None:
     """Real S3 is https, and http hides 1.14's TLS setup per open: the default run is https."""
-    from shotbench.read.bench import default_tls
+    from shotbench.read.cli import default_tls
 
     assert default_tls(None, None, "none") is True
     assert default_tls(None, None, "upstream-ec2") is True
@@ -107,8 +107,8 @@ def test_embedded_server_is_https_unless_told_otherwise() -> None:
 
 
 def test_upstream_ec2_models_the_study_scaled_to_this_machine() -> None:
-    from shotbench.read import profiles
-    from shotbench.read.plan import UPSTREAM_PAGE_BUFFER
+    from shotbench.read.plan import profiles
+    from shotbench.read.plan.matrix import UPSTREAM_PAGE_BUFFER
     from shotbench.store.network import NETWORK_PROFILES
 
     net = NETWORK_PROFILES["upstream-ec2"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from shotbench.read.upstream_section import published_ablation, study_ratios, upstream_section
+from shotbench.read.analyse.upstream_section import published_ablation, study_ratios, upstream_section
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "data" / "runs" / "20261124T065219Z-b7936b"  # a published default run (http, loopback)
@@ -39,7 +39,8 @@ def test_section_quotes_a_published_ablation(tmp_path: Path) -> None:
     (ablation / "run.json").write_text('{"kind": "direction", "status": "complete"}')
     (ablation / "direction.md").write_text(
         "# x\n\n## Which knobs move the ratio across 1\n\n- **https vs http** (signals, pb 256 MiB): 0.81 at https "
-        "vs 1.06 at http (intervals clear of 1).\n\nNot tested in this run: page size.\n")
+        "vs 1.06 at http (intervals clear of 1).\n\nNot tested in this run: page size.\n"
+    )
     assert published_ablation(tmp_path) == ablation
     text = upstream_section(run)
     assert "20990101T000000Z-abcdef" in text and "**https vs http**" in text and "0.81 at https" in text

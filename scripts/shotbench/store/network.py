@@ -21,7 +21,6 @@ from shotbench.errors import UserError
 from shotbench.processes import die_with_parent, free_port, terminate
 from shotbench.store.faultproxy import HttpFaults
 
-
 UPSTREAM_STREAM_KBPS = 90_000
 """One S3 GET stream from EC2 in the bucket's region moves about 90 MB/s (toxiproxy's unit, as
 the other profiles use it). No aggregate cap is added: toxiproxy is per connection, and on this
