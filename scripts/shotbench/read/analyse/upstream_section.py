@@ -146,18 +146,50 @@ def published_ablation(runs: Path) -> Path | None:
 
 
 def _ablation_lines(folder: Path) -> list[str]:
-    """The ablation's own conclusion (its 'which knobs' list) and its per-open table, quoted."""
+    """The ablation's numbers (per open, per knob at the study's page buffer) and its conclusion, quoted."""
     text = (folder / "direction.md").read_text()
     out = [
-        f"The direction ablation `{folder.name}` (data/runs/{folder.name}/direction.md) moved one knob at a time "
-        "from the default conditions:",
+        f"The direction ablation `{folder.name}` (`data/runs/{folder.name}/direction.md`) moved one knob at a time "
+        "from the default conditions (https, loopback, 2 workers, page buffer 256 MiB):",
         "",
     ]
+    cells_csv, knobs_csv = folder / "cells.csv", folder / "knobs.csv"
+    if cells_csv.is_file():
+        c = pd.read_csv(cells_csv)
+        base = c[(c["group"] == "base") & (c["obj-type"] == "signals")]
+        per = {(r["backend"], r["pb-size"] > 0): r for _, r in base.iterrows()}
+        old_pb, old_0 = per.get((OLD, True)), per.get((OLD, False))
+        new_pb = per.get((NEW, True))
+        if old_pb is not None and old_0 is not None and new_pb is not None:
+            out.append(
+                f"- per open, 1.14 ({old_pb['hdf5']}) moved {old_pb['MB-per-open']:.1f} MB in "
+                f"{old_pb['gets-per-open']:.1f} GETs with a page buffer and {old_0['MB-per-open']:.1f} MB in "
+                f"{old_0['gets-per-open']:.1f} without (page 2 fetched again); 2.x moved "
+                f"{new_pb['MB-per-open']:.1f} MB in {new_pb['gets-per-open']:.1f} GETs either way;"
+            )
+    if knobs_csv.is_file():
+        k = pd.read_csv(knobs_csv).fillna({"page buffer": ""})
+        k = k[(k["page buffer"].isin(["", f"pb {UPSTREAM_PAGE_BUFFER // 2**20} MiB"]))]
+        for knob, g in k.groupby("knob", sort=False):
+            if g["value"].nunique() < 2:
+                continue
+            parts = [
+                f"{r['obj-type']} {r['value']}: {r['ratio-vs-1.14']:.2f} ({r['ci-low']:.2f}–{r['ci-high']:.2f})"
+                for _, r in g.iterrows()
+            ]
+            out.append(f"- {knob} (2.x ÷ 1.14, interval): " + "; ".join(parts) + ";")
     if "## Which knobs move the ratio across 1" in text:
         tail = text.split("## Which knobs move the ratio across 1", 1)[1].strip().splitlines()
-        out += [line for line in tail if line.startswith("- ")]
-        untested = [line for line in tail if line.startswith("Not tested")]
-        out += ["", *untested]
+        out += ["", "Its verdict:", ""] + [line for line in tail if line.startswith("- ")]
+        out += ["", *[line for line in tail if line.startswith("Not tested")]]
+    meta = json.loads((folder / "run.json").read_text())
+    if meta.get("load_start"):
+        out += [
+            "",
+            f"(Measured on {meta.get('machine', {}).get('cpus', '?')} cores at a load average of "
+            f"{meta['load_start'][0]} to {(meta.get('load_end') or ['?'])[0]}: ratios side by side in one run, "
+            "absolute times inflated.)",
+        ]
     return out
 
 
