@@ -338,6 +338,7 @@ class Verdict:
     high: tuple[str, float]
     crosses: bool  # point estimates on both sides of 1
     clear: bool  # and the two intervals exclude 1 on their sides
+    one_clear: bool = False  # and at least one of the two intervals excludes 1
 
 
 def verdicts(k: pd.DataFrame) -> list[Verdict]:
@@ -349,6 +350,7 @@ def verdicts(k: pd.DataFrame) -> list[Verdict]:
         lo, hi = g.loc[g["ratio-vs-1.14"].idxmin()], g.loc[g["ratio-vs-1.14"].idxmax()]
         crosses = lo["ratio-vs-1.14"] < 1 < hi["ratio-vs-1.14"]
         clear = crosses and lo["ci-high"] < 1 < hi["ci-low"]
+        one_clear = crosses and (lo["ci-high"] < 1 or hi["ci-low"] > 1)
         out.append(
             Verdict(
                 knob,
@@ -358,6 +360,7 @@ def verdicts(k: pd.DataFrame) -> list[Verdict]:
                 (hi["value"], float(hi["ratio-vs-1.14"])),
                 bool(crosses),
                 bool(clear),
+                bool(one_clear),
             )
         )
     return out
@@ -426,7 +429,15 @@ def markdown(folder: Path) -> str:
             )
     else:
         lines.append("- No knob measured puts the ratio on both sides of 1 with both intervals clear of 1.")
-    noisy = [v for v in movers if not v.clear]
+    half = [v for v in movers if not v.clear and v.one_clear]
+    if half:
+        lines += ["", "Across 1 with one of the two intervals clear of 1 (the other touches 1):", ""]
+        for v in half:
+            where = f", {v.page_buffer}" if v.page_buffer else ""
+            lines.append(
+                f"- **{v.knob}** ({v.mode}{where}): {v.low[1]:.2f} at {v.low[0]} vs {v.high[1]:.2f} at {v.high[0]}."
+            )
+    noisy = [v for v in movers if not v.one_clear]
     if noisy:
         lines += ["", "Point estimates on both sides of 1, but an interval overlaps 1 (not a clear move):", ""]
         for v in noisy:
