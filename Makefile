@@ -8,7 +8,7 @@ SB      := .venv/bin/shotbench
 PY      := .venv/bin/python
 DATA    ?=
 PROFILE ?= quick
-NETWORK ?= none
+NETWORK ?=
 CONFIG  ?=
 RUN     ?=
 CODE    ?=
@@ -18,15 +18,15 @@ BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-c
 BROWSER_DEPS := chromium
 TOOL_DEPS    := strace openssl util-linux
 
-bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) \
+bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(HTTP),--no-tls) \
              $(if $(FAULTS),--faults $(FAULTS) --keep-going)
 
-.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness anatomy \
+.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-harness anatomy \
         bench-transfer report reports report-reference compare lab lint test test-fast rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts  NETWORK=none|s3-same-region|s3-cross-region  CONFIG=file.toml  FAULTS=flaky-5pc|slowdown-5pc|http-flaky-5pc|…  CODE=1 (show code in reports)"
+	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts|upstream-ec2  NETWORK=none|s3-same-region|s3-cross-region|upstream-ec2  CONFIG=file.toml  HTTP=1 (plain http; default https)  FAULTS=flaky-5pc|slowdown-5pc|http-flaky-5pc|…  CODE=1 (show code in reports)"
 
 venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
@@ -35,7 +35,7 @@ tools: venv ## Build the embedded S3 server (versitygw) and toxiproxy into ~/.ca
 	@scripts/apt-ensure.sh $(TOOL_DEPS) $(BROWSER_DEPS)
 	@$(SB) server install
 
-envs: venv ## Build libhdf5 1.14/2.0/2.2 with ROS3 and h5py against each (cached; seconds when warm)
+envs: venv ## Build libhdf5 1.14.6 and 2.0 with ROS3 + h5py, install the h5py-s3 wheel (2.2: built when a run selects it)
 	@scripts/apt-ensure.sh $(BUILD_DEPS)
 	@$(SB) envs build
 
@@ -54,6 +54,9 @@ server-status: venv ## Is the embedded S3 server running, and where
 bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=), then the report
 	@$(SB) bench $(bench_args)
 	@$(SB) report --latest $(code)
+
+bench-direction: envs tools ## Ablation: move one knob at a time (page buffer, workers, TLS, latency, 2.0 vs wheel) to find what sets 2.x vs 1.14's direction
+	@$(SB) direction $(if $(TRIALS),--trials $(TRIALS))
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))
@@ -89,6 +92,7 @@ lint: venv ## Layering contract (import-linter), ruff check, mypy, then ruff for
 	@.venv/bin/ruff format --check scripts/shotbench tests
 
 test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs)
+	@$(SB) envs build --all
 	@$(PY) -m pytest
 
 test-fast: venv ## Unit tests only: no builds, no server, no notebook, no browser (< 1 min)

@@ -142,7 +142,8 @@ LARGER = (TINY.replace("file_size = 2000000", "file_size = 9000000").replace("sh
 
 @pytest.mark.slow
 def test_client_counts_agree_with_the_access_log(tmp_path: Path) -> None:
-    run = _run(tmp_path, tmp_path / "shots", _available(S3_BACKENDS), {}, config=LARGER)
+    # over http: 1.14 counts requests as TCP segments, which TLS flights blur (see the https test)
+    run = _run(tmp_path, tmp_path / "shots", _available(S3_BACKENDS), {}, "--no-tls", config=LARGER)
     cases = read_csv(run / "cases.csv")
     assert {c["backend"] for c in cases} == set(S3_BACKENDS)
     for c in cases:
@@ -183,7 +184,7 @@ def test_client_columns_filled_against_an_endpoint_without_access_log(
 @pytest.mark.slow
 def test_https_embedded_server_is_read_by_every_client(tmp_path: Path, shot_dir: Path) -> None:
     """Over https (private CA) every backend, ROS3 included, reads the files and is counted."""
-    backends = _available(["obstore", "fsspec", "ros3-1.14", "ros3-2.0"])
+    backends = _available(["obstore", "fsspec", "ros3-1.14", "ros3-2.0", "ros3-wheel"])
     run = _run(tmp_path, shot_dir, backends, {}, "--tls")
     meta = json.loads((run / "run.json").read_text())
     assert meta["data"]["endpoint"].startswith("https://") and meta["config"]["tls"] is True

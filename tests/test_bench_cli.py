@@ -84,7 +84,8 @@ def test_profiles_load_and_override(tmp_path: Path) -> None:
     from shotbench.read.plan import profiles
 
     quick = profiles.load("quick")
-    assert set(quick.backends) >= {"ros3-1.14", "ros3-2.0", "ros3-2.2", "fsspec", "obstore", "download", "local", "raw-get"}
+    assert set(quick.backends) >= {"ros3-1.14", "ros3-2.0", "ros3-wheel", "fsspec", "obstore", "download", "local", "raw-get"}
+    assert "ros3-2.2" not in quick.backends  # built on first selection, not by the default run
     full = profiles.load("full")
     assert full.workers == [1, 2, 4, 8, 16, 24, 32, 48, 64] and full.page_buffers == [0, 268435456]
     cfg = tmp_path / "c.toml"
@@ -92,3 +93,28 @@ def test_profiles_load_and_override(tmp_path: Path) -> None:
     c = profiles.load("quick", cfg, {"trials": 5})
     assert c.profile == "full" and c.workers == [1, 4] and c.trials == 5
     assert c.options == {"fsspec": {"cache_type": "readahead"}}
+
+
+def test_embedded_server_is_https_unless_told_otherwise() -> None:
+    """Real S3 is https, and http hides 1.14's TLS setup per open: the default run is https."""
+    from shotbench.read.cli import default_tls
+
+    assert default_tls(None, None, "none") is True
+    assert default_tls(None, None, "upstream-ec2") is True
+    assert default_tls(False, None, "none") is False  # --no-tls / --http
+    assert default_tls(None, "s3://bucket/prefix", "none") is False  # the user's endpoint decides
+    assert default_tls(None, None, "http-flaky-5pc") is False  # a plain-HTTP fault proxy
+
+
+def test_upstream_ec2_models_the_study_scaled_to_this_machine() -> None:
+    from shotbench.read.plan import profiles
+    from shotbench.read.plan.matrix import UPSTREAM_PAGE_BUFFER
+    from shotbench.store.network import NETWORK_PROFILES
+
+    net = NETWORK_PROFILES["upstream-ec2"]
+    assert net is not None and 10 <= net.latency_ms <= 30 and net.bandwidth_kbps == 90_000
+    cfg = profiles.load("upstream-ec2")
+    assert cfg.page_buffers == [0, UPSTREAM_PAGE_BUFFER] and cfg.trials >= 3
+    assert profiles.upstream_workers(2) == [1, 2, 8] and profiles.upstream_workers(16) == [1, 16, 64]
+    assert {"ros3-1.14", "ros3-2.0"} <= set(cfg.backends)
+    assert profiles.PROFILE_NETWORK["upstream-ec2"] == "upstream-ec2"

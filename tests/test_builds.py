@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -38,7 +39,7 @@ def test_every_source_is_pinned_to_a_sha256() -> None:
 def test_builds_are_the_three_generations() -> None:
     got = {n: (s.hdf5_version, s.h5py_version, s.ros3_backend) for n, s in specs.BUILDS.items()}
     assert got == {
-        "hdf5-1.14": ("1.14.4", "3.15.1", "curl"),
+        "hdf5-1.14": ("1.14.6", "3.15.1", "curl"),
         "hdf5-2.0": ("2.0.0", "3.16.0", "aws"),
         "hdf5-2.2": ("2.2.0", "3.16.0", "aws"),
     }
@@ -145,13 +146,67 @@ def test_envs_list_shows_each_build_with_ros3_and_its_h5py() -> None:
     proc = _run("envs", "--json", timeout=300)
     assert proc.returncode == 0, proc.stderr
     rows = {row["name"]: row for row in json.loads(proc.stdout)}
-    want = {"hdf5-1.14": ("1.14.4", "3.15.1"), "hdf5-2.0": ("2.0.0", "3.16.0"), "hdf5-2.2": ("2.2.0", "3.16.0")}
+    want = {"hdf5-1.14": ("1.14.6", "3.15.1"), "hdf5-2.0": ("2.0.0", "3.16.0"), "hdf5-2.2": ("2.2.0", "3.16.0"),
+            "h5py-s3": ("2.1.1", "3.16.0")}
     for name, (hdf5, h5py) in want.items():
         row = rows[name]
         assert row["state"] == "ready", row
         assert (row["hdf5_version"], row["h5py_version"], row["ros3"]) == (hdf5, h5py, True)
         assert row["cached"] is True
-        assert row["libhdf5"].startswith(row["build_dir"]), "h5py loads a libhdf5 from outside its build"
+        home = row["build_dir"] or row["path"]  # a wheel vendors its libhdf5 inside the environment
+        assert row["libhdf5"].startswith(home), "h5py loads a libhdf5 from outside its build"
+
+
+def test_wheel_is_pinned_and_installed_binary_only() -> None:
+    """The no-compile backend: one exact version, every index file's sha256, and a line uv
+    checks (a requirement with hashes is verified; `--only-binary` refuses a source build)."""
+    from shotbench.builds.wheels import WHEELS
+
+    spec = WHEELS["h5py-s3"]
+    assert (spec.version, spec.hdf5_version) == ("3.16.0", "2.1.1")
+    assert spec.sha256 and all(len(h) == 64 for h in spec.sha256)
+    line = spec.requirement()
+    assert line.startswith("h5py-s3==3.16.0 ") and line.count("--hash=sha256:") == len(spec.sha256)
+
+
+def test_default_envs_are_what_the_default_matrix_needs() -> None:
+    """`make envs` makes 1.14 and 2.0 (the question) and the wheel; 2.2 is made on first use."""
+    from shotbench.backends import registry
+
+    needed = {registry.get(n).env for n in registry.default_names()} - {None}
+    assert needed == set(envs.DEFAULT_ENVS) == {"hdf5-1.14", "hdf5-2.0", "h5py-s3"}
+    assert "ros3-2.2" in registry.names() and "ros3-2.2" not in registry.default_names()
+
+
+def test_wheel_env_verification_refuses_the_wrong_library(tmp_path: Path) -> None:
+    from shotbench.builds.wheels import WHEELS
+
+    spec = WHEELS["h5py-s3"]
+    good = {"hdf5_version": "2.1.1", "h5py_version": "3.16.0", "ros3": True,
+            "libhdf5": [str(tmp_path / "lib/python3.11/site-packages/h5py_s3.libs/libhdf5-x.so.320")]}
+    assert envs.verify_wheel(spec, tmp_path, good) is None
+    assert "1.14.6" in (envs.verify_wheel(spec, tmp_path, {**good, "hdf5_version": "1.14.6"}) or "")
+    assert "no ROS3" in (envs.verify_wheel(spec, tmp_path, {**good, "ros3": False}) or "")
+    assert "instead of" in (envs.verify_wheel(spec, tmp_path, {**good, "libhdf5": ["/usr/lib/libhdf5.so.310"]}) or "")
+
+
+@pytest.mark.slow
+def test_wheel_env_from_the_index_needs_no_compiler(tmp_path: Path) -> None:
+    """A fresh environment for the wheel, with no compiler on PATH: h5py loads libhdf5 2.1.1
+    from inside the environment and registers ROS3."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    real = subprocess.run(["python3.11", "-c", "import sys; print(sys.executable)"], capture_output=True,
+                          text=True, timeout=60, check=True).stdout.strip()  # not a pyenv shim
+    (bindir / "python3.11").symlink_to(real)
+    (bindir / "nice").symlink_to(shutil.which("nice") or "/usr/bin/nice")
+    env = {"SHOTBENCH_ENVS": str(tmp_path / "envs"), "PATH": str(bindir), "CC": "/nonexistent/cc"}
+    proc = _run("envs", "build", "h5py-s3", "--json", env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    row = json.loads(proc.stdout[proc.stdout.index("\n[\n") + 1:])[0]  # after the progress lines
+    assert (row["hdf5_version"], row["ros3"], row["state"]) == ("2.1.1", True, "ready")
+    assert row["libhdf5"].startswith(str(tmp_path / "envs" / "h5py-s3"))
+    assert "] compile" not in proc.stdout and "build h5py" not in proc.stdout
 
 
 @pytest.mark.slow

@@ -466,7 +466,7 @@ def test_embedded_server_has_one_run_at_a_time(shot_dir: Path, tmp_path: Path) -
     under the first and mix both runs' GETs), naming the pid that holds it."""
     from shotbench.locks import acquire, release
 
-    state = tmp_path / "state" / "bench-server"
+    state = tmp_path / "state" / "bench-server-tls"  # the default run is https
     state.mkdir(parents=True)
     fd = acquire(state / "users.lock")  # this test process plays the run in progress
     try:

@@ -54,7 +54,11 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 
 def secret_of(state: Path) -> str:
-    return json.loads((state / "bench-server" / "credentials.json").read_text())["secret_key"]
+    """The embedded server's secret: https by default (bench-server-tls), http with --no-tls."""
+    folder = state / "bench-server-tls"
+    if not (folder / "credentials.json").exists():
+        folder = state / "bench-server"
+    return json.loads((folder / "credentials.json").read_text())["secret_key"]
 
 
 def only_run(runs: Path) -> Path:

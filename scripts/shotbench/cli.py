@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "transfer": "shotbench.transfer.cli",
     "compare": "shotbench.read.cli",
     "anatomy": "shotbench.anatomy.cli",
+    "direction": "shotbench.read.run.direction",
 }
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from shotbench.errors import UserError
 
-DEFAULT_BACKENDS = ["ros3-1.14", "ros3-2.0", "ros3-2.2", "fsspec", "obstore"]
+DEFAULT_BACKENDS = ["ros3-1.14", "ros3-2.0", "ros3-wheel", "fsspec", "obstore"]
 
 
 def _probe_cmd(python: Path, backend: str, bucket: str, key: str, size: int, opens: int) -> list[str]:

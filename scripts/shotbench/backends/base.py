@@ -71,12 +71,12 @@ class Backend:
     # --- orchestrator side -------------------------------------------------------------
     @classmethod
     def python(cls) -> Path:
-        """The interpreter whose libraries this backend measures."""
+        """The interpreter whose libraries this backend measures (its build is made on first use)."""
         if cls.env is None:
             return Path(sys.executable)
-        from shotbench.builds.envs import env_python
+        from shotbench.builds.envs import ensure_python
 
-        return Path(env_python(cls.env))
+        return Path(ensure_python(cls.env))
 
     @classmethod
     def env_key(cls) -> str:

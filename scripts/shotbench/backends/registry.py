@@ -11,6 +11,7 @@ BACKENDS: dict[str, str] = {
     "ros3-1.14": "shotbench.backends.ros3:Ros3_114",
     "ros3-2.0": "shotbench.backends.ros3:Ros3_20",
     "ros3-2.2": "shotbench.backends.ros3:Ros3_22",
+    "ros3-wheel": "shotbench.backends.ros3:Ros3Wheel",
     "fsspec": "shotbench.backends.fsspec:FsspecBackend",
     "obstore": "shotbench.backends.obstore:ObstoreBackend",
     "download": "shotbench.backends.download:DownloadBackend",
@@ -28,6 +29,8 @@ BACKENDS: dict[str, str] = {
 # Selected only by name (--backends, CONFIG): the profiles' default matrix leaves them out, so
 # `make bench-ros3` neither installs the readers' environment nor grows longer.
 OPT_IN = ("fsspec-tuned", "pyfive", "h5coro", "remfile", "kerchunk")
+# Backends whose build the default matrix does not need: made the first time a run selects them.
+NOT_DEFAULT = ("ros3-2.2",)
 
 
 def names() -> list[str]:
@@ -36,7 +39,7 @@ def names() -> list[str]:
 
 def default_names() -> list[str]:
     """The backends a profile runs when none are named."""
-    return [n for n in BACKENDS if n not in OPT_IN]
+    return [n for n in BACKENDS if n not in OPT_IN and n not in NOT_DEFAULT]
 
 
 def get(name: str) -> type[Backend]:

@@ -80,3 +80,11 @@ class Ros3_22(Ros3Backend):
     name = "ros3-2.2"
     env = "hdf5-2.2"
     has_block_cache = True
+
+
+class Ros3Wheel(Ros3Backend):
+    """The `h5py-s3` wheel from the package index: HDF5 2.1.1, ROS3 on aws-c-s3 + s2n, no compile."""
+
+    name = "ros3-wheel"
+    env = "h5py-s3"
+    description = "h5py-s3 wheel (HDF5 2.1.1) + ROS3 driver, installed from the index"

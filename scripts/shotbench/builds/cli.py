@@ -9,6 +9,7 @@ import time
 from shotbench.builds import envs as envs_mod
 from shotbench.builds import specs
 from shotbench.builds.envs import EnvInfo
+from shotbench.builds.wheels import WHEELS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "official HDF5 release from a tarball URL, a local tarball or a source folder."
         ),
     )
-    build.add_argument("names", nargs="*", help=f"builds to make (default: all; built in: {', '.join(specs.BUILDS)})")
+    build.add_argument("names", nargs="*", help=(
+        f"builds to make (default: {' '.join(envs_mod.DEFAULT_ENVS)}, what the default matrix needs; "
+        f"built in: {', '.join([*specs.BUILDS, *WHEELS])}; --all: every one)"))
+    build.add_argument("--all", action="store_true", help="make every built-in build and wheel (what the test suite needs)")
     build.add_argument("--name", help="name of a custom build, e.g. hdf5-1.14.6-release")
     build.add_argument("--source", help="HDF5 release tarball URL, local tarball, or source folder")
     build.add_argument("--sha256", help="expected sha256 of a --source URL (recommended)")
@@ -49,7 +53,7 @@ def _table(rows: list[EnvInfo]) -> str:
                 env.h5py_version or "-",
                 "-" if env.ros3 is None else str(env.ros3),
                 env.state,
-                "cached" if env.cached else "not built",
+                "index wheel" if env.name in WHEELS else ("cached" if env.cached else "not built"),
                 str(env.path),
             )
         )
@@ -63,8 +67,13 @@ def _print(rows: list[EnvInfo], as_json: bool) -> None:
     else:
         print(_table(rows))
         missing = [env.name for env in rows if env.state != "ready"]
-        if missing:
-            print(f"\nnot ready: {', '.join(missing)} — run `make envs` (or `shotbench envs build`).")
+        lazy = [n for n in missing if n not in envs_mod.DEFAULT_ENVS]
+        needed = [n for n in missing if n in envs_mod.DEFAULT_ENVS]
+        if needed:
+            print(f"\nnot ready: {', '.join(needed)} — run `make envs` (or `shotbench envs build`).")
+        if lazy:
+            print(f"\nnot built yet: {', '.join(lazy)} — built the first time a run selects it "
+                  f"(or now: `shotbench envs build {' '.join(lazy)}`).")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -83,6 +92,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         spec = specs.custom_spec(args.name, args.source, args.sha256)
         extra.append(spec)
     names = list(args.names) + [s.name for s in extra] if (args.names or extra) else None
+    if args.all:
+        names = [*specs.BUILDS, *WHEELS, *(names or [])]
+        names = list(dict.fromkeys(names))
     rows = envs_mod.build_envs(names, force=args.force, extra=extra)
     for spec in extra:
         envs_mod.remember_custom(spec)

@@ -24,6 +24,7 @@ from shotbench import which
 from shotbench.builds import build as builder
 from shotbench.builds import specs
 from shotbench.builds.specs import BuildSpec
+from shotbench.builds.wheels import WHEELS, WheelSpec
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir, envs_dir, repo_root
 
@@ -35,7 +36,7 @@ out = {"python": sys.version.split()[0], "executable": sys.executable}
 try:
     import h5py
     out.update(hdf5_version=h5py.version.hdf5_version, h5py_version=h5py.version.version,
-               ros3=bool(h5py.get_config().ros3))
+               ros3=bool(h5py.get_config().ros3) and "ros3" in h5py.registered_drivers())
     from shotbench.hdf5.library import mapped_libhdf5
     out["libhdf5"] = mapped_libhdf5()
     import shotbench
@@ -73,15 +74,40 @@ def env_dir(name: str) -> Path:
     return envs_dir() / name
 
 
+DEFAULT_ENVS = ("hdf5-1.14", "hdf5-2.0", "h5py-s3")
+"""What `make envs` makes: the default matrix's question (1.14.6 vs 2.0) plus the no-compile
+wheel. Other builds (2.2, custom releases) are made the first time a run selects them."""
+
+
+def known_names() -> list[str]:
+    return [*all_specs(), *WHEELS]
+
+
 def env_python(name: str) -> Path:
     """The interpreter of `.envs/<name>`, for running workers against that libhdf5."""
     python = env_dir(name) / "bin" / "python"
     if not python.exists():
-        known = ", ".join(all_specs())
-        if name not in all_specs():
+        if name not in known_names():
+            known = ", ".join(known_names())
             raise UserError(f"unknown build {name!r} (known: {known}); run `shotbench envs` to list them.")
         raise UserError(f"the environment for {name} is not built; run `make envs` (or `shotbench envs build {name}`).")
     return python
+
+
+def ensure_python(name: str) -> Path:
+    """The interpreter of `.envs/<name>`, built (or installed, for a wheel) on first use.
+
+    A run that selects a build `make envs` does not make (2.2, a custom release) pays for it
+    once, here, instead of every user paying for it up front."""
+    python = env_dir(name) / "bin" / "python"
+    if python.exists():
+        return python
+    if name not in known_names():
+        env_python(name)  # the unknown-name sentence
+    print(f"{name}: not built yet; building it now (first use only; `shotbench envs build {name}` does the same)",
+          flush=True)
+    build_envs([name])
+    return env_python(name)
 
 
 def probe(python: Path) -> dict:
@@ -268,16 +294,17 @@ def build_envs(names: list[str] | None = None, force: bool = False, extra: Seque
     known = all_specs()
     for spec in extra:
         known[spec.name] = spec
-    wanted = list(names) if names else list(known)
-    unknown = [n for n in wanted if n not in known]
+    wanted = list(names) if names else list(DEFAULT_ENVS)
+    unknown = [n for n in wanted if n not in known and n not in WHEELS]
     if unknown:
-        raise UserError(f"unknown build {unknown[0]!r} (known: {', '.join(known)}); pick one of those or add one with --name and --source.")
-    chosen = [known[n] for n in wanted]
+        raise UserError(f"unknown build {unknown[0]!r} (known: {', '.join([*known, *WHEELS])}); pick one of those or add one with --name and --source.")
+    chosen = [known[n] for n in wanted if n in known]
     todo = [s for s in chosen if force or builder.cached(s) is None]
     if todo:
-        cpus = os.cpu_count() or 1
-        os.environ.setdefault("SHOTBENCH_BUILD_JOBS", str(max(1, cpus // len(todo))))
-        print(f"building {', '.join(s.name for s in todo)} (side by side; cold, 5–8 min for all three on a quiet 2-core machine)", flush=True)
+        # Every build compiles with all cores: side by side they overcommit a little, which
+        # keeps the cores busy through each build's serial steps (configure, cythonize, link).
+        os.environ.setdefault("SHOTBENCH_BUILD_JOBS", str(os.cpu_count() or 1))
+        print(f"building {', '.join(s.name for s in todo)} (side by side; see the README for what each costs cold)", flush=True)
     reqs = requirements()
     results: dict[str, EnvInfo] = {}
     errors: list[UserError] = []
@@ -286,8 +313,9 @@ def build_envs(names: list[str] | None = None, force: bool = False, extra: Seque
         result = builder.build(spec, force=force)
         return ensure_env(result, reqs, force=force)
 
-    with cf.ThreadPoolExecutor(max_workers=max(1, len(chosen))) as pool:
+    with cf.ThreadPoolExecutor(max_workers=max(1, len(wanted))) as pool:
         futures = {pool.submit(one, spec): spec.name for spec in chosen}
+        futures.update({pool.submit(ensure_wheel_env, WHEELS[n], reqs, force): n for n in wanted if n not in known})
         for fut in cf.as_completed(futures):
             try:
                 results[futures[fut]] = fut.result()
@@ -301,7 +329,7 @@ def build_envs(names: list[str] | None = None, force: bool = False, extra: Seque
 
 
 def list_envs() -> list[EnvInfo]:
-    """Every known build with the versions its environment really loads."""
+    """Every known build and wheel with the versions its environment really loads."""
     known = all_specs()
 
     def one(spec: BuildSpec) -> EnvInfo:
@@ -316,5 +344,101 @@ def list_envs() -> list[EnvInfo]:
             return _info(spec.name, result, found, "stale", spec)
         return _info(spec.name, result, found, "ready", spec)
 
-    with cf.ThreadPoolExecutor(max_workers=max(1, len(known))) as pool:
-        return list(pool.map(one, known.values()))
+    with cf.ThreadPoolExecutor(max_workers=max(1, len(known) + len(WHEELS))) as pool:
+        builds = list(pool.map(one, known.values()))
+        wheels = list(pool.map(wheel_info, WHEELS.values()))
+    return builds + wheels
+
+
+# ---------------------------------------------------------------- wheels (no compile)
+
+
+def _wheel_stamp(spec: WheelSpec, reqs: str) -> dict:
+    return {
+        "wheel": spec.fingerprint(),
+        "requirements_sha256": hashlib.sha256(reqs.encode()).hexdigest(),
+        "repo": str(repo_root()),
+    }
+
+
+def verify_wheel(spec: WheelSpec, path: Path, found: dict) -> str | None:
+    """Why this interpreter is not the wheel it should be, or None if it is."""
+    if "error" in found:
+        return f"importing h5py failed: {found['error']}"
+    if found.get("hdf5_version") != spec.hdf5_version:
+        return f"h5py loads libhdf5 {found.get('hdf5_version')}, expected {spec.hdf5_version}"
+    if found.get("h5py_version") != spec.h5py_version:
+        return f"h5py is {found.get('h5py_version')}, expected {spec.h5py_version}"
+    if not found.get("ros3"):
+        return "h5py reports no ROS3 driver"
+    libs = found.get("libhdf5") or []
+    if not libs or not all(str(p).startswith(str(path.resolve())) or str(p).startswith(str(path)) for p in libs):
+        return f"h5py loads {libs or 'no libhdf5'} instead of the one vendored in {path}"
+    return None
+
+
+def _wheel_info(spec: WheelSpec, found: dict | None, state: str) -> EnvInfo:
+    found = found or {}
+    libs = found.get("libhdf5") or []
+    return EnvInfo(
+        name=spec.name, hdf5_version=found.get("hdf5_version"), h5py_version=found.get("h5py_version"),
+        ros3=found.get("ros3"), path=env_dir(spec.name), cached=True, state=state,
+        expected_hdf5=spec.hdf5_version, description=spec.description, build_dir=None,
+        libhdf5=libs[0] if libs else None,
+    )
+
+
+def wheel_info(spec: WheelSpec) -> EnvInfo:
+    python = env_dir(spec.name) / "bin" / "python"
+    if not python.exists():
+        return _wheel_info(spec, None, "missing")
+    found = probe(python)
+    if "error" in found:
+        return _wheel_info(spec, found, "broken")
+    return _wheel_info(spec, found, "ready" if verify_wheel(spec, env_dir(spec.name), found) is None else "stale")
+
+
+def ensure_wheel_env(spec: WheelSpec, reqs: str | None = None, force: bool = False) -> EnvInfo:
+    """Make `.envs/<name>` hold the locked dependencies and this wheel, installed binary-only."""
+    path = env_dir(spec.name)
+    python = path / "bin" / "python"
+    reqs = requirements() if reqs is None else reqs
+    stamp = _wheel_stamp(spec, reqs)
+    stamp_path = path / STAMP
+    if not force and python.exists() and stamp_path.is_file():
+        try:
+            old = json.loads(stamp_path.read_text())
+        except json.JSONDecodeError:
+            old = {}
+        if {k: old.get(k) for k in stamp} == stamp:
+            found = probe(python)
+            if verify_wheel(spec, path, found) is None:
+                return _wheel_info(spec, found, "ready")
+    logs = cache_dir() / "wheels" / spec.name / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    if path.exists():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    req_file = logs / "env-requirements.txt"
+    req_file.write_text(reqs + spec.requirement() + "\n")
+    _uv(spec.name, "create venv", ["venv", "--quiet", "--python", builder.PYTHON, str(path)], logs / "env-venv.log")
+    _uv(
+        spec.name,
+        f"install dependencies + {spec.package} {spec.version} wheel (binary only)",
+        ["pip", "install", "--python", str(python), "-r", str(req_file), "--only-binary", spec.package],
+        logs / "env-install.log",
+    )
+    _uv(
+        spec.name,
+        "install shotbench (editable)",
+        ["pip", "install", "--python", str(python), "--no-deps", "-e", str(repo_root())],
+        logs / "env-shotbench.log",
+    )
+    found = probe(python)
+    problem = verify_wheel(spec, path, found)
+    if problem:
+        raise UserError(f"{spec.name}: the new environment is wrong ({problem}); remove {path} and run `make envs` again.")
+    stamp_path.write_text(json.dumps({**stamp, "probe": found}, indent=2))
+    builder.say(spec.name, f"environment ready in {time.monotonic() - started:.0f} s → {path}")
+    return _wheel_info(spec, found, "ready")

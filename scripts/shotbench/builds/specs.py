@@ -137,12 +137,13 @@ HDF5_2_OPTIONS = _COMMON + ("-DHDF5_ONLY_SHARED_LIBS=ON", "-DHDF5_ENABLE_ZLIB_SU
 BUILDS: dict[str, BuildSpec] = {
     "hdf5-1.14": BuildSpec(
         name="hdf5-1.14",
-        hdf5_version="1.14.4",
-        hdf5=_crate("0.9.2", "9b746b01050a79cb2914d4d62ae61b8a7e93cc7699a050081b0f88329e859dcd"),
+        hdf5_version="1.14.6",
+        # 0.9.5 bundles 1.14.6 (the upstream study's old arm); 0.9.2 bundled 1.14.4.
+        hdf5=_crate("0.9.5", "36b0303729f84fb0f2dc510d28b64cb716fb13e6a139a17e88db329123ecff82"),
         h5py=H5PY_3_15_1,
         ros3_backend="curl",
         cmake_options=HDF5_1_OPTIONS,
-        description="HDF5 1.14.4-3, ROS3 over libcurl + OpenSSL",
+        description="HDF5 1.14.6, ROS3 over libcurl + OpenSSL",
     ),
     "hdf5-2.0": BuildSpec(
         name="hdf5-2.0",

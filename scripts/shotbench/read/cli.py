@@ -59,6 +59,21 @@ def run_lock(folder: Path) -> Any:
                 f"the run folder {folder} is not writable; fix its permissions or resume a copy.")
 
 
+def default_tls(asked: bool | None, data: str | None, network: str) -> bool:
+    """https unless told otherwise: real S3 is https, and plain http hides what a TLS setup per
+    open costs (1.14 makes one per file). Only the embedded server is served here; the profiles
+    that inject HTTP errors go through a plain-HTTP proxy, so they stay http unless --tls is given
+    (then check_tls says why not)."""
+    from shotbench.store.network import NETWORK_PROFILES
+
+    if asked is not None:
+        return asked
+    if data:
+        return False
+    profile = NETWORK_PROFILES.get(network)
+    return not (profile is not None and profile.http is not None)
+
+
 def check_scheduler(address: str) -> None:
     """A Dask scheduler that does not accept a connection within seconds is refused up front."""
     import socket
@@ -140,7 +155,9 @@ def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
     else:
         cfg = _config_from_args(args)
         data_arg, network, scheduler = args.data, args.network, args.scheduler
-        tls = bool(args.tls)
+        if network is None:  # a bench profile may model a network (upstream-ec2); never in front of --data
+            network = "none" if (data_arg or args.faults) else profiles.PROFILE_NETWORK.get(cfg.profile, "none")
+        tls = default_tls(args.tls, data_arg, args.faults or network)
         if args.faults:
             if args.faults not in FAULTS:
                 raise UserError(f"unknown fault profile {args.faults!r}; choose one of: {', '.join(FAULTS)}.")
@@ -360,8 +377,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--profile", default="quick", choices=list(profiles.BENCH_PROFILES))
     p.add_argument("--config", metavar="FILE.toml", help="TOML file overriding the profile")
     p.add_argument("--data", metavar="s3://bucket/prefix", help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder")
-    p.add_argument("--network", default="none", help="latency emulation in front of the embedded server, e.g. s3-same-region")
-    p.add_argument("--tls", action="store_true", help="serve the embedded server over https (a private CA; TLS handshakes are measured)")
+    p.add_argument("--network", default=None,
+                   help="latency emulation in front of the embedded server, e.g. s3-same-region, upstream-ec2 "
+                        "(default: none, or the one the profile models)")
+    p.add_argument("--tls", action=argparse.BooleanOptionalAction, default=None,
+                   help="serve the embedded server over https with a private CA that every backend trusts "
+                        "(the default; TLS handshakes are measured, as on S3); --no-tls (or --http): plain http")
+    p.add_argument("--http", dest="tls", action="store_false", help=argparse.SUPPRESS)
     p.add_argument("--anatomy", action="store_true", help="after the cases, write anatomy.json (see `shotbench anatomy`) into the run folder")
     p.add_argument("--faults", metavar="PROFILE",
                    help="inject faults in front of the embedded server and check every byte read: "

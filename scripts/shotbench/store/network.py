@@ -21,6 +21,11 @@ from shotbench.errors import UserError
 from shotbench.processes import die_with_parent, free_port, terminate
 from shotbench.store.faultproxy import HttpFaults
 
+UPSTREAM_STREAM_KBPS = 90_000
+"""One S3 GET stream from EC2 in the bucket's region moves about 90 MB/s (toxiproxy's unit, as
+the other profiles use it). No aggregate cap is added: toxiproxy is per connection, and on this
+machine the proxy and its cores saturate well below the instance's 10 Gbit/s NIC."""
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -38,6 +43,12 @@ NETWORK_PROFILES: dict[str, Profile | None] = {
     "none": None,
     "s3-same-region": Profile(20, 5, None, "~20 ms first byte, like S3 from EC2 in the bucket's region"),
     "s3-cross-region": Profile(70, 15, 40_000, "~70 ms first byte and ~40 MB/s per connection, like another region"),
+    # Latency alone (no bandwidth cap), for the direction ablation's latency knob.
+    "latency-70ms": Profile(70, 15, None, "~70 ms first byte, no bandwidth cap (the latency of s3-cross-region alone)"),
+    # The upstream study's conditions: an m5.4xlarge reading S3 in its own region. The bench profile
+    # of the same name adds its page buffer (264 MB) and its worker counts scaled to this machine.
+    "upstream-ec2": Profile(15, 5, UPSTREAM_STREAM_KBPS,
+                            "~15 ms first byte and ~90 MB/s per connection, like one S3 stream from EC2 in-region"),
 }
 # Faults on purpose (`bench --faults NAME`): connection-level toxics at a share of connections.
 # reset_peer: the connection is reset after `timeout` ms; limit_data: closed after `bytes`;

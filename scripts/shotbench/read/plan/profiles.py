@@ -132,6 +132,24 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
+def upstream_workers(cores: int | None = None) -> list[int]:
+    """Upstream's worker range scaled to this machine: it ran 1 to 64 workers on 16 vCPUs (up
+    to 4 per vCPU); here 1, one per core and four per core."""
+    cores = max(1, cores or os.cpu_count() or 1)
+    return sorted({1, cores, 4 * cores})
+
+
+BENCH_PROFILES["upstream-ec2"] = {
+    # The study's question under its conditions (`--network upstream-ec2` is implied): its 16 MB
+    # files, its page buffer (its notebooks say "264MB"; its CSVs record 268,435,456 B, 256 MiB),
+    # its worker range per core, three trials, https by default.
+    "backends": ["ros3-1.14", "ros3-2.0", "ros3-wheel"], "workers": upstream_workers(),
+    "page_buffers": [0, UPSTREAM_PAGE_BUFFER], "trials": 3, "signals_files": 4, "signals_names": 16, "shots": 24,
+}
+PROFILE_NETWORK = {"upstream-ec2": "upstream-ec2"}
+"""Bench profiles that choose a network profile when --network is not given."""
+
+
 def _apply(cfg: BenchConfig, values: dict[str, Any], origin: str) -> BenchConfig:
     known = {f.name for f in fields(BenchConfig)}
     for key, value in values.items():

@@ -35,6 +35,7 @@ def versions() -> dict[str, str]:
         import h5py
 
         out["hdf5"] = h5py.version.hdf5_version
+        out.setdefault("h5py", h5py.version.version)  # the h5py-s3 wheel installs `h5py` under another name
         out["ros3"] = str("ros3" in h5py.registered_drivers())
     except Exception as exc:  # noqa: BLE001 - a broken h5py is reported, not fatal here
         out["h5py_error"] = scrub(str(exc))
