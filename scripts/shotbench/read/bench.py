@@ -76,15 +76,29 @@ def check_scheduler(address: str) -> None:
 
 
 def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, str]:
-    """How many cases failed and where to look (0 failed: empty message)."""
-    from shotbench.read.status import OK, row_status
+    """How many cases failed and where to look (0 failed: empty message). Unsupported cases
+    (a reader that cannot read a file shape) are findings, not failures: never counted here."""
+    from shotbench.read.status import is_failure, row_status
 
-    bad = [r for r in rows if row_status(r) != OK]
+    bad = [r for r in rows if is_failure(row_status(r))]
     if not bad:
         return 0, ""
     first = next((r.get("first-error") or r.get("errors") for r in bad if r.get("first-error") or r.get("errors")), "")
     return len(bad), (f"{len(bad)} of {len(rows)} cases failed or were partial and are left out of every result "
                       f"(first error: {str(first)[:200]}); see the status and first-error columns of {cases_csv}")
+
+
+def check_bytes(cfg: profiles.BenchConfig, backends: list[str], wl: Any) -> list[Any]:
+    """Each backend's bytes against h5py's, one file per family, before the timed cases."""
+    from shotbench.read import bytecheck
+
+    verdicts = bytecheck.check(backends, cfg.options, wl.source, wl.s3, bytecheck.samples(wl.files, wl.family_files), say)
+    if not verdicts:
+        say("bytes not checked against h5py: no local copy of the files to compare with")
+    for v in verdicts:
+        if v.status != "ok":
+            say(f"  {v.backend} on {v.family or 'the files'}: {v.status} ({v.reason[:160]})")
+    return verdicts
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -105,7 +119,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     from shotbench.read.runner import Drivers, Runner, summary_table
     from shotbench.read.faultcount import InjectedFaults, summary_lines as fault_lines
     from shotbench.store.network import FAULTS, check_tls
-    from shotbench.read.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
+    from shotbench.read.status import COMPLETE, INTERRUPTED, OK, RUNNING, UNSUPPORTED, error_count, row_status, run_status
 
     if resume_dir is not None:
         meta = _read_resume_meta(resume_dir)
@@ -214,6 +228,9 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                                                           "h5py": v.get("h5py", ""), "env": registry.get(name).env_key(),
                                                           "packages": v}
                 folder.write_meta(meta)
+                if cfg.readcheck and "readcheck" not in meta:
+                    meta["readcheck"] = [v.to_dict() for v in check_bytes(cfg, prep.backends, wl)]
+                    folder.write_meta(meta)
                 say(f"run {run_id}: {len(pending)} cases -> {folder.path}")
                 status = INTERRUPTED
                 try:
@@ -231,7 +248,8 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                     if status == COMPLETE:
                         status = run_status(row_status(r) for r in rows)
                     meta["status"] = status
-                    meta["errors"] = sum(1 for r in rows if row_status(r) != OK)  # cases that are not measurements
+                    meta["errors"] = sum(1 for r in rows if row_status(r) not in (OK, UNSUPPORTED))  # failed cases
+                    meta["unsupported"] = sum(1 for r in rows if row_status(r) == UNSUPPORTED)  # findings
                     meta["failed_tasks"] = sum(error_count(r.get("errors")) for r in rows)
                     meta["finished"] = utc_iso()
                     injected = runner.faults.record()
@@ -263,6 +281,12 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
         for line in fault_lines(meta.get("faults_injected"), meta.get("plan", [])):
             say(line)
     n_bad, message = finish_message(rows, folder.cases_csv)
+    from shotbench.read import bytecheck
+
+    wrong = bytecheck.failures(bytecheck.from_dicts(meta.get("readcheck") or []))
+    if wrong:
+        n_bad += len(wrong)
+        message = bytecheck.failure_message(wrong) + (f"; also {message}" if message else "")
     say(f"results: {folder.path}")
     if n_bad:
         if args.keep_going:

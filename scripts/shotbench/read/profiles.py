@@ -52,6 +52,7 @@ class BenchConfig:
     max_live_workers: int = 16  # idle warm worker processes kept across cases before evicting
     task_timeout: float = 0.0  # seconds a case's tasks may run before they are recorded `timeout`; 0 = derived
     verify: bool = False  # check every signal read against a checksum of the local copy (on with --faults)
+    readcheck: bool = True  # before the cases: each backend's bytes against h5py's, one file per family (bytecheck.py)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # file families measured side by side (families.py); [] = the one synthetic workload
     families: list[str] = field(default_factory=list)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from shotbench.read.effective import COLUMNS as EFFECTIVE_COLUMNS
-from shotbench.read.status import OK, row_status, task_status
+from shotbench.read.status import OK, is_failure, row_status, task_status
 from shotbench.runs import RunKind
 
 # the upstream harness's 12 per-worker columns, first in ours so its notebooks read our CSVs
@@ -114,5 +114,6 @@ RUN_KIND = RunKind("read", CASE_COLUMNS, WORKER_COLUMNS)
 
 
 def measured(row: dict[str, str]) -> bool:
-    """A case row a resume keeps: ok. Failed and partial cases run again."""
-    return row_status(row) == OK
+    """A case row a resume keeps: ok, or unsupported (running it again cannot change that).
+    Failed and partial cases run again."""
+    return not is_failure(row_status(row))

@@ -1,0 +1,151 @@
+"""Does every backend of a run return h5py's bytes? Checked once per (backend, file family).
+
+Timed cases only say how fast a backend was. Before the cases, each backend that reads HDF5
+(except `local`, which reads the reference copies themselves) reads one file of every single-shot
+family through `shotbench.read.readcheck` in its own environment, and each signal's digest
+(data and dimension scales) is compared with the one h5py computes from the local copy. The
+verdict per (backend, family) goes into run.json: `ok`, `unsupported` (the reader declared the
+shape unsupported: a finding), `wrong` (bytes differ from h5py's) or `failed` (it crashed).
+`wrong` and `failed` sink the run's exit code, whatever the timed cases did.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from shotbench.backends import registry
+from shotbench.backends.base import ReadSettings, Source, child_env
+from shotbench.read.plan import ShotFile
+from shotbench.read.status import FAILED, OK, UNSUPPORTED, is_failure, is_unsupported
+
+WRONG = "wrong"
+SKIP = ("local",)  # reads the local copies the digests are computed from
+TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one backend returned for one family's file, against h5py on the local copy."""
+
+    backend: str
+    family: str  # "" for a run without families
+    key: str
+    status: str  # ok | unsupported | wrong | failed
+    signals: int  # signals compared
+    reason: str = ""  # the first unsupported / wrong / error text, one line
+    scales: bool = True  # False: the backend was told to skip dimension scales (signal data only)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def is_failure(self) -> bool:
+        return is_failure(self.status)
+
+
+def from_dicts(items: Iterable[dict[str, Any]]) -> list[Verdict]:
+    return [Verdict(**d) for d in items]
+
+
+def h5py_digests(path: Path, f: ShotFile, scales: bool) -> dict[str, str]:
+    """The reference: each signal's digest computed by h5py from the local copy."""
+    import h5py
+
+    from shotbench.backends.readers import h5py_arrays
+    from shotbench.read.readcheck import digest
+
+    with h5py.File(path, "r") as fh:
+        return {f"{f.key}/{name}": digest(h5py_arrays(fh, f.shot, name, scales)) for name in f.signals}
+
+
+def verdict(backend: str, family: str, f: ShotFile, got: dict[str, str], want: dict[str, str], scales: bool) -> Verdict:
+    """Compare a backend's digests with h5py's: the first difference decides."""
+    if "" in got:  # the backend could not start at all
+        return Verdict(backend, family, f.key, FAILED, 0, _line(got[""]), scales)
+    for k, expected in want.items():
+        cell = got.get(k, "missing from the reader's answer")
+        if cell == expected:
+            continue
+        if is_unsupported(cell):
+            return Verdict(backend, family, f.key, UNSUPPORTED, len(want), _line(cell), scales)
+        if len(cell) == 64 and all(c in "0123456789abcdef" for c in cell):
+            return Verdict(backend, family, f.key, WRONG, len(want),
+                           f"{k}: bytes differ from h5py's on the local copy", scales)
+        return Verdict(backend, family, f.key, FAILED, len(want), _line(f"{k}: {cell}"), scales)
+    return Verdict(backend, family, f.key, OK, len(want), "", scales)
+
+
+def _line(text: str) -> str:
+    return " ".join(str(text).split())[:300]
+
+
+def samples(files: list[ShotFile], family_files: dict[str, tuple[list[ShotFile], list[ShotFile]]]) -> dict[str, ShotFile]:
+    """One file per family (the first), single-shot families only; {"": first file} without families."""
+    if not family_files:
+        return {"": files[0]} if files else {}
+    return {fam: fs[0] for fam, (fs, _) in family_files.items() if fs and fs[0].shot and len({f.key for f in fs}) == len(fs)}
+
+
+def check(backends: list[str], options: dict[str, dict[str, Any]], source: Source, s3: Any,
+          picked: dict[str, ShotFile], say: Callable[[str], None] = print) -> list[Verdict]:
+    """Verdicts for every (backend, family): one readcheck process per environment."""
+    names = [b for b in backends if b not in SKIP and registry.get(b).reads_hdf5]
+    if not names or not picked or not source.local_dir and source.kind != "local":
+        return []
+    by_env: dict[str, list[str]] = {}
+    for b in names:
+        by_env.setdefault(registry.get(b).env_key(), []).append(b)
+    files = list(picked.values())
+    family_of = {f.key: fam for fam, f in picked.items()}
+    scales = {b: registry.get(b)(source, ReadSettings(options=options.get(b) or {})).reads_scales() for b in names}
+    want = {s: {k: v for f in files for k, v in h5py_digests(Path(source.local_path(f.key)), f, s).items()}
+            for s in set(scales.values())}
+    out: list[Verdict] = []
+    for env, members in by_env.items():
+        say(f"checking the bytes of {', '.join(members)} against h5py on {len(files)} file(s) ...")
+        answer = _run(env, members, options, source, s3, files)
+        for b in members:
+            got = answer.get(b) or {"": answer.get("", "no answer from readcheck")}
+            for f in files:
+                mine = {k: v for k, v in want[scales[b]].items() if k.startswith(f"{f.key}/")}
+                out.append(verdict(b, family_of[f.key], f, got if "" in got else {k: got.get(k, "") for k in mine},
+                                   mine, scales[b]))
+    return out
+
+
+def _run(env: str, members: list[str], options: dict[str, dict[str, Any]], source: Source, s3: Any,
+         files: list[ShotFile]) -> dict[str, Any]:
+    """One readcheck process in `env`; a process that dies answers {"": its last error line}."""
+    cls = registry.get(members[0])
+    extra = dict(s3.env_vars()) if s3 is not None else {}
+    for b in members:
+        extra.update(registry.get(b).process_env(s3))
+    req = {"source": source.to_dict(), "scales": True,
+           "backends": [{"backend": b, "options": options.get(b) or {}} for b in members],
+           "files": [{"key": f.key, "size": f.size, "shot": f.shot, "signals": list(f.signals)} for f in files]}
+    try:
+        proc = subprocess.run([str(cls.python()), "-m", "shotbench.read.readcheck"], input=json.dumps(req), text=True,
+                              capture_output=True, env=child_env(extra), timeout=TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return {"": f"readcheck in {env} did not answer within {TIMEOUT_S:.0f} s"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"": f"readcheck in {env} exited {proc.returncode}: {last}"}
+    return json.loads(lines[-1])
+
+
+def failures(verdicts: Iterable[Verdict]) -> list[Verdict]:
+    return [v for v in verdicts if v.is_failure]
+
+
+def failure_message(bad: list[Verdict]) -> str:
+    """One sentence naming every backend that returned wrong bytes or crashed, and where."""
+    parts = [f"{v.backend} on {v.family or 'the files'}: {'wrong bytes' if v.status == WRONG else 'crashed'} ({v.reason})"
+             for v in bad]
+    return "the byte check against h5py failed for " + "; ".join(parts)
