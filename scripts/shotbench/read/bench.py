@@ -25,6 +25,9 @@ from shotbench.read.results import RUN_KIND, measured
 from shotbench.runs import RunFolder, latest_run
 from shotbench.read.prepare import check_envs, prepare, say
 
+REPORTING_PROFILES = ("readers",)  # profiles whose run renders its report when it ends, as `--report`
+
+
 def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
     overrides = {
         "backends": args.backends, "modes": args.modes, "workers": args.workers,
@@ -280,6 +283,8 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
         say(reliability.render(reliability.table(folder.path, baseline)))
         for line in fault_lines(meta.get("faults_injected"), meta.get("plan", [])):
             say(line)
+    args.run_folder = folder.path  # `--report` (cli.py) renders this folder when the run exits 0
+    args.report = bool(getattr(args, "report", False)) or cfg.profile in REPORTING_PROFILES
     n_bad, message = finish_message(rows, folder.cases_csv)
     from shotbench.read import bytecheck
 
@@ -330,6 +335,8 @@ def register(subparsers: Any) -> None:
                         "(HTTP errors and cut bodies from a fault-injecting proxy; http-0pc: that proxy, no faults)")
     p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
     p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
+    p.add_argument("--report", action="store_true",
+                   help="render the run's report when it ends without failures (always with --profile readers)")
     p.add_argument("--keep-going", action="store_true",
                    help="exit 0 even when cases failed (they are still left out of every result)")
     p.add_argument("--runs-dir", help=argparse.SUPPRESS)
