@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from shotbench.read import bytecheck, capability
+from shotbench.read import byteverdict, capability
 from shotbench.read.bench import finish_message
 from shotbench.read.status import COMPLETE, FAILED, OK, PARTIAL, UNSUPPORTED, case_status, is_failure, run_status, task_status
 from shotbench.store.s3 import without_s3_settings
@@ -47,21 +47,21 @@ def test_byte_verdicts_tell_unsupported_from_wrong_bytes() -> None:
 
     f = ShotFile("a.h5", 1, "1", ("x", "y"))
     want = {"a.h5/x": "0" * 64, "a.h5/y": "1" * 64}
-    assert bytecheck.verdict("r", "fam", f, dict(want), want, True).status == OK
-    assert bytecheck.verdict("r", "fam", f, {**want, "a.h5/y": "unsupported: r: no"}, want, True).status == UNSUPPORTED
-    wrong = bytecheck.verdict("r", "fam", f, {**want, "a.h5/y": "2" * 64}, want, True)
-    assert wrong.status == bytecheck.WRONG and wrong.is_failure and "a.h5/y" in wrong.reason
-    crash = bytecheck.verdict("r", "fam", f, {**want, "a.h5/x": "a.h5: KeyError: 'x'"}, want, True)
+    assert byteverdict.verdict("r", "fam", f, dict(want), want, True).status == OK
+    assert byteverdict.verdict("r", "fam", f, {**want, "a.h5/y": "unsupported: r: no"}, want, True).status == UNSUPPORTED
+    wrong = byteverdict.verdict("r", "fam", f, {**want, "a.h5/y": "2" * 64}, want, True)
+    assert wrong.status == byteverdict.WRONG and wrong.is_failure and "a.h5/y" in wrong.reason
+    crash = byteverdict.verdict("r", "fam", f, {**want, "a.h5/x": "a.h5: KeyError: 'x'"}, want, True)
     assert crash.status == FAILED and crash.is_failure
-    assert "r on fam: wrong bytes" in bytecheck.failure_message([wrong])
+    assert "r on fam: wrong bytes" in byteverdict.failure_message([wrong])
 
 
 def test_capability_matrix_marks_each_reader_and_family_with_its_reason() -> None:
     verdicts = [
-        bytecheck.Verdict("pyfive", "compat", "k", OK, 61),
-        bytecheck.Verdict("pyfive", "single-16MB", "k", UNSUPPORTED, 61, PYFIVE_V4),
-        bytecheck.Verdict("h5coro", "compat", "k", OK, 61, scales=False),
-        bytecheck.Verdict("kerchunk", "compat", "k", bytecheck.WRONG, 61, "k/x: bytes differ from h5py's on the local copy"),
+        byteverdict.Verdict("pyfive", "compat", "k", OK, 61),
+        byteverdict.Verdict("pyfive", "single-16MB", "k", UNSUPPORTED, 61, PYFIVE_V4),
+        byteverdict.Verdict("h5coro", "compat", "k", OK, 61, scales=False),
+        byteverdict.Verdict("kerchunk", "compat", "k", byteverdict.WRONG, 61, "k/x: bytes differ from h5py's on the local copy"),
     ]
     cases = pd.DataFrame([
         {"backend": "h5coro", "file-family": "single-16MB", "status": UNSUPPORTED,

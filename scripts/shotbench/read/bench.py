@@ -286,12 +286,12 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     args.run_folder = folder.path  # `--report` (cli.py) renders this folder when the run exits 0
     args.report = bool(getattr(args, "report", False)) or cfg.profile in REPORTING_PROFILES
     n_bad, message = finish_message(rows, folder.cases_csv)
-    from shotbench.read import bytecheck
+    from shotbench.read import byteverdict
 
-    wrong = bytecheck.failures(bytecheck.from_dicts(meta.get("readcheck") or []))
+    wrong = byteverdict.failures(byteverdict.from_dicts(meta.get("readcheck") or []))
     if wrong:
         n_bad += len(wrong)
-        message = bytecheck.failure_message(wrong) + (f"; also {message}" if message else "")
+        message = byteverdict.failure_message(wrong) + (f"; also {message}" if message else "")
     say(f"results: {folder.path}")
     if n_bad:
         if args.keep_going:

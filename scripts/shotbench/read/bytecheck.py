@@ -6,82 +6,25 @@ family through `shotbench.read.readcheck` in its own environment, and each signa
 (data and dimension scales) is compared with the one h5py computes from the local copy. The
 verdict per (backend, family) goes into run.json: `ok`, `unsupported` (the reader declared the
 shape unsupported: a finding), `wrong` (bytes differ from h5py's) or `failed` (it crashed).
-`wrong` and `failed` sink the run's exit code, whatever the timed cases did.
+`wrong` and `failed` sink the run's exit code, whatever the timed cases did (the verdicts
+themselves are `shotbench.read.byteverdict`).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from shotbench.backends import registry
 from shotbench.backends.base import ReadSettings, Source, child_env
+from shotbench.read.byteverdict import Verdict, verdict
 from shotbench.read.plan import ShotFile
-from shotbench.read.status import FAILED, OK, UNSUPPORTED, is_failure, is_unsupported
 
-WRONG = "wrong"
 SKIP = ("local",)  # reads the local copies the digests are computed from
 TIMEOUT_S = 600.0
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What one backend returned for one family's file, against h5py on the local copy."""
-
-    backend: str
-    family: str  # "" for a run without families
-    key: str
-    status: str  # ok | unsupported | wrong | failed
-    signals: int  # signals compared
-    reason: str = ""  # the first unsupported / wrong / error text, one line
-    scales: bool = True  # False: the backend was told to skip dimension scales (signal data only)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def is_failure(self) -> bool:
-        return is_failure(self.status)
-
-
-def from_dicts(items: Iterable[dict[str, Any]]) -> list[Verdict]:
-    return [Verdict(**d) for d in items]
-
-
-def h5py_digests(path: Path, f: ShotFile, scales: bool) -> dict[str, str]:
-    """The reference: each signal's digest computed by h5py from the local copy."""
-    import h5py
-
-    from shotbench.backends.readers import h5py_arrays
-    from shotbench.read.readcheck import digest
-
-    with h5py.File(path, "r") as fh:
-        return {f"{f.key}/{name}": digest(h5py_arrays(fh, f.shot, name, scales)) for name in f.signals}
-
-
-def verdict(backend: str, family: str, f: ShotFile, got: dict[str, str], want: dict[str, str], scales: bool) -> Verdict:
-    """Compare a backend's digests with h5py's: the first difference decides."""
-    if "" in got:  # the backend could not start at all
-        return Verdict(backend, family, f.key, FAILED, 0, _line(got[""]), scales)
-    for k, expected in want.items():
-        cell = got.get(k, "missing from the reader's answer")
-        if cell == expected:
-            continue
-        if is_unsupported(cell):
-            return Verdict(backend, family, f.key, UNSUPPORTED, len(want), _line(cell), scales)
-        if len(cell) == 64 and all(c in "0123456789abcdef" for c in cell):
-            return Verdict(backend, family, f.key, WRONG, len(want),
-                           f"{k}: bytes differ from h5py's on the local copy", scales)
-        return Verdict(backend, family, f.key, FAILED, len(want), _line(f"{k}: {cell}"), scales)
-    return Verdict(backend, family, f.key, OK, len(want), "", scales)
-
-
-def _line(text: str) -> str:
-    return " ".join(str(text).split())[:300]
 
 
 def samples(files: list[ShotFile], family_files: dict[str, tuple[list[ShotFile], list[ShotFile]]]) -> dict[str, ShotFile]:
@@ -138,14 +81,3 @@ def _run(env: str, members: list[str], options: dict[str, dict[str, Any]], sourc
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return {"": f"readcheck in {env} exited {proc.returncode}: {last}"}
     return json.loads(lines[-1])
-
-
-def failures(verdicts: Iterable[Verdict]) -> list[Verdict]:
-    return [v for v in verdicts if v.is_failure]
-
-
-def failure_message(bad: list[Verdict]) -> str:
-    """One sentence naming every backend that returned wrong bytes or crashed, and where."""
-    parts = [f"{v.backend} on {v.family or 'the files'}: {'wrong bytes' if v.status == WRONG else 'crashed'} ({v.reason})"
-             for v in bad]
-    return "the byte check against h5py failed for " + "; ".join(parts)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from shotbench.read import bytecheck
+from shotbench.read import byteverdict
 from shotbench.read.status import FAILED, OK, UNSUPPORTED, UNSUPPORTED_PREFIX
 from shotbench.runs import read_meta
 
@@ -55,7 +55,7 @@ def reason_line(error: str) -> str:
     return text[:160]
 
 
-def capabilities(verdicts: list[bytecheck.Verdict], cases: pd.DataFrame) -> list[Capability]:
+def capabilities(verdicts: list[byteverdict.Verdict], cases: pd.DataFrame) -> list[Capability]:
     """One Capability per (backend, family) seen in the byte check or the cases."""
     fam_col = "file-family" if "file-family" in cases.columns else None
     case_groups: dict[tuple[str, str], pd.DataFrame] = {}
@@ -73,7 +73,7 @@ def capabilities(verdicts: list[bytecheck.Verdict], cases: pd.DataFrame) -> list
             first = g.loc[g["status"] == UNSUPPORTED, "first-error"] if "first-error" in g.columns else pd.Series([], dtype=str)
             unsupported_error = reason_line(str(first.iloc[0])) if len(first) else ""
         if v is not None and v.is_failure:
-            out.append(Capability(*key, False, v.status, ("wrong bytes: " if v.status == bytecheck.WRONG else "crashed: ") + reason_line(v.reason)))
+            out.append(Capability(*key, False, v.status, ("wrong bytes: " if v.status == byteverdict.WRONG else "crashed: ") + reason_line(v.reason)))
         elif (v is not None and v.status == UNSUPPORTED) or UNSUPPORTED in statuses:
             out.append(Capability(*key, False, UNSUPPORTED, reason_line(v.reason) if v is not None and v.reason else unsupported_error))
         elif v is not None or OK in statuses:
@@ -99,7 +99,7 @@ def run_capabilities(run: Path) -> list[Capability]:
     meta = read_meta(run)
     cases_csv = run / "cases.csv"
     cases = pd.read_csv(cases_csv, dtype=str, keep_default_na=False) if cases_csv.is_file() and cases_csv.stat().st_size else pd.DataFrame()
-    return capabilities(bytecheck.from_dicts(meta.get("readcheck") or []), cases)
+    return capabilities(byteverdict.from_dicts(meta.get("readcheck") or []), cases)
 
 
 def run_matrix(run: Path) -> pd.DataFrame:
