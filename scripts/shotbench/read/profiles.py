@@ -130,7 +130,7 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
     # case's raw-GET time of the same bytes (no `local` cases).
     "readers": {
         "families": [fammod.COMPAT, fammod.DEFAULT], "modes": list(MODES), "workers": [1, 2], "trials": 2,
-        "backends": ["ros3-2.2", "fsspec", "fsspec-tuned", "remfile", "kerchunk", "pyfive", "h5coro"],
+        "backends": ["ros3-1.14", "fsspec", "fsspec-tuned", "remfile", "kerchunk", "pyfive", "h5coro"],
         "page_buffers": [0], "signals_files": 2, "signals_names": 8, "family_shots": 4,
         "options": {"h5coro": {"scales": "skip"}},
     },
