@@ -27,6 +27,17 @@ SKIP = ("local",)  # reads the local copies the digests are computed from
 TIMEOUT_S = 600.0
 
 
+def h5py_digests(path: Path, f: ShotFile, scales: bool) -> dict[str, str]:
+    """The reference: each signal's digest computed by h5py from the local copy."""
+    import h5py
+
+    from shotbench.backends.readers import h5py_arrays
+    from shotbench.read.readcheck import digest
+
+    with h5py.File(path, "r") as fh:
+        return {f"{f.key}/{name}": digest(h5py_arrays(fh, f.shot, name, scales)) for name in f.signals}
+
+
 def samples(files: list[ShotFile], family_files: dict[str, tuple[list[ShotFile], list[ShotFile]]]) -> dict[str, ShotFile]:
     """One file per family (the first), single-shot families only; {"": first file} without families."""
     if not family_files:

@@ -41,17 +41,6 @@ def from_dicts(items: Iterable[dict[str, Any]]) -> list[Verdict]:
     return [Verdict(**d) for d in items]
 
 
-def h5py_digests(path: Path, f: ShotFile, scales: bool) -> dict[str, str]:
-    """The reference: each signal's digest computed by h5py from the local copy."""
-    import h5py
-
-    from shotbench.backends.readers import h5py_arrays
-    from shotbench.read.readcheck import digest
-
-    with h5py.File(path, "r") as fh:
-        return {f"{f.key}/{name}": digest(h5py_arrays(fh, f.shot, name, scales)) for name in f.signals}
-
-
 def verdict(backend: str, family: str, f: ShotFile, got: dict[str, str], want: dict[str, str], scales: bool) -> Verdict:
     """Compare a backend's digests with h5py's: the first difference decides."""
     if "" in got:  # the backend could not start at all
