@@ -1,6 +1,6 @@
 """The `compat` family: single-16MB's signals and sizes in the oldest format, which every reader reads.
 
-The digests come from `shotbench.read.bytecheck` (each reader in its own environment, against the
+The digests come from `shotbench.read.run.bytecheck` (each reader in its own environment, against the
 real embedded S3 server) and are compared with h5py's on the local copies.
 """
 
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from shotbench.backends.base import Source
-from shotbench.read import bytecheck, families
-from shotbench.read.synth import make_dataset
+from shotbench.hdf5.synth import make_dataset
+from shotbench.read.plan import families
+from shotbench.read.run import bytecheck
 
 READERS = ["fsspec-tuned", "remfile", "kerchunk", "pyfive", "h5coro"]
 
@@ -22,10 +23,22 @@ READERS = ["fsspec-tuned", "remfile", "kerchunk", "pyfive", "h5coro"]
 def test_compat_is_single_16mb_in_the_earliest_format(tmp_path: Path) -> None:
     fam = families.family(families.COMPAT, families.Sizes(single_shots=2))
     base = families.family(families.DEFAULT, families.Sizes(single_shots=2))
-    assert (fam.file_size, fam.signals, fam.shots, fam.layout) == (base.file_size, base.signals, base.shots, base.layout)
+    assert (fam.file_size, fam.signals, fam.shots, fam.layout) == (
+        base.file_size,
+        base.signals,
+        base.shots,
+        base.layout,
+    )
     assert (fam.paging, fam.libver, base.libver) == ("unpaged", "earliest", "v110")
-    old = make_dataset(tmp_path / "c", shots=2, signals=12, file_size=2_000_000, page_size=1_000_000,
-                       paging="unpaged", libver="earliest")
+    old = make_dataset(
+        tmp_path / "c",
+        shots=2,
+        signals=12,
+        file_size=2_000_000,
+        page_size=1_000_000,
+        paging="unpaged",
+        libver="earliest",
+    )
     new = make_dataset(tmp_path / "v", shots=2, signals=12, file_size=2_000_000, page_size=1_000_000, paging="unpaged")
     for a, b in zip(old, new):
         assert a.stat().st_size == 2_000_000
@@ -36,23 +49,37 @@ def test_compat_is_single_16mb_in_the_earliest_format(tmp_path: Path) -> None:
             for n in names:
                 if isinstance(fb[n], h5py.Dataset):
                     np.testing.assert_array_equal(fa[n][()], fb[n][()])
-    again = make_dataset(tmp_path / "c2", shots=2, signals=12, file_size=2_000_000, page_size=1_000_000,
-                         paging="unpaged", libver="earliest")
+    again = make_dataset(
+        tmp_path / "c2",
+        shots=2,
+        signals=12,
+        file_size=2_000_000,
+        page_size=1_000_000,
+        paging="unpaged",
+        libver="earliest",
+    )
     assert [p.read_bytes() for p in again] == [p.read_bytes() for p in old]  # same seed, same bytes
 
 
 @pytest.fixture(scope="module")
 def compat_files(s3_server, s3_bucket, tmp_path_factory):
     """Two compat files at the family's real size (16 MB, 61 signals), staged under compat/."""
-    from shotbench.read.plan import ShotFile
-    from shotbench.read.shotfile import shot_ids, signal_names
+    from shotbench.hdf5.shotfile import shot_ids, signal_names
+    from shotbench.read.plan.matrix import ShotFile
     from shotbench.store.s3 import list_shot_files, parse_location
     from shotbench.store.stage import stage
 
     fam = families.family(families.COMPAT, families.Sizes(single_shots=2))
     folder = tmp_path_factory.mktemp("compat")
-    make_dataset(folder, shots=fam.shots, signals=fam.signals, file_size=fam.file_size, page_size=fam.page_size,
-                 paging=fam.paging, libver=fam.libver)
+    make_dataset(
+        folder,
+        shots=fam.shots,
+        signals=fam.signals,
+        file_size=fam.file_size,
+        page_size=fam.page_size,
+        paging=fam.paging,
+        libver=fam.libver,
+    )
     cfg = s3_server.s3config()
     loc = parse_location(f"s3://{s3_bucket}/compat-test/")
     stage(folder, loc, cfg, jobs=2, progress=False)

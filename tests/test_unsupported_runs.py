@@ -18,9 +18,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from shotbench.read import byteverdict, capability
-from shotbench.read.bench import finish_message
-from shotbench.read.status import COMPLETE, FAILED, OK, PARTIAL, UNSUPPORTED, case_status, is_failure, run_status, task_status
+from shotbench.read.analyse import byteverdict, capability
+from shotbench.read.cli import finish_message
+from shotbench.read.status import (
+    COMPLETE,
+    FAILED,
+    OK,
+    PARTIAL,
+    UNSUPPORTED,
+    case_status,
+    is_failure,
+    run_status,
+    task_status,
+)
 from shotbench.store.s3 import without_s3_settings
 
 PYFIVE_V4 = "unsupported: pyfive: Pyfive cannot yet read HDF5 files with layout class 4 (layouts/single-16MB/1.h5)"
@@ -43,12 +53,14 @@ def test_unsupported_is_a_status_of_its_own_that_never_sinks_a_run() -> None:
 
 
 def test_byte_verdicts_tell_unsupported_from_wrong_bytes() -> None:
-    from shotbench.read.plan import ShotFile
+    from shotbench.read.plan.matrix import ShotFile
 
     f = ShotFile("a.h5", 1, "1", ("x", "y"))
     want = {"a.h5/x": "0" * 64, "a.h5/y": "1" * 64}
     assert byteverdict.verdict("r", "fam", f, dict(want), want, True).status == OK
-    assert byteverdict.verdict("r", "fam", f, {**want, "a.h5/y": "unsupported: r: no"}, want, True).status == UNSUPPORTED
+    assert (
+        byteverdict.verdict("r", "fam", f, {**want, "a.h5/y": "unsupported: r: no"}, want, True).status == UNSUPPORTED
+    )
     wrong = byteverdict.verdict("r", "fam", f, {**want, "a.h5/y": "2" * 64}, want, True)
     assert wrong.status == byteverdict.WRONG and wrong.is_failure and "a.h5/y" in wrong.reason
     crash = byteverdict.verdict("r", "fam", f, {**want, "a.h5/x": "a.h5: KeyError: 'x'"}, want, True)
@@ -61,13 +73,21 @@ def test_capability_matrix_marks_each_reader_and_family_with_its_reason() -> Non
         byteverdict.Verdict("pyfive", "compat", "k", OK, 61),
         byteverdict.Verdict("pyfive", "single-16MB", "k", UNSUPPORTED, 61, PYFIVE_V4),
         byteverdict.Verdict("h5coro", "compat", "k", OK, 61, scales=False),
-        byteverdict.Verdict("kerchunk", "compat", "k", byteverdict.WRONG, 61, "k/x: bytes differ from h5py's on the local copy"),
+        byteverdict.Verdict(
+            "kerchunk", "compat", "k", byteverdict.WRONG, 61, "k/x: bytes differ from h5py's on the local copy"
+        ),
     ]
-    cases = pd.DataFrame([
-        {"backend": "h5coro", "file-family": "single-16MB", "status": UNSUPPORTED,
-         "first-error": "unsupported: h5coro: unsupported superblock version: 3 (layouts/single-16MB/1.h5)"},
-        {"backend": "pyfive", "file-family": "compat", "status": OK, "first-error": ""},
-    ])
+    cases = pd.DataFrame(
+        [
+            {
+                "backend": "h5coro",
+                "file-family": "single-16MB",
+                "status": UNSUPPORTED,
+                "first-error": "unsupported: h5coro: unsupported superblock version: 3 (layouts/single-16MB/1.h5)",
+            },
+            {"backend": "pyfive", "file-family": "compat", "status": OK, "first-error": ""},
+        ]
+    )
     table = capability.matrix(capability.capabilities(verdicts, cases))
     assert table.loc["pyfive", "compat"] == "✓"
     assert table.loc["pyfive", "single-16MB"] == "✗ Pyfive cannot yet read HDF5 files with layout class 4"
@@ -99,9 +119,25 @@ def bench(tmp_path: Path, shot_dir: Path, backends: list[str]) -> subprocess.Com
     cfg.write_text(TINY.format(backends=json.dumps(backends), index=tmp_path / "index"))
     env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(tmp_path / "state")
-    return subprocess.run([sys.executable, "-m", "shotbench.cli", "bench", "--config", str(cfg), "--shots-dir",
-                           str(shot_dir), "--runs-dir", str(tmp_path / "runs")],
-                          env=env, capture_output=True, text=True, timeout=900, check=False)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shotbench.cli",
+            "bench",
+            "--config",
+            str(cfg),
+            "--shots-dir",
+            str(shot_dir),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
 
 
 def cases(tmp_path: Path) -> list[dict[str, str]]:
