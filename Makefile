@@ -21,12 +21,12 @@ TOOL_DEPS    := strace openssl util-linux
 bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(HTTP),--no-tls) \
              $(if $(FAULTS),--faults $(FAULTS) --keep-going)
 
-.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-harness anatomy \
+.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-readers bench-harness anatomy \
         bench-transfer report reports report-reference compare lab lint test test-fast rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts|upstream-ec2  NETWORK=none|s3-same-region|s3-cross-region|upstream-ec2  CONFIG=file.toml  HTTP=1 (plain http; default https)  FAULTS=flaky-5pc|slowdown-5pc|http-flaky-5pc|…  CODE=1 (show code in reports)"
+	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts|readers|upstream-ec2  NETWORK=none|s3-same-region|s3-cross-region|upstream-ec2  CONFIG=file.toml  HTTP=1 (plain http; default https)  FAULTS=flaky-5pc|slowdown-5pc|http-flaky-5pc|…  CODE=1 (show code in reports)"
 
 venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
@@ -57,6 +57,9 @@ bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETW
 
 bench-direction: envs tools ## Ablation: move one knob at a time (page buffer, workers, TLS, latency, 2.0 vs wheel) to find what sets 2.x vs 1.14's direction
 	@$(SB) direction $(if $(TRIALS),--trials $(TRIALS))
+
+bench-readers: envs tools ## Every reader on the compat and the default files (shots, signals; 1, 2 workers), then its report
+	@$(SB) bench --profile readers $(if $(NETWORK),--network $(NETWORK))
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))

@@ -57,7 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)  # `timeout`, CI cancellation: like Ctrl-C
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        if code == 0 and getattr(args, "report", False) and getattr(args, "run_folder", None):
+            from shotbench.reports.render import KINDS, render_run  # a finished run's report (`bench --report`)
+
+            render_run(KINDS["ros3"], args.run_folder, hide_code=True)
+        return code
     except UserError as exc:
         print(f"shotbench: {exc}", file=sys.stderr)
         return exc.exit_code

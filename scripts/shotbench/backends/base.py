@@ -63,6 +63,11 @@ class Backend:
     description: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
 
+    def reads_scales(self) -> bool:
+        """Whether each signal's dimension scales are read with it (a reader that cannot resolve
+        them may be told to skip them, and then reads less than the others)."""
+        return True
+
     def __init__(self, source: Source, settings: ReadSettings) -> None:
         self.source = source
         self.settings = settings

@@ -4,6 +4,9 @@ Its S3 driver makes a boto3 client from a session; boto3 takes the endpoint from
 AWS_ENDPOINT_URL_S3, which the worker processes are started with. h5coro reads superblock
 versions 0 and 2 only and cannot decode object references, so the DIMENSION_LIST of a
 signal (its dimension scales) is out of its reach: both come back as `unsupported` cells.
+With `scales = "skip"` it reads each signal's own data and leaves its scales unread (the
+`readers` profile does so, so h5coro is timed on the `compat` files; it then moves fewer
+bytes than the readers that also read the scales, which `reads_scales` tells the report).
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ class H5coroBackend(ReadersBackend):
     name = "h5coro"
     reader = "h5coro"
     description = "h5coro (pure Python, S3 driver) with its cache-line size (cache_line)"
-    defaults = {"cache_line": 0}  # 0 = h5coro's default cache line
+    defaults = {"cache_line": 0, "scales": "read"}  # 0 = h5coro's default cache line; scales: read | skip
+
+    def reads_scales(self) -> bool:
+        return str(self.options.get("scales", "read")) != "skip"
 
     def setup(self, s3: Any) -> None:
         import functools
@@ -59,7 +65,7 @@ class H5coroBackend(ReadersBackend):
         path = "/" + signal_path(shot, name)
         promise = fh.obj.readDatasets([path], block=True, enableAttributes=False)
         out = [np.asarray(promise[path])]
-        if not scales:
+        if not scales or not self.reads_scales():
             return out
         # attributes of the signal: a dimension scale is attached when DIMENSION_LIST exists
         _, attrs, _ = fh.obj.inspectPath(path, w_attr=True)

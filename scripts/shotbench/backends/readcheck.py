@@ -5,6 +5,10 @@ on stdin ({"backend", "source", "options", "files": [{"key", "size", "shot", "si
 optional "scales": false to digest signal data only)
 and prints {"<key>/<signal>": "<sha256>" or "unsupported: …" / error text}. The tests
 compare these digests with the ones h5py computes from the same files on local disk.
+
+A request may instead name several backends of one environment, {"backends": [{"backend",
+"options"}, …], "source", "files"}: it prints {"<backend>": {digests} or {"": error text}}, so a
+run checks every backend of an environment in one process (`shotbench.read.run.bytecheck`).
 """
 
 from __future__ import annotations
@@ -57,9 +61,21 @@ def main() -> int:
     from shotbench.backends.base import ReadSettings, Source, s3_from_environ
 
     req = json.loads(sys.stdin.read())
-    backend = registry.get(req["backend"])(Source(**req["source"]), ReadSettings(options=req.get("options") or {}))
-    backend.setup(s3_from_environ())
-    print(json.dumps(check(backend, req["files"], bool(req.get("scales", True)))))
+    scales = bool(req.get("scales", True))
+    if "backends" not in req:
+        backend = registry.get(req["backend"])(Source(**req["source"]), ReadSettings(options=req.get("options") or {}))
+        backend.setup(s3_from_environ())
+        print(json.dumps(check(backend, req["files"], scales)))
+        return 0
+    out: dict[str, dict[str, str]] = {}
+    for item in req["backends"]:
+        try:
+            backend = registry.get(item["backend"])(Source(**req["source"]), ReadSettings(options=item.get("options") or {}))
+            backend.setup(s3_from_environ())
+            out[item["backend"]] = check(backend, req["files"], scales)
+        except Exception as exc:  # noqa: BLE001 - one backend that cannot start does not hide the others
+            out[item["backend"]] = {"": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(out))
     return 0
 
 

@@ -53,6 +53,12 @@ from shotbench.hdf5.shotfile import HDF5_SIGNATURE, looks_like_hdf5, signal_name
 PAGINGS = ("paged", "unpaged")  # file-space strategy: paged aggregation or libhdf5's default
 LAYOUTS = ("single", "shot", "signal")  # one file per shot; one file stored shot by shot / signal by signal
 LIBVER = ("v110", "v110")  # readable by libhdf5 1.10+, i.e. every build we benchmark
+# The format generations a file can be written in (--libver): "v110", the upstream files' shape
+# (superblock 3, version-4 chunk layouts), and "earliest" (superblock 0, version-3 chunk layouts,
+# B-tree v1 chunk indexes), the shape every reader implements. Under "earliest" the groups still
+# track link creation order (1.8 link messages in version-1 object headers): pyfive 1.3 resolves a
+# dimension-scale reference only through such groups, not through symbol-table groups.
+LIBVERS = {"v110": LIBVER, "earliest": ("earliest", "v108")}
 COMPRESS_ABOVE = 8_192  # bytes; "larger than 8 kB" as upstream
 COMPACT_UP_TO = 2_048  # bytes; tiny datasets live in their object header
 DEFLATE_LEVEL = 4
@@ -414,18 +420,20 @@ def storage_order(plans: list[ShotPlan], layout: str) -> list[tuple[ShotPlan, Si
 
 
 def _write(path: Path, plans: list[ShotPlan], paging: str, page_size: int, seed: int, params: str,
-           layout: str = "shot") -> None:  # fmt: skip
+           layout: str = "shot", libver: str = "v110") -> None:  # fmt: skip
     fs = {"fs_strategy": "page", "fs_page_size": page_size} if paging == "paged" else {}
     chunk_bytes = max(4_096, min(256_000, page_size // 32))
-    with h5py.File(path, "w", libver=LIBVER, **fs) as f:
+    ordered = libver != "v110"  # see LIBVERS
+    with h5py.File(path, "w", libver=LIBVERS[libver], **fs) as f:
         f.attrs["source"] = np.bytes_(
             "shotbench synth: synthetic C-Mod-like shot, not measured data"
         )
         f.attrs["synth"] = np.bytes_(params)
         groups: dict[int, tuple[h5py.Group, dict[str, h5py.Dataset]]] = {}
+        top = f.create_group("shots", track_order=ordered or None)
         for plan in plans:
-            shot = f.create_group(f"shots/{plan.shot_id}")
-            shot.create_group("signals")
+            shot = top.create_group(str(plan.shot_id), track_order=ordered or None)
+            shot.create_group("signals", track_order=ordered or None)
             groups[plan.shot_id] = (shot, {})
         for plan, sig in storage_order(plans, layout):
             shot, scales = groups[plan.shot_id]
@@ -484,6 +492,31 @@ def lookup3(data: bytes, initval: int = 0) -> int:
 
 
 def _finish(path: Path, file_size: int, stamp: int) -> None:
+    """Pin timestamps and extend the allocation to `file_size`, for superblock 0, 2 or 3."""
+    with open(path, "rb") as fh:
+        version = fh.read(9)[8:9]
+    if version == b"\0":
+        _finish_v0(path, file_size)
+    else:
+        _finish_v2(path, file_size, stamp)
+
+
+def _finish_v0(path: Path, file_size: int) -> None:
+    """Superblock version 0 has no checksum and no extension (nothing timestamped): raise its
+    end-of-file address (byte 40, after the base and free-space addresses) and extend the file."""
+    with open(path, "r+b") as fh:
+        head = bytearray(fh.read(48))
+        if head[:8] != HDF5_SIGNATURE or head[8] != 0 or head[13] != 8:
+            raise RuntimeError(f"{path}: unexpected superblock (version {head[8]})")
+        (eoa,) = struct.unpack_from("<Q", head, 40)
+        if eoa < file_size:
+            struct.pack_into("<Q", head, 40, file_size)
+            fh.seek(0)
+            fh.write(head)
+            fh.truncate(file_size)
+
+
+def _finish_v2(path: Path, file_size: int, stamp: int) -> None:
     """Pin the superblock extension's timestamps and extend the allocation to `file_size`.
 
     Format: superblock version 2/3 = signature, version, offset size, length size, flags,
@@ -596,6 +629,7 @@ def make_shot_file(
     page_size: int = 8_000_000,
     paging: str = "paged",
     seed: int = 0,
+    libver: str = "v110",
 ) -> Path:
     """Write one shot file of exactly `file_size` bytes (atomically: a reader never sees half).
 
@@ -604,9 +638,9 @@ def make_shot_file(
     """
     capacity = _check(1, signals, file_size, page_size, paging, seed)
     plan = plan_shot(shot_id, index, signals, capacity, seed)
-    params = _params(signals, file_size, page_size, paging, seed)
+    params = _params(signals, file_size, page_size, paging, seed, libver=libver)
     with _atomic(Path(path)) as tmp:
-        _write(tmp, [plan], paging, page_size, seed, params)
+        _write(tmp, [plan], paging, page_size, seed, params, libver=libver)
         size = tmp.stat().st_size
         if size > file_size:
             raise UserError(
@@ -648,6 +682,7 @@ def make_many_shot_file(
     paging: str = "paged",
     layout: str = "shot",
     seed: int = 0,
+    libver: str = "v110",
 ) -> Path:
     """Write the shots of `make_dataset(shots, ...)` into one file, stored in `layout` order.
 
@@ -659,20 +694,21 @@ def make_many_shot_file(
         raise UserError("a many-shot file is stored in 'shot' or 'signal' layout; use --layout shot or signal.")
     ids = make_shot_ids(shots, seed)
     plans = [plan_shot(shot_id, i, signals, capacity, seed) for i, shot_id in enumerate(ids)]
-    params = _params(signals, file_size, page_size, paging, seed, shots, layout)
+    params = _params(signals, file_size, page_size, paging, seed, shots, layout, libver)
     with _atomic(Path(path)) as tmp:
-        _write(tmp, plans, paging, page_size, seed, params, layout)
+        _write(tmp, plans, paging, page_size, seed, params, layout, libver)
         _finish(tmp, 0, _stamp(ids[0]))
     return Path(path)
 
 
 def _params(signals: int, file_size: int, page_size: int, paging: str, seed: int,
-            shots: int = 1, layout: str = "single") -> str:  # fmt: skip
+            shots: int = 1, layout: str = "single", libver: str = "v110") -> str:  # fmt: skip
     """Generator version and parameters, stored in the file so a rerun knows what to keep."""
     text = (
         f"{GENERATOR} seed={seed} signals={signals} file_size={file_size} "
         f"page_size={page_size} paging={paging}"
     )
+    text += "" if libver == "v110" else f" libver={libver}"  # v110 files made before --libver stay good
     return text if layout == "single" else f"{text} shots={shots} layout={layout}"
 
 
@@ -713,6 +749,7 @@ def make_dataset(
     seed: int = 0,
     progress: bool = False,
     layout: str = "single",
+    libver: str = "v110",
 ) -> list[Path]:
     """Write `shots` files `<shot_id>.h5` into `out` (layout "single"), or one many-shot file
     holding them all (layout "shot" or "signal"); keep good files already there.
@@ -720,21 +757,23 @@ def make_dataset(
     Free disk space is checked before anything is written.
     """
     capacity = _check(shots, signals, file_size, page_size, paging, seed, layout)
+    if libver not in LIBVERS:
+        raise UserError(f"--libver must be one of {', '.join(LIBVERS)}.")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"{out} is a file; give --out a folder.")
     try:
         if layout != "single":
             path = out / many_shot_name(shots, signals, layout)
-            if _is_good_many(path, _params(signals, file_size, page_size, paging, seed, shots, layout), shots):
+            if _is_good_many(path, _params(signals, file_size, page_size, paging, seed, shots, layout, libver), shots):
                 return [path]
             need = estimate_bytes(shots, signals, file_size, page_size, layout)
             check_space(out, need)
             _say_estimate(need, progress)
             out.mkdir(parents=True, exist_ok=True)
-            return [make_many_shot_file(path, shots, signals, file_size, page_size, paging, layout, seed)]
+            return [make_many_shot_file(path, shots, signals, file_size, page_size, paging, layout, seed, libver)]
         out.mkdir(parents=True, exist_ok=True)
-        return _fill(out, shots, signals, file_size, page_size, paging, seed, capacity, progress)
+        return _fill(out, shots, signals, file_size, page_size, paging, seed, capacity, progress, libver)
     except OSError as exc:
         if exc.errno not in _USER_ERRNOS:
             raise
@@ -759,12 +798,13 @@ def _fill(
     seed: int,
     capacity: int,
     progress: bool,
+    libver: str = "v110",
 ) -> list[Path]:
     # an upper bound first: a million shots is refused at once, before any of them is planned
     have = sum(f.stat().st_size for f in out.glob("*.h5") if f.is_file())
     check_space(out, max(0, shots * file_size - have))
     ids = make_shot_ids(shots, seed)
-    params = _params(signals, file_size, page_size, paging, seed)
+    params = _params(signals, file_size, page_size, paging, seed, libver=libver)
     todo: list[tuple[int, int, Path]] = []
     paths: list[Path] = []
     for index, shot_id in enumerate(ids):
@@ -778,7 +818,7 @@ def _fill(
     _say_estimate(need, progress and need > 0)
     started = time.perf_counter()
     for done, (index, shot_id, path) in enumerate(todo, 1):
-        make_shot_file(path, shot_id, index, signals, file_size, page_size, paging, seed)
+        make_shot_file(path, shot_id, index, signals, file_size, page_size, paging, seed, libver)
         if progress:
             eta = (time.perf_counter() - started) / done * (len(todo) - done)
             print(f"\r  {done}/{len(todo)} files, ETA {eta:.0f} s ", end="", file=sys.stderr)
@@ -819,6 +859,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "or signal by signal",
     )
     p.add_argument("--seed", type=int, default=0, help="same seed gives byte-identical files")
+    p.add_argument("--libver", choices=list(LIBVERS), default="v110",
+                   help="v110: superblock 3, version-4 chunk layouts (upstream); earliest: superblock 0, "
+                        "version-3 chunk layouts, which every alternative reader reads")
     p.set_defaults(func=_run)
 
 
@@ -837,6 +880,7 @@ def _run(args: argparse.Namespace) -> int:
         args.seed,
         progress=sys.stderr.isatty(),
         layout=args.layout,
+        libver=args.libver,
     )
     seconds = time.perf_counter() - started
     kept = sum(1 for p in paths if existing.get(p.name) == p.stat().st_mtime_ns)

@@ -28,6 +28,9 @@ from shotbench.runs import RunFolder, kind_of, latest_run
 if TYPE_CHECKING:
     import pandas as pd
 
+REPORTING_PROFILES = ("readers",)  # profiles whose run renders its report when it ends, as `--report`
+
+
 def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
     overrides = {
         "backends": args.backends, "modes": args.modes, "workers": args.workers,
@@ -94,15 +97,29 @@ def check_scheduler(address: str) -> None:
 
 
 def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, str]:
-    """How many cases failed and where to look (0 failed: empty message)."""
-    from shotbench.read.status import OK, row_status
+    """How many cases failed and where to look (0 failed: empty message). Unsupported cases
+    (a reader that cannot read a file shape) are findings, not failures: never counted here."""
+    from shotbench.read.status import is_failure, row_status
 
-    bad = [r for r in rows if row_status(r) != OK]
+    bad = [r for r in rows if is_failure(row_status(r))]
     if not bad:
         return 0, ""
     first = next((r.get("first-error") or r.get("errors") for r in bad if r.get("first-error") or r.get("errors")), "")
     return len(bad), (f"{len(bad)} of {len(rows)} cases failed or were partial and are left out of every result "
                       f"(first error: {str(first)[:200]}); see the status and first-error columns of {cases_csv}")
+
+
+def check_bytes(cfg: profiles.BenchConfig, backends: list[str], wl: Any) -> list[Any]:
+    """Each backend's bytes against h5py's, one file per family, before the timed cases."""
+    from shotbench.read.run import bytecheck
+
+    verdicts = bytecheck.check(backends, cfg.options, wl.source, wl.s3, bytecheck.samples(wl.files, wl.family_files), say)
+    if not verdicts:
+        say("bytes not checked against h5py: no local copy of the files to compare with")
+    for v in verdicts:
+        if v.status != "ok":
+            say(f"  {v.backend} on {v.family or 'the files'}: {v.status} ({v.reason[:160]})")
+    return verdicts
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -249,6 +266,9 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                                 faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}))
                 _record_backend_versions(meta, drivers, prep.backends)
                 folder.write_meta(meta)
+                if cfg.readcheck and "readcheck" not in meta:
+                    meta["readcheck"] = [v.to_dict() for v in check_bytes(cfg, prep.backends, wl)]
+                    folder.write_meta(meta)
                 say(f"run {run_id}: {len(pending)} cases -> {folder.path}")
                 status = INTERRUPTED
                 try:
@@ -302,13 +322,14 @@ def _record_backend_versions(meta: dict[str, Any], drivers: Any, backends: list[
 
 def _finish_meta(folder: RunFolder, meta: dict[str, Any], status: str, runner: Any) -> str:
     """run.json at the end of a run, however it ended: status, failure counts, injected faults."""
-    from shotbench.read.status import COMPLETE, OK, error_count, row_status, run_status
+    from shotbench.read.status import COMPLETE, UNSUPPORTED, error_count, is_failure, row_status, run_status
 
     rows = folder.cases()
     if status == COMPLETE:
         status = run_status(row_status(r) for r in rows)
     meta["status"] = status
-    meta["errors"] = sum(1 for r in rows if row_status(r) != OK)  # cases that are not measurements
+    meta["errors"] = sum(1 for r in rows if is_failure(row_status(r)))  # failed cases
+    meta["unsupported"] = sum(1 for r in rows if row_status(r) == UNSUPPORTED)  # findings, not failures
     meta["failed_tasks"] = sum(error_count(r.get("errors")) for r in rows)
     meta["finished"] = utc_iso()
     injected = runner.faults.record()
@@ -342,7 +363,15 @@ def _report(args: argparse.Namespace, folder: RunFolder, meta: dict[str, Any]) -
         say(reliability.render(reliability.table(folder.path, baseline)))
         for line in fault_lines(meta.get("faults_injected"), meta.get("plan", [])):
             say(line)
+    args.run_folder = folder.path  # `--report` (cli.py) renders this folder when the run exits 0
+    args.report = bool(getattr(args, "report", False)) or meta["config"].get("profile") in REPORTING_PROFILES
     n_bad, message = finish_message(rows, folder.cases_csv)
+    from shotbench.read.analyse import byteverdict
+
+    wrong = byteverdict.failures(byteverdict.from_dicts(meta.get("readcheck") or []))
+    if wrong:
+        n_bad += len(wrong)
+        message = byteverdict.failure_message(wrong) + (f"; also {message}" if message else "")
     say(f"results: {folder.path}")
     if n_bad:
         if args.keep_going:
@@ -391,6 +420,8 @@ def register(subparsers: Any) -> None:
                         "(HTTP errors and cut bodies from a fault-injecting proxy; http-0pc: that proxy, no faults)")
     p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
     p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
+    p.add_argument("--report", action="store_true",
+                   help="render the run's report when it ends without failures (always with --profile readers)")
     p.add_argument("--keep-going", action="store_true",
                    help="exit 0 even when cases failed (they are still left out of every result)")
     p.add_argument("--runs-dir", help=argparse.SUPPRESS)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from shotbench.hdf5.effective import COLUMNS as EFFECTIVE_COLUMNS
-from shotbench.read.status import OK, row_status, task_status
+from shotbench.read.status import is_failure, row_status, task_status
 from shotbench.runs import RunKind
 
 # A cell of a table: a number, a string, or "" where nothing was measured.
@@ -231,5 +231,6 @@ def configuration_key(row: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def measured(row: Mapping[str, Any]) -> bool:
-    """A case row a resume keeps: ok. Failed and partial cases run again."""
-    return row_status(row) == OK
+    """A case row a resume keeps: ok, or unsupported (running it again cannot change that).
+    Failed and partial cases run again."""
+    return not is_failure(row_status(row))

@@ -3,6 +3,11 @@
 A failed or partial case is not a measurement: its runtime never enters a summary, ratio,
 confidence interval or plot. These rules live here so the runner (which writes the status)
 and the analysis (which reads old and new run folders) agree on one meaning.
+
+`unsupported` is neither a measurement nor a failure: the reader (or client) declared that it
+cannot read this shape of file or object (`unsupported: <reader>: <what>` in the error cell). It
+is a finding, shown in its own column and in the capability matrix, and it never sinks a run:
+`is_failure` is the one test of "did something go wrong", for the exit code and for resume.
 """
 
 from __future__ import annotations
@@ -11,23 +16,42 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-OK, PARTIAL, FAILED, TIMEOUT = "ok", "partial", "failed", "timeout"
-CASE_STATUSES = (OK, PARTIAL, FAILED)
+OK, PARTIAL, FAILED, TIMEOUT, UNSUPPORTED = "ok", "partial", "failed", "timeout", "unsupported"
+CASE_STATUSES = (OK, PARTIAL, FAILED, UNSUPPORTED)
+UNSUPPORTED_PREFIX = "unsupported: "  # how an error cell says it (shotbench.backends.unsupported)
 # run.json status
 RUNNING, COMPLETE, INTERRUPTED = "running", "complete", "interrupted"
 
 
+def is_unsupported(error: str) -> bool:
+    """An error cell in which the reader declared the shape unsupported (not a crash)."""
+    return str(error or "").strip().startswith(UNSUPPORTED_PREFIX)
+
+
+def is_failure(status: str) -> bool:
+    """Did something go wrong? Everything but `ok` and `unsupported` (a finding, not a failure)
+    sinks a run's exit code and is run again on resume."""
+    return status not in (OK, UNSUPPORTED)
+
+
 def task_status(error: str) -> str:
-    """One worker row: `ok`, or `failed` when the row carries an error."""
-    return FAILED if error else OK
+    """One worker row: `ok`; `unsupported` when the reader declared the shape unsupported;
+    `failed` when the row carries any other error."""
+    if not error:
+        return OK
+    return UNSUPPORTED if is_unsupported(error) else FAILED
 
 
 def case_status(task_statuses: Iterable[str], case_error: bool) -> str:
-    """`ok` when every task succeeded; `failed` when none did (or the case itself broke);
+    """`ok` when every task succeeded; `unsupported` when the only problems are tasks whose
+    reader declared the shape unsupported (even if it read some of it: a partial read is not a
+    measurement of the case); `failed` when none succeeded (or the case itself broke);
     `partial` when some did."""
     statuses = list(task_statuses)
     if case_error and not statuses:
         return FAILED
+    if not case_error and UNSUPPORTED in statuses and all(s in (OK, UNSUPPORTED) for s in statuses):
+        return UNSUPPORTED
     bad = sum(1 for s in statuses if s != OK)
     if not statuses or bad == len(statuses):
         return FAILED
@@ -55,10 +79,10 @@ def legacy_case_status(row: Mapping[str, Any]) -> str:
 
 
 def run_status(case_statuses: Iterable[str]) -> str:
-    """`complete` when every case is ok, `failed` when none is, else `partial`."""
+    """`complete` when no case failed (ok or unsupported), `failed` when none is ok, else `partial`."""
     statuses = list(case_statuses)
     ok = sum(1 for s in statuses if s == OK)
-    if ok == len(statuses):
+    if not any(is_failure(s) for s in statuses):
         return COMPLETE
     return FAILED if ok == 0 else PARTIAL
 

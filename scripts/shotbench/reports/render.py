@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from shotbench.errors import UserError
 from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir, transfer_runs_dir
-from shotbench.read.analyse import analysis, multishot
+from shotbench.read.analyse import analysis, multishot, readerdecision
 from shotbench.reports.htmlcheck import external_resources, figure_count
 from shotbench.runs import DETAILS_CSV, latest_run, read_meta, run_folders
 
@@ -224,6 +224,7 @@ def check_inputs(specs: list[str]) -> list[analysis.Input]:
 
 
 MULTI_SHOT_NOTEBOOK = "multi-shot.ipynb"
+READERS_NOTEBOOK = "readers.ipynb"
 
 
 def many_shot_inputs(specs: list[str]) -> bool:
@@ -420,6 +421,10 @@ def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None 
         many = render_notebook(repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK, {"inputs": params["inputs"]},
                                out_dir, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code)  # fmt: skip
         print(f"  {many}", flush=True)
+    if kind.name == "ros3" and readerdecision.is_readers_run(run):  # a `readers` run: the reader decision
+        readers = render_notebook(repo_root() / "notebooks" / READERS_NOTEBOOK, {"inputs": params["inputs"]},
+                                  out_dir, Path(READERS_NOTEBOOK).stem, hide_code)  # fmt: skip
+        print(f"  {readers}", flush=True)
     if out is None:
         write_index(rendered_entries())
     return html_path

@@ -22,7 +22,7 @@ from shotbench.hdf5.effective import STATS_COLUMNS
 from shotbench.read.analyse import multishot
 from shotbench.read.plan.matrix import MODES, UPSTREAM_PAGE_BUFFER
 from shotbench.read.schema import UPSTREAM_COLUMNS
-from shotbench.read.status import OK, error_count, legacy_case_status
+from shotbench.read.status import OK, UNSUPPORTED, error_count, legacy_case_status
 from shotbench.runs import RUN_JSON, latest_run, read_meta
 from shotbench.units import MiB
 
@@ -53,6 +53,8 @@ class Dataset:
     runs: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     failed: pd.DataFrame = field(default_factory=pd.DataFrame)  # failed/partial cases: never measurements
+    # cases whose reader declared the file shape unsupported: findings, neither measured nor failed
+    unsupported: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def series(self) -> list[str]:
@@ -417,9 +419,14 @@ def _assemble(
     cases["series"] = cases["series"].astype(str)
     good = ok_cases(cases)
     failed = cases.drop(good.index)
+    unsupported = failed[failed["status"] == UNSUPPORTED] if "status" in failed.columns else failed.iloc[:0]
+    failed = failed.drop(unsupported.index)
     cases = good.reset_index(drop=True)
     if not failed.empty:
         notes.append(f"{len(failed)} failed or partial cases are left out of every table and plot; they are listed on their own.")
+    if not unsupported.empty:
+        notes.append(f"{len(unsupported)} cases were of a file shape their reader declares unsupported: they are not "
+                     "timed, not failures, and counted in the `unsupported` column and the capability matrix.")
     sizes = sorted(workers["pb-size"].unique())
     if UPSTREAM_PAGE_BUFFER in sizes:
         notes.append('Page buffer 268,435,456 bytes is asked as "256 MiB". libhdf5 rounds a page buffer down to whole '
@@ -430,7 +437,8 @@ def _assemble(
     if -1 in sizes:
         notes.append('Page buffer "default" (pb-size -1) means none was set and the library chose; the series '
                      'name says what it chose (64 MiB on libhdf5 2.x ROS3, none on 1.14).')
-    return Dataset(inputs=inputs, workers=workers, cases=cases, runs=runs, notes=notes, failed=failed)
+    return Dataset(inputs=inputs, workers=workers, cases=cases, runs=runs, notes=notes, failed=failed,
+                   unsupported=unsupported.reset_index(drop=True))
 
 
 def _ordered(df: pd.DataFrame, ds: Dataset) -> pd.DataFrame:

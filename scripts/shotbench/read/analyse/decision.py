@@ -28,8 +28,9 @@ REFERENCES = (LOCAL, analysis.RAW_GET)
 LIMIT_ROW = "limit reference"
 GIB = 1 << 30
 FASTEST, UNCLEAR, SLOWER, ONE_TRIAL = "fastest", "no clear difference", "slower", "one trial: no CI"
+CANNOT_READ = "cannot read these files"  # every case of the configuration was unsupported
 COLUMNS = [
-    "obj-type", "num-workers", "rank", "name", "series", "pb-size", "trials", "failed",
+    "obj-type", "num-workers", "rank", "name", "series", "pb-size", "trials", "failed", "unsupported",
     "runtime", "runtime-ci-low", "runtime-ci-high",
     "vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high", "verdict",
     "limit", "vs-limit", "gets", "bytes", "amplification",
@@ -129,6 +130,7 @@ def decision_table(
     rng = np.random.default_rng(seed)
     c = usable_cases(ds.cases).copy()
     failed = failed_counts(ds.failed)
+    unsupported = failed_counts(ds.unsupported)  # same keys: cases the reader declared it cannot read
     c["total-runtime"] = pd.to_numeric(c["total-runtime"], errors="coerce")
     c["_gets"] = _number(c, "client-gets", "gets") + _number(c, "client-heads", None).fillna(0)
     c["_bytes"] = _number(c, "client-bytes", "get-bytes")
@@ -164,6 +166,7 @@ def decision_table(
                 "obj-type": mode, "num-workers": int(workers), "rank": np.nan if reference else rank,
                 "name": candidate_name(series, pb, pbs.get(series, 1) > 1), "series": series, "pb-size": pb,
                 "trials": len(times), "failed": failed.get((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb), 0),
+                "unsupported": unsupported.pop((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb), 0),
                 "runtime": med, "runtime-ci-low": lo, "runtime-ci-high": hi,
                 "vs-fastest": med / float(np.median(fastest)), "vs-fastest-ci-low": rlo, "vs-fastest-ci-high": rhi,
                 "verdict": LIMIT_ROW if reference else verdict(rank, rlo, rhi),
@@ -171,6 +174,7 @@ def decision_table(
                 "gets": float(g["_gets"].median()), "bytes": float(g["_bytes"].median()),
                 "amplification": float(g["_amp"].median()),
             })
+    rows += _cannot_read_rows(ds.unsupported, unsupported)
     out = pd.DataFrame(rows, columns=COLUMNS)
     for placement, per_gb in prices.transfer_per_gb.items():
         per_read = out["gets"] * prices.get_per_1000 / 1000 + out["bytes"] / GIB * per_gb
@@ -179,6 +183,19 @@ def decision_table(
     out["rank"] = out["rank"].astype("Int64")
     order = out.assign(_m=mode_rank, _r=out["rank"].astype(float).fillna(np.inf))
     return order.sort_values(["_m", "num-workers", "_r"], kind="stable").drop(columns=["_m", "_r"]).reset_index(drop=True)
+
+
+def _cannot_read_rows(cases: pd.DataFrame, left: dict[tuple[str, str, str, int, int], int]) -> list[dict]:
+    """A row, unranked and untimed, for each configuration none of whose cases it could read
+    (`left`: the unsupported counts no timed row took)."""
+    rows = []
+    for (_label, backend, mode, workers, pb), n in left.items():
+        mine = cases[(cases["backend"].astype(str) == backend) & (cases["obj-type"].astype(str) == mode)]
+        series = str(mine["series"].iloc[0]) if "series" in mine.columns and len(mine) else backend
+        rows.append({"obj-type": mode, "num-workers": workers, "rank": np.nan, "name": series, "series": series,
+                     "pb-size": pb, "trials": 0, "failed": 0, "unsupported": n, "runtime": np.nan,
+                     "verdict": CANNOT_READ})
+    return rows
 
 
 def write_decision(table: pd.DataFrame, out_dir: Path) -> Path:
@@ -220,6 +237,7 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
         "× fastest (95 % CI)": [_interval(v[0], v[1], v[2], ".2f", "×") for v in t[["vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"]].to_numpy()],
         "verdict": t["verdict"],
         "failed cases": [f"{int(n)} of {int(n) + int(k)}" if n else "—" for n, k in zip(t["failed"], t["trials"])],
+        "unsupported": [f"{int(n)}" if n == n and n else "—" for n in (t["unsupported"] if "unsupported" in t.columns else [0] * len(t))],
         "× limit": [_plain(v, ".2f", "×") for v in t["vs-limit"]],
         "GETs": [_plain(v, ".0f") for v in t["gets"]],
         "MB moved": [_plain(v / 1e6, ",.1f") for v in t["bytes"]],

@@ -27,6 +27,7 @@ class Family:
     shots: int
     signals: int = 61
     page_buffers: tuple[int, ...] = ()  # this family's own page-buffer sizes; () = the run's
+    libver: str = "v110"  # synth --libver: v110 (superblock 3, v4 layouts) or earliest (superblock 0, v3 layouts)
 
     @property
     def many_shot(self) -> bool:
@@ -63,6 +64,8 @@ def family(name: str, z: Sizes) -> Family:
     many = (z.many_file_size, z.many_page_size, "paged", shots_many, 61, tuple(z.many_page_buffers))
     known = {
         "single-16MB": Family("single-16MB", "single", 16 * MB, 8 * MB, "paged", shots_single),
+        # single-16MB's signals and sizes in the oldest format, unpaged: the shape every reader reads
+        "compat": Family("compat", "single", 16 * MB, 8 * MB, "unpaged", shots_single, libver="earliest"),
         "single-big-paged": Family("single-big-paged", "single", big, 8 * MB, "paged", n_big),
         "single-big-unpaged": Family("single-big-unpaged", "single", big, 8 * MB, "unpaged", n_big),
         "many-shot-layout": Family("many-shot-layout", "shot", *many),
@@ -74,6 +77,8 @@ def family(name: str, z: Sizes) -> Family:
 
 
 NAMES = ("single-16MB", "single-big-paged", "single-big-unpaged", "many-shot-layout", "many-signal-layout")
+COMPAT = "compat"  # the family of the `readers` profile that every alternative reader reads
+DEFAULT = "single-16MB"  # the default workload's shape (what `shotbench bench` makes without families)
 
 
 def resolve(names: list[str], sizes: Sizes) -> dict[str, Family]:

@@ -52,6 +52,7 @@ class BenchConfig:
     max_live_workers: int = 16  # idle warm worker processes kept across cases before evicting
     task_timeout: float = 0.0  # seconds a case's tasks may run before they are recorded `timeout`; 0 = derived
     verify: bool = False  # check every signal read against a checksum of the local copy (on with --faults)
+    readcheck: bool = True  # before the cases: each backend's bytes against h5py's, one file per family (bytecheck.py)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # file families measured side by side (families.py); [] = the one synthetic workload
     families: list[str] = field(default_factory=list)
@@ -121,6 +122,17 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
         "family_shots": 8, "family_big_size": 256_000_000, "family_many_shots": 48,
         "family_many_file_size": 4_000_000, "family_many_page_size": 1_000_000,
         "family_many_page_buffers": [8_000_000],
+    },
+    # Every reader on common ground (`make bench-readers`): the compat files, which every reader
+    # reads, and the default files (single-16MB, v110 paged), where some cannot. Both upstream
+    # orders, 1 and 2 workers, no page buffer (compat is unpaged: libhdf5 refuses one), two trials
+    # so ties have a CI; h5coro skips the dimension scales it cannot resolve. The limit is each
+    # case's raw-GET time of the same bytes (no `local` cases).
+    "readers": {
+        "families": [fammod.COMPAT, fammod.DEFAULT], "modes": list(MODES), "workers": [1, 2], "trials": 2,
+        "backends": ["ros3-1.14", "fsspec", "fsspec-tuned", "remfile", "kerchunk", "pyfive", "h5coro"],
+        "page_buffers": [0], "signals_files": 2, "signals_names": 8, "family_shots": 4,
+        "options": {"h5coro": {"scales": "skip"}},
     },
     # The same at upstream sizes: 500-shot files (about 2 GB each here), 1-16 workers, 64 MB and
     # 264 MB page buffers, three trials.

@@ -126,7 +126,8 @@ def make_families(cfg: profiles.BenchConfig, root: Path) -> set[str]:
     made: set[str] = set()
     for fam in shapes.values():
         paths = make_dataset(root / fam.name, shots=fam.shots, signals=fam.signals, file_size=fam.file_size,
-                             page_size=fam.page_size, paging=fam.paging, seed=0, layout=fam.layout)  # fmt: skip
+                             page_size=fam.page_size, paging=fam.paging, seed=0, layout=fam.layout,
+                             libver=fam.libver)  # fmt: skip
         made.update(p.relative_to(root).as_posix() for p in paths)
     return made
 
