@@ -10,8 +10,9 @@ import argparse
 import importlib
 import signal
 import sys
+from typing import NoReturn
 
-from shotbench.errors import UserError
+from shotbench.errors import Terminated, UserError, interrupt_exit
 
 COMMANDS: dict[str, str] = {
     "server": "shotbench.store.cli",
@@ -29,12 +30,19 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """Bad arguments are one line naming the fix (exit 2), not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}; see `{self.prog} --help`.\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """Register the module that owns `command`, or every module (for help and bad input).
 
     Importing only one module keeps `shotbench server status` from paying for pandas.
     """
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="shotbench",
         description="Benchmark reading HDF5 shot files from S3 with Dask workers.",
     )
@@ -47,7 +55,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _interrupt(signum: int, _frame: object) -> None:
     """SIGTERM takes the Ctrl-C path: finally blocks run, children are stopped, state is saved."""
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,9 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"shotbench: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("shotbench: interrupted; results written so far are kept.", file=sys.stderr)
-        return 130
+        return interrupt_exit(exc)
 
 
 if __name__ == "__main__":

@@ -16,3 +16,17 @@ class UserError(Exception):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be, so cleanup runs the same way; the exit status
+    tells the two apart (128 + signal number: 130 for SIGINT, 143 for SIGTERM)."""
+
+
+INTERRUPT_EXIT = 130  # 128 + SIGINT
+TERMINATE_EXIT = 143  # 128 + SIGTERM
+
+
+def interrupt_exit(exc: BaseException) -> int:
+    """The conventional exit status of a run stopped by a signal."""
+    return TERMINATE_EXIT if isinstance(exc, Terminated) else INTERRUPT_EXIT

@@ -6,11 +6,12 @@ transfer benchmark; on resume a case row is the commit mark, so every case appea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from shotbench.read.effective import COLUMNS as EFFECTIVE_COLUMNS
-from shotbench.read.status import OK, row_status, task_status
+from shotbench.read.status import CASE_STATUSES, OK, row_status, task_status
 from shotbench.runs import RunKind
 
 # the upstream harness's 12 per-worker columns, first in ours so its notebooks read our CSVs
@@ -109,8 +110,29 @@ def harness_overhead(raw: Iterable[dict[str, Any]], total: float) -> float:
     return max(0.0, total - max(per_task.values(), default=0.0))
 
 
+def valid_case_row(row: Mapping[str, Any]) -> bool:
+    """A cases.csv row that parses: a case id and backend, integer trial, workers and page
+    buffer, a known status, and a finite runtime when it says `ok`. A row torn in the middle of
+    the file (or edited by hand) fails this and is set aside, never counted as a measurement."""
+    try:
+        if not str(row.get("case-id") or "").strip() or not str(row.get("backend") or "").strip():
+            return False
+        for name in ("trial", "num-workers", "pb-size"):
+            if row.get(name) not in (None, ""):
+                float(str(row[name]))
+        status = str(row.get("status") or "")
+        if status not in ("", *CASE_STATUSES):
+            return False
+        if status == OK:
+            runtime = float(str(row.get("total-runtime")))
+            return math.isfinite(runtime) and runtime >= 0
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 # The read benchmark's run folder (shotbench.runs): cases.csv and workers.csv; a case id names its trial.
-RUN_KIND = RunKind("read", CASE_COLUMNS, WORKER_COLUMNS)
+RUN_KIND = RunKind("read", CASE_COLUMNS, WORKER_COLUMNS, valid_case=valid_case_row)
 
 
 def measured(row: dict[str, str]) -> bool:
