@@ -122,3 +122,133 @@ def test_a_torn_row_in_the_middle_is_set_aside_and_measured_again(shot_dir: Path
     assert len(rows) == 4 and len({r["case-id"] for r in rows}) == 4
     assert {r["status"] for r in rows} == {"ok"} and torn_id in {r["case-id"] for r in rows}
     assert (run / "cases.set-aside.csv").read_text().count("\n") == 1
+
+
+# ------------------------------------------------------------------ a dead dependency stops the run
+
+
+def _silent_port() -> tuple[object, int]:
+    """A socket that accepts connections and never says a word (held open until closed)."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[object] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server, server.getsockname()[1]
+
+
+def test_the_watchdog_needs_several_failed_checks() -> None:
+    """One failed check is a fault (a reset under a fault profile); three in a row are a dead server."""
+    import socket
+
+    from shotbench.read.runner import ServerGone, Watchdog
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens here: connection refused
+    dog = Watchdog(f"http://127.0.0.1:{port}", interval=0.0, failures=3)
+    dog()
+    dog()
+    with pytest.raises(ServerGone, match="stopped answering.*server gone.*--resume"):
+        dog()
+    silent, sport = _silent_port()
+    try:
+        dog = Watchdog(None, scheduler=f"tcp://127.0.0.1:{sport}", interval=0.0, failures=2, timeout=0.5)
+        dog()
+        with pytest.raises(ServerGone, match="Dask scheduler"):
+            dog()
+    finally:
+        silent.close()  # type: ignore[attr-defined]
+
+
+def test_a_silent_scheduler_is_refused_within_30_s(tmp_path: Path) -> None:
+    """`--scheduler` on a port that accepts and never answers waited the 300 s prepare timeout per case."""
+    import time
+
+    silent, port = _silent_port()
+    t0 = time.time()
+    try:
+        proc = run_bench(["--scheduler", f"tcp://127.0.0.1:{port}", "--backends", "local", "--data", str(tmp_path)], tmp_path)
+    finally:
+        silent.close()  # type: ignore[attr-defined]
+    assert time.time() - t0 < 30
+    assert_one_sentence(proc, tmp_path, f"127.0.0.1:{port}", "sent nothing")
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(tmp_path: Path) -> None:
+    """`kill -9` of the S3 server while a ros3-2.0 case reads: the run was still running, silent,
+    after 120 s (ROS3 has no per-request timeout). Now it ends within 60 s: exit 1, one sentence,
+    run.json failed, the case failed with its reason, and a resume once the server is back
+    finishes the run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from shotbench.backends import registry
+    from shotbench.read.synth import make_dataset
+    from shotbench.store import server
+    from shotbench.store.s3 import parse_location, without_s3_settings
+    from shotbench.store.stage import stage
+
+    if not Path(registry.get("ros3-2.0").python()).exists():
+        pytest.fail("the ros3-2.0 environment is missing: run `make envs` before the slow tests")
+    shots = tmp_path / "shots"
+    make_dataset(shots, shots=4, signals=61, file_size=16_000_000, page_size=8_000_000, seed=0)
+    (tmp_path / "c.toml").write_text(
+        'backends = ["ros3-2.0"]\nmodes = ["signals"]\nworkers = [1]\npage_buffers = [0]\ntrials = 2\n'
+        "signals_files = 0\nsignals_names = 0\n")
+    base = {**without_s3_settings(), "SHOTBENCH_STATE": str(tmp_path / "state")}
+    cmd = [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
+           "--data", "s3://gone/shots/", "--config", str(tmp_path / "c.toml")]
+    state = tmp_path / "server"
+    with server.embedded_server(state) as info:
+        cfg = info.s3config()
+        cfg.boto3_client().create_bucket(Bucket="gone")
+        stage(shots, parse_location("s3://gone/shots/"), cfg, jobs=4, progress=False)
+        proc = subprocess.Popen(cmd, env={**base, **cfg.env_vars()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 300
+            while not list((tmp_path / "runs").glob("*/run.json")) and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.2)
+            log = Path(info.access_log)
+            mark = log.stat().st_size
+            while log.stat().st_size == mark and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.1)  # the case's first GETs: a ROS3 read is in flight
+            time.sleep(1.5)
+            assert proc.poll() is None, proc.communicate()
+            os.kill(info.pid, signal.SIGKILL)
+            killed = time.time()
+            _, err = proc.communicate(timeout=120)
+            took = time.time() - killed
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert took < 60, f"the run took {took:.0f} s to end after the kill"
+    assert proc.returncode == 1, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "stopped answering" in lines[0] and "--resume" in lines[0], err
+    run = _only_run(tmp_path)
+    assert json.loads((run / "run.json").read_text())["status"] == "failed"
+    rows = _cases(run)
+    assert rows and rows[-1]["status"] == "failed" and "server gone" in rows[-1]["first-error"], rows[-1]
+
+    with server.embedded_server(state) as info:  # the server is back, with its data
+        resumed = subprocess.run([*cmd[:4], "--runs-dir", str(tmp_path / "runs"), "--resume", str(run)],
+                                 env={**base, **info.s3config().env_vars()}, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = _cases(run)
+    assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
+    assert json.loads((run / "run.json").read_text())["status"] == "complete"

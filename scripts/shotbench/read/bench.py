@@ -96,6 +96,9 @@ def run_lock(folder: Path) -> Any:
                 f"the run folder {folder} is not writable; fix its permissions or resume a copy.")
 
 
+SCHEDULER_ANSWER_TIMEOUT = 20.0  # a scheduler's first bytes (its handshake); the run is refused after this
+
+
 def check_scheduler(address: str) -> None:
     """A Dask scheduler that does not accept a connection within seconds is refused up front."""
     import socket
@@ -109,8 +112,14 @@ def check_scheduler(address: str) -> None:
     if not host or not port:
         raise UserError(f"--scheduler {address} is not an address like tcp://host:8786; fix it.")
     try:
-        with socket.create_connection((host, port), timeout=5):
-            pass
+        with socket.create_connection((host, port), timeout=5) as sock:
+            if parts.scheme in ("", "tcp"):  # a Dask server sends its handshake as soon as it accepts
+                sock.settimeout(SCHEDULER_ANSWER_TIMEOUT)
+                if not sock.recv(1):
+                    raise ConnectionResetError("it closed the connection without a word")
+    except socket.timeout:
+        raise UserError(f"{address} accepts connections but sent nothing within {SCHEDULER_ANSWER_TIMEOUT:.0f} s, "
+                        "so it is not a working Dask scheduler; start the scheduler or drop --scheduler.") from None
     except OSError as exc:
         raise UserError(f"no Dask scheduler answers at {address} ({exc.strerror or exc}); start it or drop --scheduler.") from None
 

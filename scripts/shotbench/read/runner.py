@@ -60,17 +60,91 @@ class ServerDown(UserError):
     exit_code = 1
 
 
+class ServerGone(ServerDown):
+    """The watchdog found the S3 endpoint (or the scheduler) dead while a case ran."""
+
+
 HELLO_TIMEOUT = 180.0  # a driver imports h5py, numpy and dask before it answers
 HEALTH_TIMEOUT = 5.0  # the server's answer to one HEAD between cases
 HEALTH_ATTEMPTS = 3
 DEADLINE_SLACK = 10.0  # seconds past the task deadline for the driver to report back
 PREPARE_TIMEOUT = 300.0  # starting and warming a LocalCluster (bounded; a dead scheduler ends here)
+# While a driver works on a request, the watchdog checks the S3 endpoint (and the scheduler) this
+# often; after WATCH_FAILURES checks in a row fail, the case ends as failed and the run stops. A
+# dead server is found in about 15 s whatever is in flight (ROS3 has no per-request timeout, so the
+# derived case deadline, minutes for a large case, stays the last resort, not the first). One
+# reset or stalled check under a fault profile is a fault, not a dead server: it takes three.
+WATCH_INTERVAL = 5.0
+WATCH_TIMEOUT = 3.0
+WATCH_FAILURES = 3
 
 R = TypeVar("R", bound=Reply)
 
 
+class Watchdog:
+    """Is the S3 endpoint (and the Dask scheduler, when one is given) still there? Called while a
+    driver works; raises `ServerGone` after `failures` failed checks in a row, `interval` apart."""
+
+    def __init__(self, url: str | None, ca_bundle: str | None = None, scheduler: str | None = None,
+                 interval: float = WATCH_INTERVAL, failures: int = WATCH_FAILURES, timeout: float = WATCH_TIMEOUT) -> None:
+        self.url, self.ca_bundle, self.scheduler = url, ca_bundle, scheduler
+        self.interval, self.failures, self.timeout = interval, failures, timeout
+        self.failed = 0
+        self.due = 0.0
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now < self.due:
+            return
+        self.due = now + self.interval
+        problem = self.probe()
+        if problem is None:
+            self.failed = 0
+            return
+        self.failed += 1
+        if self.failed >= self.failures:
+            self.failed = 0
+            what, reason = problem
+            raise ServerGone(f"{what} stopped answering during the run (server gone: {self.failures} checks "
+                             f"{self.interval:.0f} s apart failed, the last with {reason}); "
+                             "fix it and finish with `shotbench bench --resume`.")
+
+    def probe(self) -> tuple[str, str] | None:
+        """(what, why) of the first dependency that does not answer, or None."""
+        if self.url:
+            try:
+                answers(self.url, self.timeout, self.ca_bundle)
+            except (OSError, http.client.HTTPException) as exc:
+                return "the S3 server", _reason(exc, self.timeout)
+        if self.scheduler:
+            try:
+                scheduler_answers(self.scheduler, self.timeout)
+            except OSError as exc:
+                return f"the Dask scheduler at {self.scheduler}", _reason(exc, self.timeout)
+        return None
+
+
+def _reason(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {timeout:.0f} s"
+    return getattr(exc, "strerror", None) or type(exc).__name__
+
+
+def scheduler_answers(address: str, timeout: float) -> None:
+    """A Dask scheduler sends its handshake as soon as it accepts a connection; OSError if not."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 8786), timeout=timeout) as sock:
+        if parts.scheme == "tcp" and not sock.recv(1):
+            raise ConnectionResetError(104, "closed without a handshake")
+
+
 class DriverProc:
     """`<env python> -m shotbench.read.driver --serve`, spoken to with `read/protocol.py`'s messages."""
+
+    watch: Callable[[], None] | None = None  # called between waits for a reply; may raise ServerGone
 
     def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
                  prefix: list[str] | None = None) -> None:
@@ -105,9 +179,7 @@ class DriverProc:
         try:
             self.proc.stdin.write(json.dumps(req.to_json()) + "\n")
             self.proc.stdin.flush()
-            if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
-                self.kill()
-                raise DriverTimeout(f"no answer from the {self.name} driver within {timeout:.0f} s")
+            self._wait(timeout)
             line = self.proc.stdout.readline()
         except (BrokenPipeError, OSError):
             line = ""
@@ -121,6 +193,29 @@ class DriverProc:
         if isinstance(reply, Failed):
             raise DriverError(reply.error)
         return reply
+
+    def _wait(self, timeout: float | None) -> None:
+        """Until the reply is ready: in slices, so the watchdog can end a case whose server died
+        (the driver is ended with its Dask processes, then `ServerGone` is raised); past
+        `timeout` the driver is ended and `DriverTimeout` raised."""
+        assert self.proc and self.proc.stdout
+        if timeout is None and self.watch is None:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                self.kill()
+                raise DriverTimeout(f"no answer from the {self.name} driver within {timeout:.0f} s")
+            slice_ = WATCH_INTERVAL if left is None else min(left, WATCH_INTERVAL) if self.watch else left
+            if select.select([self.proc.stdout], [], [], slice_)[0]:
+                return
+            if self.watch is not None:
+                try:
+                    self.watch()
+                except ServerGone:
+                    self.kill()
+                    raise
 
     def stop(self, timeout: float = 20.0) -> None:
         """Ask the driver to quit (it closes its clusters); if it is busy mid-case, end its
@@ -163,6 +258,7 @@ class Drivers:
         self.drivers: dict[str, DriverProc] = {}
         self.live: OrderedDict[tuple[str, int], int] = OrderedDict()
         self.backends = backends
+        self.watch: Callable[[], None] | None = None  # set by the Runner for the cases it runs
 
     def for_backend(self, cls: type[Backend]) -> DriverProc:
         key = cls.env_key()
@@ -176,11 +272,13 @@ class Drivers:
                         extra.update(other.process_env(self.s3))
             drv = DriverProc(key, cls.python(), child_env(extra), self.log_dir / f"driver-{key}.log", self.scheduler,
                              self._trust_prefix(cls))
+            drv.watch = self.watch
             drv.start()
             self.drivers[key] = drv
         elif not drv.alive():
             self.live = OrderedDict((k, v) for k, v in self.live.items() if k[0] != key)
             drv.start()
+        drv.watch = self.watch
         return drv
 
     def _trust_prefix(self, cls: type[Backend]) -> list[str]:
@@ -259,6 +357,20 @@ class Runner:
     task_timeout: float = 0.0  # seconds; 0 = derived per case from what its tasks read
     checksums: Checksums | None = None  # set: every signal read is checked against the local copy
     faults: InjectedFaults = field(default_factory=InjectedFaults)  # HTTP faults the proxy injected, per case
+    gone: ServerGone | None = None  # set when the watchdog ended a case: the run stops after recording it
+
+    def __post_init__(self) -> None:
+        self.drivers.watch = self.watchdog()
+
+    def watchdog(self) -> Watchdog | None:
+        """Checks of the run's S3 endpoint and scheduler while its cases run (none for local data)."""
+        s3 = self.workload.s3
+        url = None
+        if s3 is not None:
+            url = getattr(s3, "endpoint_url", None) or (f"https://s3.{s3.region}.amazonaws.com/" if getattr(s3, "region", None) else None)
+        if url is None and not self.drivers.scheduler:
+            return None
+        return Watchdog(url, getattr(s3, "ca_bundle", None), self.drivers.scheduler)
 
     def spec(self, case: Case, backend: str | None = None) -> Spec:
         """The case's backend with its settings; with `backend` (the raw-get ceiling), that one with none."""
@@ -371,6 +483,9 @@ class Runner:
             hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
             rows = timeout_rows(tasks, case, str(exc), files, self.run_id, hdf5, h5v)
             return CaseResult(failed_row(base, len(tasks), len(rows), f"timeout: {exc}", started), rows)
+        except ServerGone as exc:
+            self.gone = exc
+            return CaseResult(failed_row(base, len(tasks), max(1, len(tasks)), str(exc).split(";")[0], started), [])
         except (DriverError, UserError) as exc:
             return CaseResult(failed_row(base, 0, 1, str(exc), started), [])
         total = float(out.total)
@@ -389,6 +504,9 @@ class Runner:
             try:
                 with self.faults.ceiling():
                     rg = self.raw_get_runtime(case)
+            except ServerGone as exc:
+                self.gone = exc
+                ceiling_error = f"raw-get: {str(exc).split(';')[0]}"
             except (DriverError, UserError) as exc:
                 ceiling_error = f"raw-get: {exc}"
         first = errors[0] if errors else ceiling_error
@@ -419,6 +537,8 @@ class Runner:
             with self.faults.case(case.case_id):
                 res = self.run_case(case)
             self.folder.append_case(res.rows, res.case_row)
+            if self.gone is not None:  # the case is recorded as failed; the run stops here
+                raise self.gone
             if res.case_row["status"] != OK:
                 self.check_server()  # a dead server ends the run now; --resume reruns failed cases
             out.append(res.case_row)
