@@ -252,3 +252,153 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(tmp_path: Pa
     rows = _cases(run)
     assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
+
+
+# ------------------------------------------------------------------ stalls are not measurements
+
+
+def test_stalled_times_are_told_from_ordinary_spread() -> None:
+    from shotbench.read.status import stalled
+
+    assert stalled([1.0, 1.2, 0.9, 134.0]) == [False, False, False, True]
+    assert stalled([0.01, 0.02, 3.0]) == [False, False, False]  # 150x, but under 5 s beyond: noise
+    assert stalled([2.5, 134.0]) == [False, True]
+    assert stalled([1.0]) == [False]  # no peer, no verdict
+    # a task that read 100x the bytes is slow, not stalled
+    assert stalled([0.5, 0.6, 60.0], [1e6, 1e6, 1e8]) == [False, False, False]
+    assert stalled([0.5, 0.6, 60.0], [1e6, 1e6, 1e6]) == [False, False, True]
+
+
+def _case_rows(case_id: str, total: float, n: int = 1) -> tuple[list[dict[str, object]], dict[str, object]]:
+    details = [{"case-id": case_id, "worker#": i + 1, "open+read-data-time": total / n, "status": "ok", "backend": "b"}
+               for i in range(n)]
+    row = {"case-id": case_id, "backend": "b", "trial": case_id[1], "num-workers": 1, "pb-size": 0, "n-tasks": n,
+           "total-runtime": total, "status": "ok", "errors": 0}
+    return details, row
+
+
+def test_a_case_far_slower_than_its_other_trials_is_set_apart(tmp_path: Path) -> None:
+    """A one-task case has no peer within it: 134 s against 2.5 s in its other trial was `ok`."""
+    from shotbench.read.results import RUN_KIND
+    from shotbench.read.runner import flag_stalled_trials
+    from shotbench.runs import RunFolder
+
+    folder = RunFolder.create(tmp_path / "run", RUN_KIND, {})
+    for cid, total in (("t1-b-shots-w1-pb0-cc0", 2.5), ("t2-b-shots-w1-pb0-cc0", 134.0), ("t3-b-shots-w1-pb0-cc0", 2.4),
+                       ("t1-b-signals-w1-pb0-cc0", 9.0)):
+        folder.append_case(*_case_rows(cid, total))
+    assert flag_stalled_trials(folder) == 1
+    by_id = {r["case-id"]: r for r in folder.cases()}
+    assert by_id["t2-b-shots-w1-pb0-cc0"]["status"] != "ok" and by_id["t2-b-shots-w1-pb0-cc0"]["stalls"] == "1"
+    assert "stall" in by_id["t2-b-shots-w1-pb0-cc0"]["first-error"]
+    assert {r["status"] for cid, r in by_id.items() if cid != "t2-b-shots-w1-pb0-cc0"} == {"ok"}
+    assert [w["status"] for w in folder.details() if w["case-id"] == "t2-b-shots-w1-pb0-cc0"] == ["stall"]
+    assert flag_stalled_trials(folder) == 0  # idempotent: the others stay measurements
+
+    from shotbench.read import reliability
+
+    (row,) = reliability.table(folder.path)
+    assert row["stalls"] == 1 and row["failed"] == 0
+
+
+class OneStall:
+    """A real TCP proxy in front of the S3 server that, when armed, holds the answer to the next
+    object GET for `seconds` (a stalled connection, as toxiproxy's `timeout` toxic makes one)."""
+
+    def __init__(self, upstream_port: int, seconds: float) -> None:
+        import socket
+        import threading
+
+        self.upstream, self.seconds = upstream_port, seconds
+        self.armed = threading.Event()
+        self.fired = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream))
+            hold = threading.Event()
+            threading.Thread(target=self._pump, args=(client, upstream, hold, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, hold, False), daemon=True).start()
+
+    def _pump(self, src: object, dst: object, hold: object, request_side: bool) -> None:
+        import time
+
+        while True:
+            try:
+                data = src.recv(65536)  # type: ignore[attr-defined]
+            except OSError:
+                return
+            if not data:
+                return
+            if request_side and data.startswith(b"GET /") and self.armed.is_set() and not self.fired.is_set():
+                self.fired.set()
+                hold.set()  # type: ignore[attr-defined]
+            if not request_side and hold.is_set():  # type: ignore[attr-defined]
+                time.sleep(self.seconds)
+                hold.clear()  # type: ignore[attr-defined]
+            try:
+                dst.sendall(data)  # type: ignore[attr-defined]
+            except OSError:
+                return
+
+
+@pytest.mark.slow
+def test_a_stalled_get_is_never_a_clean_measurement(shot_dir: Path, s3_server, tmp_path: Path) -> None:
+    """One object GET held 8 s in the middle of a case (as `--faults stalls-2pc` holds 2 % of
+    connections 120 s): the task that waited is `stall`, its case is not `ok`, and the run says so."""
+    import subprocess
+    import sys
+    import time
+
+    from shotbench.store.s3 import parse_location, without_s3_settings
+    from shotbench.store.stage import stage
+
+    cfg = s3_server.s3config()
+    cfg.boto3_client().create_bucket(Bucket="stall-once")
+    stage(shot_dir, parse_location("s3://stall-once/shots/"), cfg, jobs=4, progress=False)
+    proxy = OneStall(int(s3_server.endpoint_url.rsplit(":", 1)[1]), 8.0)
+    via = f"http://127.0.0.1:{proxy.port}"
+    env = {**without_s3_settings(), "SHOTBENCH_STATE": str(tmp_path / "state"), **cfg.env_vars(),
+           "AWS_ENDPOINT_URL_S3": via, "AWS_ENDPOINT_URL": via}
+    (tmp_path / "c.toml").write_text('backends = ["fsspec"]\nmodes = ["signals"]\nworkers = [1]\npage_buffers = [0]\n'
+                                     "trials = 2\nsignals_files = 0\nsignals_names = 0\n")
+    proc = subprocess.Popen([sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
+                             "--data", "s3://stall-once/shots/", "--config", str(tmp_path / "c.toml"), "--keep-going"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300
+        while not list((tmp_path / "runs").glob("*/run.json")) and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(0.5)  # inside the first case (prepare, then the tasks' GETs)
+        proxy.armed.set()
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert proxy.fired.is_set()
+    run = _only_run(tmp_path)
+    with open(run / "workers.csv", newline="") as fh:
+        workers = list(csv.DictReader(fh))
+    slow = [w for w in workers if float(w["open+read-data-time"]) > 7.0]
+    assert slow, "the held GET did not land inside a task"
+    assert all(w["status"] != "ok" for w in slow), slow  # never a clean measurement
+    cases = {r["case-id"]: r for r in _cases(run)}
+    assert all(cases[w["case-id"]]["status"] != "ok" for w in slow)
+    assert sum(int(r["stalls"] or 0) for r in cases.values()) >= 1
+
+    from shotbench.read import analysis
+
+    ds = analysis.load([str(run)])
+    assert not set(ds.cases["case-id"]) & {w["case-id"] for w in slow}  # out of every statistic
+    assert analysis.stalls_table(ds)["stalled tasks"].sum() >= 1  # what the report counts

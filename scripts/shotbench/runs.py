@@ -292,6 +292,26 @@ class RunFolder:
         """Where a resume keeps the raw text of case rows it could not parse, for a person to look at."""
         return self.path / "cases.set-aside.csv"
 
+    def _cases_keeping_set_aside(self) -> Table:
+        """cases.csv before a rewrite: rows that do not parse are copied to `set_aside_csv`."""
+        table = self.case_table()
+        self.set_aside = table.set_aside
+        if table.set_aside_text:
+            with open(self.set_aside_csv, "a", encoding="utf-8") as fh:
+                fh.writelines(table.set_aside_text)
+                fh.flush()
+                os.fsync(fh.fileno())
+        return table
+
+    def rewrite(self, case: Callable[[dict[str, str]], dict[str, Any]],
+                detail: Callable[[dict[str, str]], dict[str, Any]]) -> None:
+        """Both tables with every row passed through `case` / `detail` (a verdict reached after
+        the rows were written, e.g. a stall seen only against later trials); details first,
+        since the case row is the commit mark."""
+        table = self._cases_keeping_set_aside()
+        _write_table(self.details_csv, self.kind.detail_columns, [detail(r) for r in self.details()])
+        _write_table(self.cases_csv, self.kind.case_columns, [case(r) for r in table.rows])
+
     def repair(self, keep: Callable[[CsvRow], bool] = lambda row: True) -> set[Hashable]:
         """Keep the first case row of each key that `keep` accepts and the detail rows of those
         cases; drop the rest (torn lines, unfinished cases, cases to run again). Rows that do
@@ -300,13 +320,7 @@ class RunFolder:
         Returns the keys of the cases that stay measured; `self.set_aside` lists the line
         numbers of the rows set aside."""
         key = self.kind.key
-        table = self.case_table()
-        self.set_aside = table.set_aside
-        if table.set_aside_text:
-            with open(self.set_aside_csv, "a", encoding="utf-8") as fh:
-                fh.writelines(table.set_aside_text)
-                fh.flush()
-                os.fsync(fh.fileno())
+        table = self._cases_keeping_set_aside()
         kept: dict[Hashable, dict[str, str]] = {}
         for row in table.rows:
             if keep(row):

@@ -362,6 +362,22 @@ def failed_table(ds: Dataset) -> pd.DataFrame:
     return ds.failed[[c for c in cols if c in ds.failed.columns]].reset_index(drop=True)
 
 
+def stalls_table(ds: Dataset) -> pd.DataFrame:
+    """Stalled tasks per series: tasks far beyond their case's other tasks or trials (a stalled
+    connection). Their cases are not measurements; this counts what was set apart."""
+    cols = ["series", "stalled cases", "stalled tasks"]
+    f = ds.failed
+    if f.empty or "stalls" not in f.columns:
+        return pd.DataFrame(columns=cols)
+    n = pd.to_numeric(f["stalls"], errors="coerce").fillna(0).astype(int)
+    part = f.assign(_n=n)[n > 0]
+    if part.empty:
+        return pd.DataFrame(columns=cols)
+    out = part.groupby("series", sort=False)["_n"].agg(["size", "sum"]).reset_index()
+    out.columns = cols
+    return out
+
+
 def _series_names(labels: pd.Series, backends: pd.Series, single_run: bool) -> pd.Series:
     """One name per plotted line: the label, the backend (one run), or label/backend."""
     if single_run:

@@ -50,6 +50,8 @@ CASE_COLUMNS = [
 ]
 # effective settings: the requested 2.2 ROS3 block cache (-1 default, 0 off, else bytes)
 CASE_COLUMNS += ["block-cache"]
+# stalls: tasks far beyond their peers (status.stalled); such a case is not a measurement
+CASE_COLUMNS += ["stalls"]
 
 
 def _clean(text: str) -> str:

@@ -38,7 +38,7 @@ from shotbench.read.protocol import (
     PROTOCOL_VERSION, Close, Failed, Gather, Hello, Prepare, ProtocolMismatch, Quit, Reply, Request, Run, RunReply,
     Spec, read_reply,
 )
-from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
+from shotbench.read.status import FAILED, OK, STALL, TIMEOUT, beyond, case_status, row_status, stalled
 from shotbench.read.results import (
     efficiency, harness_overhead, task_time_sum, worker_rows,
 )
@@ -497,6 +497,7 @@ class Runner:
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
         rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                            run_id=self.run_id, hdf5=hdf5, h5py_version=h5v, layout=layout, family=family, gather=gather)
+        stalls = mark_stalls(rows)
         errors = [r["error"] for r in rows if r["error"]]
         ceiling_error = ""
         rg: float | None = total if not cls.reads_hdf5 else None
@@ -520,7 +521,7 @@ class Runner:
             "hdf5-version": hdf5, "h5py-version": h5v,
             "errors": len(errors) + bool(ceiling_error),
             "status": case_status([r["status"] for r in rows], bool(ceiling_error)),
-            "first-error": " ".join(first.split())[:500],
+            "first-error": " ".join(first.split())[:500], "stalls": stalls,
             "started": utc_iso(out.started), "finished": utc_iso(out.finished),
             **case_columns(raw),
             "gather-time": "" if gather is None else gather,
@@ -559,6 +560,9 @@ class Runner:
                 f"pb={_mib(case.pb_size):<7}{_bc(case.block_cache)} t{case.trial}  {what}  "
                 f"elapsed {_dur(elapsed)} ETA {_dur(eta)}"
             )
+        n = flag_stalled_trials(self.folder)
+        if n:
+            self.say(f"{n} case(s) far slower than the same settings' other trials were set apart as stalls, not measurements")
         return out
 
 
@@ -580,6 +584,71 @@ def answers(url: str, timeout: float, ca_bundle: str | None = None) -> None:
         conn.getresponse().read()
     finally:
         conn.close()
+
+
+def mark_stalls(rows: list[dict[str, Any]]) -> int:
+    """Rows of one case far beyond the case's other tasks become `stall` (with the reason as
+    their error), so a stalled connection never enters a statistic; returns how many."""
+    times = [float(r["open+read-data-time"]) for r in rows]
+    flags = stalled(times, [float(r.get("bytes-read") or 0) for r in rows])
+    for i, (r, slow) in enumerate(zip(rows, flags)):
+        if slow and r["status"] == OK:
+            med = statistics.median(times[:i] + times[i + 1:])
+            r["status"] = STALL
+            r["error"] = f"stall: {times[i]:.1f} s against a median {med:.2f} s of the case's other tasks"
+    return sum(1 for r in rows if r["status"] == STALL)
+
+
+def _settings(case_id: str) -> str:
+    """A case id without its trial (`t2-…`): the cases that are trials of the same settings."""
+    return case_id.split("-", 1)[1] if case_id[:1] == "t" and "-" in case_id else case_id
+
+
+def flag_stalled_trials(folder: RunFolder) -> int:
+    """An ok case far slower than the same settings' other ok trials is a stall, found once the
+    trials are in (a one-task case has no peer within it). Its slowest task becomes `stall`, the
+    case is no longer `ok`; both tables are rewritten. Returns the number of cases set apart."""
+    groups: dict[str, list[dict[str, str]]] = {}
+    for r in folder.cases():
+        if row_status(r) == OK:
+            groups.setdefault(_settings(r["case-id"]), []).append(r)
+    peers: dict[str, float] = {}
+    for rs in groups.values():
+        totals = [float(r["total-runtime"]) for r in rs]
+        for i, r in enumerate(rs):
+            others = totals[:i] + totals[i + 1:]
+            if beyond(totals[i], others):
+                peers[r["case-id"]] = statistics.median(others)
+    if not peers:
+        return 0
+    slowest: dict[str, dict[str, str]] = {}
+    for w in folder.details():
+        cid = w.get("case-id", "")
+        if cid in peers and (cid not in slowest or float(w["open+read-data-time"]) > float(slowest[cid]["open+read-data-time"])):
+            slowest[cid] = w
+
+    def ident(w: dict[str, str]) -> tuple[str, ...]:
+        return (w.get("case-id", ""), w.get("worker#", ""), w.get("obj-id", ""), w.get("open+read-data-time", ""))
+
+    marked = {ident(w) for w in slowest.values()}
+
+    def detail(w: dict[str, str]) -> dict[str, str]:
+        if ident(w) in marked:
+            return {**w, "status": STALL, "error": f"stall: the case took far longer than its other trials "
+                                                   f"(median {peers[w['case-id']]:.2f} s)"}
+        return w
+
+    def case(r: dict[str, str]) -> dict[str, str]:
+        cid = r["case-id"]
+        if cid not in peers:
+            return r
+        reason = f"stall: {float(r['total-runtime']):.1f} s against a median {peers[cid]:.2f} s of its other trials"
+        tasks = max(1, int(float(r.get("n-tasks") or 1)))
+        return {**r, "status": case_status([STALL] + [OK] * (tasks - 1), False), "stalls": 1,
+                "errors": int(float(r.get("errors") or 0)) + 1, "first-error": r.get("first-error") or reason}
+
+    folder.rewrite(case, detail)
+    return len(peers)
 
 
 def failed_row(base: dict[str, Any], n_tasks: int, errors: int, error: str, started: float) -> dict[str, Any]:
