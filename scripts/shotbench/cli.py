@@ -12,7 +12,7 @@ import signal
 import sys
 from typing import NoReturn
 
-from shotbench.errors import Terminated, UserError, interrupt_exit
+from shotbench.errors import Terminated, UserError, interrupt_exit, one_line
 
 COMMANDS: dict[str, str] = {
     "server": "shotbench.store.cli",
@@ -34,7 +34,7 @@ class Parser(argparse.ArgumentParser):
     """Bad arguments are one line naming the fix (exit 2), not a usage block."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message}; see `{self.prog} --help`.\n")
+        self.exit(2, f"{self.prog}: {one_line(message)}; see `{self.prog} --help`.\n")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"shotbench: {exc}", file=sys.stderr)
+        print(f"shotbench: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:
         print("shotbench: interrupted; results written so far are kept.", file=sys.stderr)

@@ -51,9 +51,7 @@ def plan_only(cfg: profiles.BenchConfig) -> list[planmod.Case]:
 def dry_run(args: argparse.Namespace, runs: Path) -> int:
     """`--dry-run`: check the settings and print the plan's size, touching nothing."""
     if args.resume is not None:
-        resume_dir = latest_run(runs, "read") if args.resume == "latest" else Path(args.resume)
-        if resume_dir is None or not (resume_dir / "run.json").is_file():
-            raise UserError(f"no run to resume in {args.resume if args.resume != 'latest' else runs}; start one with `shotbench bench`.")
+        resume_dir = resume_folder(args.resume, runs)
         cfg = _resumed_config(resume_dir, _read_resume_meta(resume_dir))
     else:
         cfg = _config_from_args(args)
@@ -63,6 +61,17 @@ def dry_run(args: argparse.Namespace, runs: Path) -> int:
     say(f"{len(cases)} cases: backends {' '.join(cfg.backends)}; modes {' '.join(cfg.modes)}; "
         f"workers {' '.join(map(str, cfg.workers))}; {cfg.trials} trial(s); nothing was run.")
     return 0
+
+
+def resume_folder(arg: str, runs: Path) -> Path:
+    """The run folder `--resume` names (or the latest), or one sentence when there is none."""
+    try:
+        folder = latest_run(runs, "read") if arg == "latest" else Path(arg)
+        if folder is not None and (folder / "run.json").is_file():
+            return folder
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        pass
+    raise UserError(f"no run to resume in {arg if arg != 'latest' else runs}; start one with `shotbench bench`.")
 
 
 def _resumed_config(resume_dir: Path, meta: dict[str, Any]) -> profiles.BenchConfig:
@@ -145,9 +154,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         writable(runs, "runs folder")
         return _bench(args, runs, None)
-    resume_dir = latest_run(runs, "read") if args.resume == "latest" else Path(args.resume)
-    if resume_dir is None or not (resume_dir / "run.json").exists():
-        raise UserError(f"no run to resume in {args.resume if args.resume != 'latest' else runs}; start one with `shotbench bench`.")
+    resume_dir = resume_folder(args.resume, runs)
     with run_lock(resume_dir):
         return _bench(args, runs, resume_dir)
 

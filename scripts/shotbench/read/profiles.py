@@ -306,6 +306,8 @@ def validate(cfg: BenchConfig) -> None:
         if unknown:
             listed = ", ".join(sorted(known)) or "none"
             raise UserError(f"[options.{name}] has unknown key {unknown[0]!r}; the known keys are: {listed}.")
+        for key, value in opts.items():
+            _check_option(name, key, value, known[key])
 
 
 LARGEST = 2**53  # any count or size above this is a typo (and no longer exact in JSON readers)
@@ -328,3 +330,20 @@ def _check_bounds(cfg: BenchConfig, pbs: list[int]) -> None:
              * len(cfg.block_caches) * max(1, len(cfg.families)) * cfg.trials)
     if cases > MAX_CASES:
         raise UserError(f"this matrix has up to {cases} cases, more than {MAX_CASES}; give fewer trials or settings.")
+
+
+def _check_option(backend: str, key: str, value: Any, default: Any) -> None:
+    """A backend option has its default's type (`block_size = "big"` is one sentence, not a
+    failure inside every task of the run)."""
+    if isinstance(default, bool):
+        ok, want = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, want = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= LARGEST, "a whole number of 0 or more"
+    elif isinstance(default, float):
+        ok, want = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value), "a finite number"
+    elif isinstance(default, str):
+        ok, want = isinstance(value, str), "a string"
+    else:
+        return
+    if not ok:
+        raise UserError(f"[options.{backend}] {key} = {value!r} must be {want}, like its default {default!r}; fix it in the config.")

@@ -90,14 +90,15 @@ class Watchdog:
         self.url, self.ca_bundle, self.scheduler = url, ca_bundle, scheduler
         self.interval, self.failures, self.timeout = interval, failures, timeout
         self.failed = 0
-        self.due = 0.0
+        self.due = time.monotonic() + interval  # the first check one interval into the wait
 
-    def __call__(self) -> None:
+    def __call__(self, limit: float | None = None) -> None:
+        """One check when one is due; `limit`: seconds it may take at most (the wait's deadline)."""
         now = time.monotonic()
         if now < self.due:
             return
-        self.due = now + self.interval
-        problem = self.probe()
+        problem = self.probe(self.timeout if limit is None else max(0.2, min(self.timeout, limit)))
+        self.due = time.monotonic() + self.interval
         if problem is None:
             self.failed = 0
             return
@@ -109,18 +110,18 @@ class Watchdog:
                              f"{self.interval:.0f} s apart failed, the last with {reason}); "
                              "fix it and finish with `shotbench bench --resume`.")
 
-    def probe(self) -> tuple[str, str] | None:
-        """(what, why) of the first dependency that does not answer, or None."""
+    def probe(self, timeout: float) -> tuple[str, str] | None:
+        """(what, why) of the first dependency that does not answer within `timeout`, or None."""
         if self.url:
             try:
-                answers(self.url, self.timeout, self.ca_bundle)
+                answers(self.url, timeout, self.ca_bundle)
             except (OSError, http.client.HTTPException) as exc:
-                return "the S3 server", _reason(exc, self.timeout)
+                return "the S3 server", _reason(exc, timeout)
         if self.scheduler:
             try:
-                scheduler_answers(self.scheduler, self.timeout)
+                scheduler_answers(self.scheduler, timeout)
             except OSError as exc:
-                return f"the Dask scheduler at {self.scheduler}", _reason(exc, self.timeout)
+                return f"the Dask scheduler at {self.scheduler}", _reason(exc, timeout)
         return None
 
 
@@ -144,7 +145,8 @@ def scheduler_answers(address: str, timeout: float) -> None:
 class DriverProc:
     """`<env python> -m shotbench.read.driver --serve`, spoken to with `read/protocol.py`'s messages."""
 
-    watch: Callable[[], None] | None = None  # called between waits for a reply; may raise ServerGone
+    watch: Callable[[float | None], None] | None = None  # called between waits for a reply (with the
+    # seconds left before the deadline); may raise ServerGone
 
     def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
                  prefix: list[str] | None = None) -> None:
@@ -207,12 +209,15 @@ class DriverProc:
             if left is not None and left <= 0:
                 self.kill()
                 raise DriverTimeout(f"no answer from the {self.name} driver within {timeout:.0f} s")
-            slice_ = WATCH_INTERVAL if left is None else min(left, WATCH_INTERVAL) if self.watch else left
+            slice_ = left
+            if self.watch is not None:  # wake up when the next check is due
+                due = max(0.05, getattr(self.watch, "due", 0.0) - time.monotonic()) if hasattr(self.watch, "due") else WATCH_INTERVAL
+                slice_ = due if left is None else min(left, due)
             if select.select([self.proc.stdout], [], [], slice_)[0]:
                 return
-            if self.watch is not None:
+            if self.watch is not None and (left is None or left > slice_):
                 try:
-                    self.watch()
+                    self.watch(None if deadline is None else deadline - time.monotonic())
                 except ServerGone:
                     self.kill()
                     raise
@@ -258,7 +263,7 @@ class Drivers:
         self.drivers: dict[str, DriverProc] = {}
         self.live: OrderedDict[tuple[str, int], int] = OrderedDict()
         self.backends = backends
-        self.watch: Callable[[], None] | None = None  # set by the Runner for the cases it runs
+        self.watch: Callable[[float | None], None] | None = None  # set by the Runner for the cases it runs
 
     def for_backend(self, cls: type[Backend]) -> DriverProc:
         key = cls.env_key()
@@ -485,7 +490,10 @@ class Runner:
             return CaseResult(failed_row(base, len(tasks), len(rows), f"timeout: {exc}", started), rows)
         except ServerGone as exc:
             self.gone = exc
-            return CaseResult(failed_row(base, len(tasks), max(1, len(tasks)), str(exc).split(";")[0], started), [])
+            reason = str(exc).split(";")[0]
+            hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
+            rows = timeout_rows(tasks, case, reason, files, self.run_id, hdf5, h5v, status=FAILED)
+            return CaseResult(failed_row(base, len(tasks), max(1, len(rows)), reason, started), rows)
         except (DriverError, UserError) as exc:
             return CaseResult(failed_row(base, 0, 1, str(exc), started), [])
         total = float(out.total)
@@ -658,10 +666,11 @@ def failed_row(base: dict[str, Any], n_tasks: int, errors: int, error: str, star
 
 
 def timeout_rows(tasks: list[Any], case: Case, error: str, files: list[ShotFile], run_id: str,
-                 hdf5: str, h5py_version: str) -> list[dict[str, Any]]:
-    """One `timeout` row per part of every task that did not report before the deadline."""
+                 hdf5: str, h5py_version: str, status: str = TIMEOUT) -> list[dict[str, Any]]:
+    """One `timeout` row per part of every task that did not report before the deadline (or,
+    with `status`, that was ended for another reason: its server gone)."""
     raw = [{"worker#": t.index, "obj-id": p.obj_id, "time": 0.0, "objs": 0, "dsets": 0, "bytes": 0,
-            "open": 0.0, "error": error, "status": TIMEOUT} for t in tasks for p in t.parts]
+            "open": 0.0, "error": error, "status": status} for t in tasks for p in t.parts]
     return worker_rows(raw, case=case, total=0.0, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                        run_id=run_id, hdf5=hdf5, h5py_version=h5py_version)
 
