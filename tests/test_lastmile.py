@@ -460,3 +460,20 @@ def test_keys_with_spaces_and_non_ascii_every_default_backend(shot_dir: Path, s3
     for name, why in unsupported.items():
         assert "cannot open keys like" in why and f"{name}: unsupported for this data" in proc.stdout
     print(f"measured {sorted(measured)}; unsupported {sorted(unsupported)}; {took:.0f} s")
+
+
+def test_the_chaos_tally_counts_lost_duplicated_and_unexplained(tmp_path: Path) -> None:
+    from shotbench.read.chaos import tally
+    from shotbench.read.results import RUN_KIND
+    from shotbench.runs import RunFolder
+
+    plan = [{"case_id": c} for c in ("t1-a", "t1-b", "t1-c", "t1-d")]
+    folder = RunFolder.create(tmp_path / "run", RUN_KIND, {"plan": plan})
+    ok = {"backend": "x", "trial": 1, "num-workers": 1, "pb-size": 0, "total-runtime": 1.0, "status": "ok"}
+    folder.append_case([{"case-id": "t1-a", "status": "ok", "verified": "yes"}], {**ok, "case-id": "t1-a"})
+    folder.append_case([], {**ok, "case-id": "t1-b", "status": "failed", "first-error": "server gone"})
+    folder.append_case([{"case-id": "t1-c", "status": "ok", "verified": ""}], {**ok, "case-id": "t1-c"})
+    folder.append_case([], {**ok, "case-id": "t1-a"})
+    t = tally(folder.path)
+    assert (t.planned, t.measured, t.failed, t.lost, t.duplicated, t.unexplained) == (4, 2, 1, 1, 1, 1)
+    assert not t.good and "lost 1, duplicated 1" in t.lines()[1]

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "transfer": "shotbench.transfer.cli",
     "compare": "shotbench.read.compare",
     "anatomy": "shotbench.anatomy.cli",
+    "chaos": "shotbench.read.chaos",
 }
 
 

@@ -113,10 +113,13 @@ class Watchdog:
     def probe(self, timeout: float) -> tuple[str, str] | None:
         """(what, why) of the first dependency that does not answer within `timeout`, or None."""
         if self.url:
-            try:
-                answers(self.url, timeout, self.ca_bundle)
-            except (OSError, http.client.HTTPException) as exc:
-                return "the S3 server", _reason(exc, timeout)
+            for attempt in range(2):  # a fault profile resets or stalls a connection: a second one decides
+                try:
+                    answers(self.url, timeout, self.ca_bundle)
+                    break
+                except (OSError, http.client.HTTPException) as exc:
+                    if attempt == 1:
+                        return "the S3 server", _reason(exc, timeout)
         if self.scheduler:
             try:
                 scheduler_answers(self.scheduler, timeout)
