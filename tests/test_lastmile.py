@@ -34,6 +34,7 @@ def _strict(text: str) -> object:
     return json.loads(text, parse_constant=refuse)
 
 
+@pytest.mark.slow
 def test_duplicate_selections_are_measured_once(shot_dir: Path, tmp_path: Path) -> None:
     """`--workers 1 1 --backends local local` gave 4 rows with one case id ("cases 4")."""
     proc = run_bench(["--data", str(shot_dir), *TINY, "--workers", "1", "1", "--backends", "local", "local"], tmp_path)
@@ -71,6 +72,7 @@ def test_run_json_is_strict_json(tmp_path: Path) -> None:
     assert meta["a"] is None and meta["b"] == [None, 1.5] and meta["c"] == {"d": None}
 
 
+@pytest.mark.slow
 def test_a_real_run_json_is_strict_json(shot_dir: Path, tmp_path: Path) -> None:
     proc = run_bench(["--data", str(shot_dir), *TINY, "--workers", "1"], tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -90,6 +92,7 @@ def test_config_that_is_not_a_file(kind: str, tmp_path: Path) -> None:
     assert_one_sentence(run_bench(["--config", str(path)], tmp_path), tmp_path, "config")
 
 
+@pytest.mark.slow
 def test_a_torn_row_in_the_middle_is_set_aside_and_measured_again(shot_dir: Path, tmp_path: Path) -> None:
     """A line of cases.csv cut in half (newline kept) was a traceback in the report, and `--resume`
     said "already complete", so the torn row counted as measured."""

@@ -113,11 +113,11 @@ def harness_overhead(raw: Iterable[dict[str, Any]], total: float) -> float:
 
 
 def valid_case_row(row: Mapping[str, Any]) -> bool:
-    """A cases.csv row that parses: a case id and backend, integer trial, workers and page
-    buffer, a known status, and a finite runtime when it says `ok`. A row torn in the middle of
-    the file (or edited by hand) fails this and is set aside, never counted as a measurement."""
+    """A cases.csv row that parses: a backend, numeric trial, workers and page buffer, a known
+    status, and a finite runtime when it says `ok`. A row torn in the middle of the file (or
+    edited by hand) fails this, or has too few fields, and is set aside, never counted."""
     try:
-        if not str(row.get("case-id") or "").strip() or not str(row.get("backend") or "").strip():
+        if not str(row.get("backend") or "").strip():
             return False
         for name in ("trial", "num-workers", "pb-size"):
             if row.get(name) not in (None, ""):
