@@ -66,12 +66,11 @@ def open_one(backends: list[str], source: Source, s3: Any, f: ShotFile, options:
     with tempfile.TemporaryDirectory(prefix="shotbench-keycheck-") as scratch:
         for name in backends:
             cmd, env = _command(name, s3, Path(scratch))
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, env=env, start_new_session=True)
-            assert proc.stdin
-            proc.stdin.write(json.dumps({**request, "backend": name, "options": options.get(name, {})}))
-            proc.stdin.close()
-            procs[name] = proc
+            ask = Path(scratch) / f"{name}.json"
+            ask.write_text(json.dumps({**request, "backend": name, "options": options.get(name, {})}))
+            with open(ask) as stdin:
+                procs[name] = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                               text=True, env=env, start_new_session=True)
         deadline = time.monotonic() + timeout
         out = []
         for name, proc in procs.items():
