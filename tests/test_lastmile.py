@@ -189,7 +189,8 @@ def test_a_silent_scheduler_is_refused_within_30_s(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["ros3-2.0", "ros3-1.14"])
+def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str, tmp_path: Path) -> None:
     """`kill -9` of the S3 server while a ros3-2.0 case reads: the run was still running, silent,
     after 120 s (ROS3 has no per-request timeout). Now it ends within 60 s: exit 1, one sentence,
     run.json failed, the case failed with its reason, and a resume once the server is back
@@ -206,12 +207,12 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(tmp_path: Pa
     from shotbench.store.s3 import parse_location, without_s3_settings
     from shotbench.store.stage import stage
 
-    if not Path(registry.get("ros3-2.0").python()).exists():
-        pytest.fail("the ros3-2.0 environment is missing: run `make envs` before the slow tests")
+    if not Path(registry.get(backend).python()).exists():
+        pytest.fail(f"the {backend} environment is missing: run `make envs` before the slow tests")
     shots = tmp_path / "shots"
     make_dataset(shots, shots=4, signals=61, file_size=16_000_000, page_size=8_000_000, seed=0)
     (tmp_path / "c.toml").write_text(
-        'backends = ["ros3-2.0"]\nmodes = ["signals"]\nworkers = [1]\npage_buffers = [0]\ntrials = 2\n'
+        f'backends = ["{backend}"]\nmodes = ["signals"]\nworkers = [1]\npage_buffers = [0]\ntrials = 2\n'
         "signals_files = 0\nsignals_names = 0\n")
     base = {**without_s3_settings(), "SHOTBENCH_STATE": str(tmp_path / "state")}
     cmd = [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
@@ -239,6 +240,7 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(tmp_path: Pa
         finally:
             if proc.poll() is None:
                 proc.kill()
+    print(f"{backend}: the run ended {took:.1f} s after kill -9 of the server")
     assert took < 60, f"the run took {took:.0f} s to end after the kill"
     assert proc.returncode == 1, err
     lines = [ln for ln in err.splitlines() if ln.strip()]
