@@ -456,11 +456,11 @@ class Runner:
 
         try:
             check_reachable(s3)
-            for attempt in range(HEALTH_ATTEMPTS):  # one reset connection is a fault, not a dead server
+            for attempt in range(HEALTH_ATTEMPTS):  # one reset or stalled connection is a fault, not a dead server
                 try:
                     answers(s3.endpoint_url, HEALTH_TIMEOUT, getattr(s3, "ca_bundle", None))
                     break
-                except (ConnectionResetError, http.client.RemoteDisconnected, http.client.BadStatusLine):
+                except (ConnectionResetError, TimeoutError, http.client.RemoteDisconnected, http.client.BadStatusLine):
                     if attempt == HEALTH_ATTEMPTS - 1:
                         raise
         except (UserError, OSError, http.client.HTTPException) as exc:
