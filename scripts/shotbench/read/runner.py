@@ -148,8 +148,7 @@ def scheduler_answers(address: str, timeout: float) -> None:
 class DriverProc:
     """`<env python> -m shotbench.read.driver --serve`, spoken to with `read/protocol.py`'s messages."""
 
-    watch: Callable[[float | None], None] | None = None  # called between waits for a reply (with the
-    # seconds left before the deadline); may raise ServerGone
+    watch: Watchdog | None = None  # checked between waits for a reply; may raise ServerGone
 
     def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
                  prefix: list[str] | None = None) -> None:
@@ -214,7 +213,7 @@ class DriverProc:
                 raise DriverTimeout(f"no answer from the {self.name} driver within {timeout:.0f} s")
             slice_ = left
             if self.watch is not None:  # wake up when the next check is due
-                due = max(0.05, getattr(self.watch, "due", 0.0) - time.monotonic()) if hasattr(self.watch, "due") else WATCH_INTERVAL
+                due = max(0.05, self.watch.due - time.monotonic())
                 slice_ = due if left is None else min(left, due)
             if select.select([self.proc.stdout], [], [], slice_)[0]:
                 return
@@ -266,7 +265,7 @@ class Drivers:
         self.drivers: dict[str, DriverProc] = {}
         self.live: OrderedDict[tuple[str, int], int] = OrderedDict()
         self.backends = backends
-        self.watch: Callable[[float | None], None] | None = None  # set by the Runner for the cases it runs
+        self.watch: Watchdog | None = None  # set by the Runner for the cases it runs
 
     def for_backend(self, cls: type[Backend]) -> DriverProc:
         key = cls.env_key()
