@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench.read.compare import compare, mann_whitney
+from shotbench.read.analyse.compare import compare, mann_whitney
 from shotbench.store.s3 import without_s3_settings
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from tests.test_bench_cli import assert_one_sentence, run_bench
+from tests.test_failures import _bench_proc, _env, _only_run
 
 from shotbench.processes import terminate
 from shotbench.store import faultproxy as fp
 from shotbench.store.s3 import S3Config
-from tests.test_bench_cli import assert_one_sentence, run_bench
-from tests.test_failures import _bench_proc, _env, _only_run
 
 BIG = 24 * 1024 * 1024
 
@@ -69,7 +69,7 @@ def test_methods_limit_what_may_be_hit_and_presigned_dates_do_not_count() -> Non
 
 def test_a_case_is_credited_its_own_faults_and_a_resume_keeps_earlier_ones(tmp_path: Path) -> None:
     """Counts read around each case from the proxy's stats file; the raw-get ceiling's are apart."""
-    from shotbench.read.faultcount import InjectedFaults, summary_lines
+    from shotbench.read.run.faultcount import InjectedFaults, summary_lines
 
     stats = tmp_path / fp.STATS_FILE
 
@@ -138,9 +138,10 @@ def _proxy_rss_peak_kib(pid: int) -> int:
 def test_at_rate_zero_every_client_reads_identical_bytes(proxy, staged_shots, big_object, s3_bucket: str) -> None:
     """Signed requests whose Host is the proxy's address pass (headers forwarded unchanged),
     range GETs of many MB stream through without the proxy holding the object."""
+    import obstore
+
     from shotbench.backends.fsspec import make_filesystem
     from shotbench.backends.obstore import make_store
-    import obstore
 
     cfg, info = proxy(("slowdown", 0.0))
     key, data = big_object
@@ -168,9 +169,10 @@ def s3_server_get(staged, key: str) -> bytes:
 def test_error_answers_are_s3s(proxy, big_object, s3_bucket: str, kind: str, status: int, code: str) -> None:
     """boto3 sees S3's own error (code and status), after its retries; obstore gives up naming
     the status; every answer was counted."""
-    from botocore.exceptions import ClientError
-    from shotbench.backends.obstore import make_store
     import obstore
+    from botocore.exceptions import ClientError
+
+    from shotbench.backends.obstore import make_store
 
     cfg, info = proxy((kind, 1.0))
     with pytest.raises(ClientError) as err:
@@ -284,6 +286,7 @@ def test_a_profile_with_both_layers_chains_them_and_stops_them(tmp_path: Path, m
     import time
 
     from botocore.exceptions import ClientError
+
     from shotbench.processes import pid_alive
     from shotbench.store import network, server
 
@@ -309,7 +312,7 @@ def test_a_profile_with_both_layers_chains_them_and_stops_them(tmp_path: Path, m
 def test_a_dead_server_behind_the_proxy_gets_no_answer(tmp_path: Path) -> None:
     """No HTTP error in its place: the health check between cases must see a dead server as dead."""
     from shotbench.processes import free_port
-    from shotbench.read.runner import answers
+    from shotbench.read.run.runner import answers
 
     info = fp.start(tmp_path, free_port(), fp.HttpFaults(()), private=True)
     try:

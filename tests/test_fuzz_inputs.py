@@ -21,21 +21,30 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shotbench.read.profiles import BenchConfig
+from shotbench.read.plan.profiles import BenchConfig
 
 EXAMPLES = int(os.environ.get("SHOTBENCH_FUZZ_EXAMPLES", "300"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=EXAMPLES <= 300,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize=EXAMPLES <= 300,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 SETTINGS = [f.replace("_", "-") for f in BenchConfig.__dataclass_fields__]
 NAMES = ["ros3-1.14", "ros3-2.0", "ros3-2.2", "fsspec", "obstore", "download", "local", "raw-get", "h5coro", "nosuch"]
 
 numbers = st.one_of(
-    st.integers(-3, 70), st.sampled_from([0, -1, 2**31, 2**53 + 1, 10**30, -(10**30)]),
-    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e308]),
+    st.integers(-3, 70),
+    st.sampled_from([0, -1, 2**31, 2**53 + 1, 10**30, -(10**30)]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e308]),
 )
-words = st.one_of(st.sampled_from(NAMES + ["default", "off", "shots", "signals", "partial-once", "quick", "full", ""]),
-                  st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=12))
+words = st.one_of(
+    st.sampled_from(NAMES + ["default", "off", "shots", "signals", "partial-once", "quick", "full", ""]),
+    st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=12),
+)
 scalars = st.one_of(numbers, words, st.booleans())
 values = st.one_of(scalars, st.lists(scalars, max_size=5), st.dictionaries(words, scalars, max_size=3))
 
@@ -55,10 +64,19 @@ def _safe(token: str) -> bool:
 OPTIONS = {
     "--backends": st.lists(st.sampled_from(NAMES), min_size=0, max_size=4),
     "--modes": st.lists(st.sampled_from(["shots", "signals", "partial-once", "partial-each", "bogus"]), max_size=3),
-    "--workers": st.lists(st.one_of(st.integers(-2, 5), st.sampled_from(["x", "1.5", "nan", "inf", str(10**30), ""])), max_size=4),
-    "--page-buffers": st.lists(st.one_of(st.sampled_from(["0", "off", "default", "-5", "4096", "268435456", "1e9",
-                                                          "nan", str(2**60), str(10**40)]), words), max_size=3),
-    "--block-caches": st.lists(st.sampled_from(["off", "default", "0", "-1", "16777216", "x", str(10**40)]), max_size=3),
+    "--workers": st.lists(
+        st.one_of(st.integers(-2, 5), st.sampled_from(["x", "1.5", "nan", "inf", str(10**30), ""])), max_size=4
+    ),
+    "--page-buffers": st.lists(
+        st.one_of(
+            st.sampled_from(["0", "off", "default", "-5", "4096", "268435456", "1e9", "nan", str(2**60), str(10**40)]),
+            words,
+        ),
+        max_size=3,
+    ),
+    "--block-caches": st.lists(
+        st.sampled_from(["off", "default", "0", "-1", "16777216", "x", str(10**40)]), max_size=3
+    ),
     "--chunk-cache": st.lists(st.one_of(st.integers(-5, 2**21), st.sampled_from(["x", str(10**40)])), max_size=3),
     "--trials": st.one_of(st.integers(-2, 4), st.sampled_from(["0", "x", str(10**12), "inf"])),
     "--seed": st.one_of(st.integers(-5, 10), st.sampled_from([str(2**70), "nan"])),
@@ -104,8 +122,12 @@ def tomls(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
         backend = draw(st.sampled_from(NAMES))
         lines.append(f"[options.{json.dumps(backend)}]")
-        lines += [f"{json.dumps(k)} = {_toml_value(draw(scalars))}"
-                  for k in draw(st.lists(st.sampled_from(["block_size", "cache_type", "blok", "target"]), max_size=2, unique=True))]
+        lines += [
+            f"{json.dumps(k)} = {_toml_value(draw(scalars))}"
+            for k in draw(
+                st.lists(st.sampled_from(["block_size", "cache_type", "blok", "target"]), max_size=2, unique=True)
+            )
+        ]
     if draw(st.integers(0, 9)) == 0:
         lines.append(draw(st.text(max_size=20)))  # not TOML at all
     return "\n".join(lines) + "\n"
@@ -145,9 +167,15 @@ def test_every_command_line_plans_or_is_one_sentence(argv: list[str], tmp: Path)
 
 
 @FUZZ
-@given(text=tomls(), where=st.sampled_from(["file", "file", "file", "folder", "missing", "binary", "empty"]),
-       name=st.sampled_from(["c.toml", "a b.toml", "ü é.toml", "dir with space/x.toml"]), argv=argvs())
-def test_every_config_file_plans_or_is_one_sentence(text: str, where: str, name: str, argv: list[str], tmp: Path) -> None:
+@given(
+    text=tomls(),
+    where=st.sampled_from(["file", "file", "file", "folder", "missing", "binary", "empty"]),
+    name=st.sampled_from(["c.toml", "a b.toml", "ü é.toml", "dir with space/x.toml"]),
+    argv=argvs(),
+)
+def test_every_config_file_plans_or_is_one_sentence(
+    text: str, where: str, name: str, argv: list[str], tmp: Path
+) -> None:
     path = tmp / "configs" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     if where == "folder":
@@ -165,8 +193,13 @@ def test_resume_paths_plan_or_are_one_sentence(tmp: Path) -> None:
     """`--resume` of folders that are not runs, runs with damaged settings, and odd paths."""
     run_dir = tmp / "runs" / "20260101T000000Z-odd ü"
     run_dir.mkdir(parents=True, exist_ok=True)
-    for meta in ('{"config": {"bench": {"workers": "x"}}}', '{"config": {"bench": [1]}}', "[]", "{",
-                 json.dumps({"run_id": "x", "config": {"bench": BenchConfig().to_dict(), "data": None, "network": "none"}})):
+    for meta in (
+        '{"config": {"bench": {"workers": "x"}}}',
+        '{"config": {"bench": [1]}}',
+        "[]",
+        "{",
+        json.dumps({"run_id": "x", "config": {"bench": BenchConfig().to_dict(), "data": None, "network": "none"}}),
+    ):
         (run_dir / "run.json").write_text(meta)
         check(*run(["--resume", str(run_dir)], tmp))
     for path in [tmp / "nope", tmp, tmp / ("x" * 5000), Path("/proc/self/status")]:

@@ -11,7 +11,6 @@ import math
 from pathlib import Path
 
 import pytest
-
 from tests.test_bench_cli import assert_one_sentence, run_bench
 
 TINY = ["--backends", "local", "--modes", "shots", "--page-buffers", "0", "--trials", "1"]
@@ -45,7 +44,7 @@ def test_duplicate_selections_are_measured_once(shot_dir: Path, tmp_path: Path) 
 
 
 def test_zero_and_off_are_one_page_buffer() -> None:
-    from shotbench.read import profiles
+    from shotbench.read.plan import profiles
 
     notes: list[str] = []
     cfg = profiles.load("quick", None, {"page_buffers": ["0", "off", "default"], "workers": [2, 1, 2]}, notes)
@@ -58,13 +57,14 @@ def test_non_finite_settings_are_refused(value: str, tmp_path: Path) -> None:
     and run.json then held NaN."""
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"task_timeout = {value}\n")
-    assert_one_sentence(run_bench(["--config", str(cfg), "--backends", "local"], tmp_path), tmp_path,
-                        "task-timeout", "finite")
+    assert_one_sentence(
+        run_bench(["--config", str(cfg), "--backends", "local"], tmp_path), tmp_path, "task-timeout", "finite"
+    )
 
 
 def test_run_json_is_strict_json(tmp_path: Path) -> None:
     """A NaN or infinity anywhere in the metadata is written as null, never as NaN."""
-    from shotbench.read.results import RUN_KIND
+    from shotbench.read.schema import RUN_KIND
     from shotbench.runs import RunFolder
 
     folder = RunFolder.create(tmp_path / "run", RUN_KIND, {"a": math.nan, "b": [math.inf, 1.5], "c": {"d": -math.inf}})
@@ -96,8 +96,21 @@ def test_config_that_is_not_a_file(kind: str, tmp_path: Path) -> None:
 def test_a_torn_row_in_the_middle_is_set_aside_and_measured_again(shot_dir: Path, tmp_path: Path) -> None:
     """A line of cases.csv cut in half (newline kept) was a traceback in the report, and `--resume`
     said "already complete", so the torn row counted as measured."""
-    args = ["--data", str(shot_dir), "--backends", "local", "--modes", "shots", "--page-buffers", "0",
-            "--workers", "1", "2", "--trials", "2"]
+    args = [
+        "--data",
+        str(shot_dir),
+        "--backends",
+        "local",
+        "--modes",
+        "shots",
+        "--page-buffers",
+        "0",
+        "--workers",
+        "1",
+        "2",
+        "--trials",
+        "2",
+    ]
     proc = run_bench(args, tmp_path)
     assert proc.returncode == 0, proc.stderr
     run = _only_run(tmp_path)
@@ -107,14 +120,14 @@ def test_a_torn_row_in_the_middle_is_set_aside_and_measured_again(shot_dir: Path
     lines[2] = lines[2][: len(lines[2]) // 2] + "\n"
     (run / "cases.csv").write_text("".join(lines))
 
-    from shotbench.read import analysis
-    from shotbench.read.results import RUN_KIND
+    from shotbench.read.analyse import analysis
+    from shotbench.read.schema import RUN_KIND
     from shotbench.runs import RunFolder
 
     assert len(RunFolder(run, RUN_KIND).cases()) == 3  # the torn row is never counted
     ds = analysis.load([str(run)])
     assert len(ds.cases) == 3 and any("set aside" in n for n in ds.notes)
-    from shotbench.read import decision
+    from shotbench.read.analyse import decision
 
     decision.decision_table(ds)  # what the report computes from it
 
@@ -153,7 +166,7 @@ def test_the_watchdog_needs_several_failed_checks() -> None:
     """One failed check is a fault (a reset under a fault profile); three in a row are a dead server."""
     import socket
 
-    from shotbench.read.runner import ServerGone, Watchdog
+    from shotbench.read.run.runner import ServerGone, Watchdog
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -181,7 +194,9 @@ def test_a_silent_scheduler_is_refused_within_30_s(tmp_path: Path) -> None:
     silent, port = _silent_port()
     t0 = time.time()
     try:
-        proc = run_bench(["--scheduler", f"tcp://127.0.0.1:{port}", "--backends", "local", "--data", str(tmp_path)], tmp_path)
+        proc = run_bench(
+            ["--scheduler", f"tcp://127.0.0.1:{port}", "--backends", "local", "--data", str(tmp_path)], tmp_path
+        )
     finally:
         silent.close()  # type: ignore[attr-defined]
     assert time.time() - t0 < 30
@@ -202,7 +217,7 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str
     import time
 
     from shotbench.backends import registry
-    from shotbench.read.synth import make_dataset
+    from shotbench.hdf5.synth import make_dataset
     from shotbench.store import server
     from shotbench.store.s3 import parse_location, without_s3_settings
     from shotbench.store.stage import stage
@@ -213,16 +228,29 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str
     make_dataset(shots, shots=4, signals=61, file_size=16_000_000, page_size=8_000_000, seed=0)
     (tmp_path / "c.toml").write_text(
         f'backends = ["{backend}"]\nmodes = ["signals"]\nworkers = [1]\npage_buffers = [0]\ntrials = 2\n'
-        "signals_files = 0\nsignals_names = 0\n")
+        "signals_files = 0\nsignals_names = 0\n"
+    )
     base = {**without_s3_settings(), "SHOTBENCH_STATE": str(tmp_path / "state")}
-    cmd = [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
-           "--data", "s3://gone/shots/", "--config", str(tmp_path / "c.toml")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "shotbench.cli",
+        "bench",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--data",
+        "s3://gone/shots/",
+        "--config",
+        str(tmp_path / "c.toml"),
+    ]
     state = tmp_path / "server"
     with server.embedded_server(state) as info:
         cfg = info.s3config()
         cfg.boto3_client().create_bucket(Bucket="gone")
         stage(shots, parse_location("s3://gone/shots/"), cfg, jobs=4, progress=False)
-        proc = subprocess.Popen(cmd, env={**base, **cfg.env_vars()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            cmd, env={**base, **cfg.env_vars()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         try:
             deadline = time.time() + 300
             while not list((tmp_path / "runs").glob("*/run.json")) and time.time() < deadline and proc.poll() is None:
@@ -251,8 +279,13 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str
     assert rows and rows[-1]["status"] == "failed" and "server gone" in rows[-1]["first-error"], rows[-1]
 
     with server.embedded_server(state) as info:  # the server is back, with its data
-        resumed = subprocess.run([*cmd[:4], "--runs-dir", str(tmp_path / "runs"), "--resume", str(run)],
-                                 env={**base, **info.s3config().env_vars()}, capture_output=True, text=True, timeout=600)
+        resumed = subprocess.run(
+            [*cmd[:4], "--runs-dir", str(tmp_path / "runs"), "--resume", str(run)],
+            env={**base, **info.s3config().env_vars()},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     assert resumed.returncode == 0, resumed.stderr
     rows = _cases(run)
     assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
@@ -275,22 +308,37 @@ def test_stalled_times_are_told_from_ordinary_spread() -> None:
 
 
 def _case_rows(case_id: str, total: float, n: int = 1) -> tuple[list[dict[str, object]], dict[str, object]]:
-    details = [{"case-id": case_id, "worker#": i + 1, "open+read-data-time": total / n, "status": "ok", "backend": "b"}
-               for i in range(n)]
-    row = {"case-id": case_id, "backend": "b", "trial": case_id[1], "num-workers": 1, "pb-size": 0, "n-tasks": n,
-           "total-runtime": total, "status": "ok", "errors": 0}
+    details = [
+        {"case-id": case_id, "worker#": i + 1, "open+read-data-time": total / n, "status": "ok", "backend": "b"}
+        for i in range(n)
+    ]
+    row = {
+        "case-id": case_id,
+        "backend": "b",
+        "trial": case_id[1],
+        "num-workers": 1,
+        "pb-size": 0,
+        "n-tasks": n,
+        "total-runtime": total,
+        "status": "ok",
+        "errors": 0,
+    }
     return details, row
 
 
 def test_a_case_far_slower_than_its_other_trials_is_set_apart(tmp_path: Path) -> None:
     """A one-task case has no peer within it: 134 s against 2.5 s in its other trial was `ok`."""
-    from shotbench.read.results import RUN_KIND
-    from shotbench.read.runner import flag_stalled_trials
+    from shotbench.read.run.runner import flag_stalled_trials
+    from shotbench.read.schema import RUN_KIND
     from shotbench.runs import RunFolder
 
     folder = RunFolder.create(tmp_path / "run", RUN_KIND, {})
-    for cid, total in (("t1-b-shots-w1-pb0-cc0", 2.5), ("t2-b-shots-w1-pb0-cc0", 134.0), ("t3-b-shots-w1-pb0-cc0", 2.4),
-                       ("t1-b-signals-w1-pb0-cc0", 9.0)):
+    for cid, total in (
+        ("t1-b-shots-w1-pb0-cc0", 2.5),
+        ("t2-b-shots-w1-pb0-cc0", 134.0),
+        ("t3-b-shots-w1-pb0-cc0", 2.4),
+        ("t1-b-signals-w1-pb0-cc0", 9.0),
+    ):
         folder.append_case(*_case_rows(cid, total))
     assert flag_stalled_trials(folder) == 1
     by_id = {r["case-id"]: r for r in folder.cases()}
@@ -300,7 +348,7 @@ def test_a_case_far_slower_than_its_other_trials_is_set_apart(tmp_path: Path) ->
     assert [w["status"] for w in folder.details() if w["case-id"] == "t2-b-shots-w1-pb0-cc0"] == ["stall"]
     assert flag_stalled_trials(folder) == 0  # idempotent: the others stay measurements
 
-    from shotbench.read import reliability
+    from shotbench.read.analyse import reliability
 
     (row,) = reliability.table(folder.path)
     assert row["stalls"] == 1 and row["failed"] == 0
@@ -373,13 +421,36 @@ def test_a_stalled_get_is_never_a_clean_measurement(shot_dir: Path, s3_server, t
     stage(shot_dir, parse_location("s3://stall-once/shots/"), cfg, jobs=4, progress=False)
     proxy = OneStall(int(s3_server.endpoint_url.rsplit(":", 1)[1]), 8.0)
     via = f"http://127.0.0.1:{proxy.port}"
-    env = {**without_s3_settings(), "SHOTBENCH_STATE": str(tmp_path / "state"), **cfg.env_vars(),
-           "AWS_ENDPOINT_URL_S3": via, "AWS_ENDPOINT_URL": via}
-    (tmp_path / "c.toml").write_text('backends = ["fsspec"]\nmodes = ["signals"]\nworkers = [1]\npage_buffers = [0]\n'
-                                     "trials = 2\nsignals_files = 0\nsignals_names = 0\n")
-    proc = subprocess.Popen([sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"),
-                             "--data", "s3://stall-once/shots/", "--config", str(tmp_path / "c.toml"), "--keep-going"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **without_s3_settings(),
+        "SHOTBENCH_STATE": str(tmp_path / "state"),
+        **cfg.env_vars(),
+        "AWS_ENDPOINT_URL_S3": via,
+        "AWS_ENDPOINT_URL": via,
+    }
+    (tmp_path / "c.toml").write_text(
+        'backends = ["fsspec"]\nmodes = ["signals"]\nworkers = [1]\npage_buffers = [0]\n'
+        "trials = 2\nsignals_files = 0\nsignals_names = 0\n"
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shotbench.cli",
+            "bench",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--data",
+            "s3://stall-once/shots/",
+            "--config",
+            str(tmp_path / "c.toml"),
+            "--keep-going",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 300
         while not list((tmp_path / "runs").glob("*/run.json")) and time.time() < deadline and proc.poll() is None:
@@ -402,7 +473,7 @@ def test_a_stalled_get_is_never_a_clean_measurement(shot_dir: Path, s3_server, t
     assert all(cases[w["case-id"]]["status"] != "ok" for w in slow)
     assert sum(int(r["stalls"] or 0) for r in cases.values()) >= 1
 
-    from shotbench.read import analysis
+    from shotbench.read.analyse import analysis
 
     ds = analysis.load([str(run)])
     assert not set(ds.cases["case-id"]) & {w["case-id"] for w in slow}  # out of every statistic
@@ -413,8 +484,8 @@ def test_a_stalled_get_is_never_a_clean_measurement(shot_dir: Path, s3_server, t
 
 
 def test_which_keys_need_encoding() -> None:
-    from shotbench.read.keycheck import needs_encoding, probe_file
-    from shotbench.read.plan import ShotFile
+    from shotbench.read.plan.matrix import ShotFile
+    from shotbench.read.run.keycheck import needs_encoding, probe_file
 
     assert not needs_encoding("shots/shot_1-a.b~c.h5")
     assert needs_encoding("uni dir/shot 1.h5") and needs_encoding("é/shot.h5") and needs_encoding("a+b.h5")
@@ -450,17 +521,42 @@ def test_keys_with_spaces_and_non_ascii_every_default_backend(shot_dir: Path, s3
     env = {**without_s3_settings(), "SHOTBENCH_STATE": str(tmp_path / "state"), **cfg.env_vars()}
     t0 = time.time()
     proc = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), "--data",
-         "s3://odd-keys/uni dir/é/", "--modes", "shots", "--workers", "1", "--page-buffers", "0", "--trials", "1",
-         "--signals-files", "2", "--backends", *backends],
-        env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "shotbench.cli",
+            "bench",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--data",
+            "s3://odd-keys/uni dir/é/",
+            "--modes",
+            "shots",
+            "--workers",
+            "1",
+            "--page-buffers",
+            "0",
+            "--trials",
+            "1",
+            "--signals-files",
+            "2",
+            "--backends",
+            *backends,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     took = time.time() - t0
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     run = _only_run(tmp_path)
     unsupported = json.loads((run / "run.json").read_text())["data"].get("unsupported", {})
     rows = _cases(run)
     measured = {r["backend"] for r in rows if r["status"] == "ok"}
-    assert {r["status"] for r in rows} == {"ok"}, [(r["backend"], r["first-error"]) for r in rows if r["status"] != "ok"]
+    assert {r["status"] for r in rows} == {"ok"}, [
+        (r["backend"], r["first-error"]) for r in rows if r["status"] != "ok"
+    ]
     assert set(backends) == measured | set(unsupported), (measured, unsupported)
     for name, why in unsupported.items():
         assert "cannot open keys like" in why and f"{name}: unsupported for this data" in proc.stdout
@@ -468,8 +564,8 @@ def test_keys_with_spaces_and_non_ascii_every_default_backend(shot_dir: Path, s3
 
 
 def test_the_chaos_tally_counts_lost_duplicated_and_unexplained(tmp_path: Path) -> None:
-    from shotbench.read.chaos import tally
-    from shotbench.read.results import RUN_KIND
+    from shotbench.read.run.chaos import tally
+    from shotbench.read.schema import RUN_KIND
     from shotbench.runs import RunFolder
 
     plan = [{"case_id": c} for c in ("t1-a", "t1-b", "t1-c", "t1-d")]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.read.results import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
+from shotbench.read.schema import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
 from shotbench.store.s3 import without_s3_settings
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,7 @@ def holders(shot_dir: Path, keys: list[str]) -> Counter:
     """How many of the files hold each signal (some shot files lack a few signals)."""
     import h5py
 
-    from shotbench.read.shotfile import shot_ids, signal_names
+    from shotbench.hdf5.shotfile import shot_ids, signal_names
 
     out: Counter = Counter()
     for key in keys:
@@ -109,7 +109,7 @@ def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
     by_case: dict[str, list[dict[str, str]]] = {}
     for w in workers:
         by_case.setdefault(w["case-id"], []).append(w)
-    for cid, rows in by_case.items():
+    for rows in by_case.values():
         if rows[0]["backend"] == "raw-get":
             continue
         assert len({r["total-runtime"] for r in rows}) == 1

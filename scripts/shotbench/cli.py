@@ -18,16 +18,16 @@ COMMANDS: dict[str, str] = {
     "server": "shotbench.store.cli",
     "stage": "shotbench.store.cli",
     "ls": "shotbench.store.cli",
-    "synth": "shotbench.read.synth",
+    "synth": "shotbench.hdf5.synth",
     "envs": "shotbench.builds.cli",
-    "bench": "shotbench.read.bench",
-    "bench-harness": "shotbench.read.harness",
+    "bench": "shotbench.read.cli",
+    "bench-harness": "shotbench.read.run.harness",
     "report": "shotbench.reports.render",
     "reports": "shotbench.reports.render",
     "transfer": "shotbench.transfer.cli",
-    "compare": "shotbench.read.compare",
+    "compare": "shotbench.read.cli",
     "anatomy": "shotbench.anatomy.cli",
-    "chaos": "shotbench.read.chaos",
+    "chaos": "shotbench.read.run.chaos",
 }
 
 

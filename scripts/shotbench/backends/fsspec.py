@@ -16,7 +16,6 @@ from shotbench.backends.base import Backend
 from shotbench.store.clients import s3fs_filesystem
 from shotbench.units import MiB
 
-
 _FILESYSTEMS: dict[tuple[Any, ...], Any] = {}
 
 
@@ -91,7 +90,7 @@ class FsspecBackend(Backend):
         # a long-lived application pays that once, so it happens here, before any clock.
         self.fs.connect()
         if self.meter is not None:
-            from shotbench.read.accounting import attach_botocore
+            from shotbench.backends.meters import attach_botocore
 
             attach_botocore(self.fs.s3, self.meter)
         self.attempts = Attempts(self.fs)

@@ -1,0 +1,459 @@
+"""`shotbench bench`: measure every backend on one workload, in one run, resumably.
+
+Without --data it is self-contained: the embedded S3 server, synthetic shot files made
+and staged if missing. Everything that can fail for a user reason (server, data location,
+environments) is checked before the run folder exists, so a failed start leaves nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import platform
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shotbench import __version__
+from shotbench.backends import registry
+from shotbench.errors import UserError, interrupt_exit
+from shotbench.paths import runs_dir, state_dir
+from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
+from shotbench.read.plan import matrix as planmod
+from shotbench.read.plan import profiles
+from shotbench.read.run.prepare import check_envs, prepare, say
+from shotbench.read.schema import RUN_KIND, measured
+from shotbench.runs import RunFolder, kind_of, latest_run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
+    overrides = {
+        "backends": args.backends, "modes": args.modes, "workers": args.workers,
+        "page_buffers": args.page_buffers, "chunk_caches": args.chunk_cache, "trials": args.trials,
+        "block_caches": args.block_caches,
+        "seed": args.seed, "signals_files": args.signals_files, "signals_names": args.signals_names,
+        "shots": args.shots,
+    }
+    notes: list[str] = []
+    cfg = profiles.load(args.profile, Path(args.config) if args.config else None, overrides, notes)
+    for note in notes:
+        say(f"note: {note}")
+    return cfg
+
+
+def plan_only(cfg: profiles.BenchConfig) -> list[planmod.Case]:
+    """The cases a run of `cfg` would measure, without data, server or environments: the
+    planning step `--dry-run` shows and the input fuzz tests drive."""
+    matrix = cfg.matrix()
+    return planmod.plan_cases(matrix, cfg.seed, {b: registry.get(b).reads_hdf5 for b in cfg.backends},
+                              {b: registry.get(b).has_block_cache for b in cfg.backends})
+
+
+def dry_run(args: argparse.Namespace, runs: Path) -> int:
+    """`--dry-run`: check the settings and print the plan's size, touching nothing."""
+    if args.resume is not None:
+        resume_dir = resume_folder(args.resume, runs)
+        cfg = _resumed_config(resume_dir, _read_resume_meta(resume_dir))
+    else:
+        cfg = _config_from_args(args)
+        if not args.scheduler:
+            profiles.check_local_workers(cfg)
+    cases = plan_only(cfg)
+    say(f"{len(cases)} cases: backends {' '.join(cfg.backends)}; modes {' '.join(cfg.modes)}; "
+        f"workers {' '.join(map(str, cfg.workers))}; {cfg.trials} trial(s); nothing was run.")
+    return 0
+
+
+def resume_folder(arg: str, runs: Path) -> Path:
+    """The run folder `--resume` names (or the latest), or one sentence when there is none."""
+    try:
+        folder = latest_run(runs, "read") if arg == "latest" else Path(arg)
+        if folder is not None and (folder / "run.json").is_file():
+            return folder
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        pass
+    raise UserError(f"no run to resume in {arg if arg != 'latest' else runs}; start one with `shotbench bench`.")
+
+
+def _resumed_config(resume_dir: Path, meta: dict[str, Any]) -> profiles.BenchConfig:
+    """The settings a run was started with, as its run.json recorded them."""
+    try:
+        cfg = profiles.BenchConfig(**meta["config"]["bench"])
+        profiles.validate(cfg)
+    except (TypeError, AttributeError):
+        raise UserError(f"{resume_dir / 'run.json'} holds settings this version does not know; "
+                        "start a new run with `shotbench bench`.") from None
+    return cfg
+
+
+def _read_resume_meta(resume_dir: Path) -> dict[str, Any]:
+    """run.json of the run to resume, or one sentence if it is unreadable."""
+    try:
+        meta = RunFolder(resume_dir, RUN_KIND).read_meta()
+        meta["config"]["bench"], meta["config"]["data"], meta["config"]["network"]
+        return meta
+    except (ValueError, KeyError, TypeError, OSError):
+        raise UserError(f"{resume_dir / 'run.json'} is damaged or incomplete, so the run cannot be resumed; "
+                        "start a new run with `shotbench bench`.") from None
+
+
+def run_lock(folder: Path) -> Any:
+    """One process per run folder: a second `--resume` of a run in progress is refused."""
+    from shotbench.locks import held
+
+    return held(folder / ".lock",
+                f"run {folder.name} is being resumed by pid {{pid}}; wait for it to finish or stop that process first.",
+                f"the run folder {folder} is not writable; fix its permissions or resume a copy.")
+
+
+SCHEDULER_ANSWER_TIMEOUT = 20.0  # a scheduler's first bytes (its handshake); the run is refused after this
+
+
+def check_scheduler(address: str) -> None:
+    """A Dask scheduler that does not accept a connection within seconds is refused up front."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host or not port:
+        raise UserError(f"--scheduler {address} is not an address like tcp://host:8786; fix it.")
+    try:
+        with socket.create_connection((host, port), timeout=5) as sock:
+            if parts.scheme in ("", "tcp"):  # a Dask server sends its handshake as soon as it accepts
+                sock.settimeout(SCHEDULER_ANSWER_TIMEOUT)
+                if not sock.recv(1):
+                    raise ConnectionResetError("it closed the connection without a word")
+    except TimeoutError:
+        raise UserError(f"{address} accepts connections but sent nothing within {SCHEDULER_ANSWER_TIMEOUT:.0f} s, "
+                        "so it is not a working Dask scheduler; start the scheduler or drop --scheduler.") from None
+    except OSError as exc:
+        raise UserError(f"no Dask scheduler answers at {address} ({exc.strerror or exc}); start it or drop --scheduler.") from None
+
+
+def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, str]:
+    """How many cases failed and where to look (0 failed: empty message)."""
+    from shotbench.read.status import OK, row_status
+
+    bad = [r for r in rows if row_status(r) != OK]
+    if not bad:
+        return 0, ""
+    first = next((r.get("first-error") or r.get("errors") for r in bad if r.get("first-error") or r.get("errors")), "")
+    return len(bad), (f"{len(bad)} of {len(rows)} cases failed or were partial and are left out of every result "
+                      f"(first error: {str(first)[:200]}); see the status and first-error columns of {cases_csv}")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    runs = Path(args.runs_dir) if args.runs_dir else runs_dir()
+    if getattr(args, "dry_run", False):
+        return dry_run(args, runs)
+    if args.resume is None:
+        from shotbench.diskspace import writable
+
+        writable(runs, "runs folder")
+        return _bench(args, runs, None)
+    resume_dir = resume_folder(args.resume, runs)
+    with run_lock(resume_dir):
+        return _bench(args, runs, resume_dir)
+
+
+def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
+    from shotbench.read.run.faultcount import InjectedFaults
+    from shotbench.read.run.faultcount import summary_lines as fault_lines
+    from shotbench.read.run.runner import Drivers, Runner, summary_table
+    from shotbench.read.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
+    from shotbench.store.network import FAULTS, check_tls
+
+    if resume_dir is not None:
+        meta = _read_resume_meta(resume_dir)
+        cfg = _resumed_config(resume_dir, meta)
+        data_arg = meta["config"]["data"]
+        network = meta["config"]["network"]
+        tls = bool(meta["config"].get("tls", False))
+        scheduler = meta["config"].get("scheduler") or args.scheduler
+        shots_dir = Path(meta["config"]["shots_dir"]) if meta["config"].get("shots_dir") else None
+        local_copies = Path(meta["config"]["local_copies"]) if meta["config"].get("local_copies") else None
+    else:
+        cfg = _config_from_args(args)
+        data_arg, network, scheduler = args.data, args.network, args.scheduler
+        tls = bool(args.tls)
+        if args.faults:
+            if args.faults not in FAULTS:
+                raise UserError(f"unknown fault profile {args.faults!r}; choose one of: {', '.join(FAULTS)}.")
+            if network != "none":
+                raise UserError("--faults and --network both choose the proxy in front of the server; give one of them.")
+            check_tls(args.faults, tls)
+            network = args.faults
+            cfg.verify = True
+        shots_dir = Path(args.shots_dir) if args.shots_dir else None
+        local_copies = Path(args.local_copies) if args.local_copies else None
+    if scheduler:
+        check_scheduler(scheduler)
+    else:
+        profiles.check_local_workers(cfg)
+
+    check_envs(cfg.backends)
+    folder: RunFolder | None = None
+    with prepare(cfg, data_arg, network, shots_dir, local_copies, tls) as prep:
+        wl = prep.workload
+        reads = {b: registry.get(b).reads_hdf5 for b in prep.backends}
+        matrix = cfg.matrix()
+        matrix.backends = prep.backends
+        cases = planmod.plan_cases(matrix, cfg.seed, reads, {b: registry.get(b).has_block_cache for b in prep.backends})
+        selection = {
+            "signals_files": [f.key for f in wl.signal_files],
+            "signals": planmod.all_signals(wl.signal_files),
+            "shots": {f"t{t}-w{w}": planmod.pick_shot(wl.files, cfg.seed, t, w).key
+                      for t in range(1, cfg.trials + 1) for w in cfg.workers},
+            "files": [f.key for f in wl.files],
+        }
+        if resume_dir is not None:
+            folder = RunFolder(resume_dir, RUN_KIND)
+            if meta.get("selection", {}).get("files") != selection["files"]:
+                raise UserError(f"the data at {prep.data['location']} differs from when run {meta['run_id']} started; start a new run instead of --resume.")
+            done = folder.repair(measured)
+            if folder.set_aside:
+                say(f"set aside {len(folder.set_aside)} torn or invalid row(s) of {folder.cases_csv} (line "
+                    f"{', '.join(map(str, folder.set_aside))}; copied to {folder.set_aside_csv}); their cases run again")
+            run_id = meta["run_id"]
+            pending = [c for c in cases if c.case_id not in done]
+            if not pending:
+                say(f"run {run_id} is already complete ({len(done)} cases); nothing to resume.")
+                return 0
+            meta.setdefault("resumed", []).append(utc_iso())
+            meta["status"] = RUNNING
+            say(f"resuming run {run_id}: {len(done)} of {len(cases)} cases done")
+        else:
+            run_id = new_run_id()
+            meta = {
+                "run_id": run_id, "started": utc_iso(), "finished": None, "status": RUNNING,
+                "config": {"bench": cfg.to_dict(), "profile": cfg.profile, "data": data_arg,
+                           "network": network, "tls": tls, "scheduler": scheduler,
+                           "shots_dir": str(shots_dir) if shots_dir else None,
+                           "local_copies": str(local_copies) if local_copies else None,
+                           "backends": prep.backends, "cases": len(cases)},
+                "seed": cfg.seed, "machine": machine_info(),
+                "versions": {"python": platform.python_version(), "shotbench": __version__, "packages": {}, "backends": {}},
+                "git_commit": git_commit(), "data": prep.data, "selection": selection,
+                "plan": [c.to_dict() for c in cases],
+            }
+            done = set()
+            pending = cases
+        log_dir = state_dir() / "logs" / run_id
+        status = "not started"
+        drivers = Drivers(wl.s3, log_dir, scheduler, cfg.max_live_workers, prep.backends)
+        with contextlib.ExitStack() as held:
+            try:
+                # Start every environment's driver before the folder exists: a broken env fails here.
+                for name in prep.backends:
+                    drivers.for_backend(registry.get(name))
+                if resume_dir is None:
+                    try:
+                        folder = RunFolder.create(runs / run_id, RUN_KIND, meta)
+                    except PermissionError:
+                        raise UserError(f"cannot write the run folder in {runs}; fix its permissions or choose another folder.") from None
+                    held.enter_context(run_lock(folder.path))
+                assert folder is not None
+                from shotbench.read.run.worker import versions as main_versions
+
+                meta["versions"]["packages"] = main_versions()
+                from shotbench.read.run.checksums import Checksums
+
+                runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say,
+                                task_timeout=float(cfg.task_timeout),
+                                checksums=Checksums(wl.source) if cfg.verify else None,
+                                faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}))
+                for name in prep.backends:
+                    v = drivers.drivers[registry.get(name).env_key()].versions
+                    meta["versions"]["backends"][name] = {"python": v.get("python", ""), "hdf5": v.get("hdf5", ""),
+                                                          "h5py": v.get("h5py", ""), "env": registry.get(name).env_key(),
+                                                          "packages": v}
+                folder.write_meta(meta)
+                say(f"run {run_id}: {len(pending)} cases -> {folder.path}")
+                status = INTERRUPTED
+                try:
+                    runner.run(pending, done_before=len(done), total_cases=len(cases))
+                    status = COMPLETE
+                except KeyboardInterrupt as exc:
+                    raise UserError(f"interrupted; the cases finished so far are kept in {folder.path}; "
+                                    f"finish the run with `shotbench bench --resume {folder.path}`.",
+                                    exit_code=interrupt_exit(exc)) from None
+                except UserError:
+                    status = "failed"
+                    raise
+                finally:
+                    rows = folder.cases()
+                    if status == COMPLETE:
+                        status = run_status(row_status(r) for r in rows)
+                    meta["status"] = status
+                    meta["errors"] = sum(1 for r in rows if row_status(r) != OK)  # cases that are not measurements
+                    meta["failed_tasks"] = sum(error_count(r.get("errors")) for r in rows)
+                    meta["finished"] = utc_iso()
+                    injected = runner.faults.record()
+                    if injected is not None:
+                        meta["faults_injected"] = injected
+                    folder.write_meta(meta)
+            finally:
+                drivers.stop(timeout=20.0 if status == COMPLETE else 2.0)
+        if getattr(args, "anatomy", False) and status == COMPLETE:
+            from shotbench.anatomy.cli import after_bench
+
+            after_bench(folder.path, prep.backends, wl, 10, say)
+    rows = folder.cases()
+    say("")
+    say(summary_table(rows))
+    from shotbench.read.analyse.breakeven import summary_lines
+
+    for line in summary_lines(folder.details()):
+        say(line)
+    if meta["config"].get("network") in FAULTS:
+        from shotbench.read.analyse import reliability
+
+        say("")
+        baseline = reliability.find_baseline(folder.path)
+        against = (f"slowdown against fault-free run {baseline.name}" if baseline else
+                   "no fault-free run of the same plan here, so no slowdown: run the same command without --faults")
+        say(f"reliability under faults '{meta['config']['network']}' ({against}):")
+        say(reliability.render(reliability.table(folder.path, baseline)))
+        for line in fault_lines(meta.get("faults_injected"), meta.get("plan", [])):
+            say(line)
+    n_bad, message = finish_message(rows, folder.cases_csv)
+    say(f"results: {folder.path}")
+    if n_bad:
+        if args.keep_going:
+            say(message)
+            return 0
+        raise UserError(message + "; pass --keep-going to exit 0 anyway.", exit_code=1)
+    return 0
+
+
+def add_matrix_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backends", nargs="+", metavar="NAME", help=f"subset of: {' '.join(registry.names())}")
+    p.add_argument("--modes", nargs="+", choices=list(planmod.ALL_MODES))
+    p.add_argument("--workers", nargs="+", type=int, metavar="N", help="Dask worker counts, e.g. 1 2 4")
+    p.add_argument("--page-buffers", nargs="+", metavar="BYTES",
+                   help='e.g. 0 default 268435456 (0 is off on every libhdf5; "default" is the library\'s own, 64 MiB on 2.x ROS3)')
+    p.add_argument("--block-caches", nargs="+", metavar="BYTES",
+                   help='ros3-2.2 block cache sizes, e.g. off default 268435456 (many blocks on unpaged files; on paged files only the first)')
+    p.add_argument("--chunk-cache", nargs="+", type=int, metavar="BYTES", help="HDF5 chunk cache sizes (rdcc_nbytes)")
+    p.add_argument("--trials", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--signals-files", type=int, metavar="N", help="files read in signals mode (0 = all)")
+    p.add_argument("--signals-names", type=int, metavar="N", help="signal names read in signals mode (0 = all)")
+    p.add_argument("--shots", type=int, metavar="N", help="synthetic files to make when no --data is given")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "bench", help="run the backends benchmark (embedded S3 server unless --data)",
+        description="Read HDF5 shot files with Dask workers through every backend; writes "
+                    "data/runs/<run-id>/{workers.csv,cases.csv,run.json}.",
+    )
+    p.add_argument("--profile", default="quick", choices=list(profiles.BENCH_PROFILES))
+    p.add_argument("--config", metavar="FILE.toml", help="TOML file overriding the profile")
+    p.add_argument("--data", metavar="s3://bucket/prefix", help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder")
+    p.add_argument("--network", default="none", help="latency emulation in front of the embedded server, e.g. s3-same-region")
+    p.add_argument("--tls", action="store_true", help="serve the embedded server over https (a private CA; TLS handshakes are measured)")
+    p.add_argument("--anatomy", action="store_true", help="after the cases, write anatomy.json (see `shotbench anatomy`) into the run folder")
+    p.add_argument("--faults", metavar="PROFILE",
+                   help="inject faults in front of the embedded server and check every byte read: "
+                        "flaky-5pc, throttled, stalls-2pc (toxiproxy) or slowdown-5pc, http-flaky-5pc "
+                        "(HTTP errors and cut bodies from a fault-injecting proxy; http-0pc: that proxy, no faults)")
+    p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
+    p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the settings and print how many cases the run would measure; run nothing")
+    p.add_argument("--keep-going", action="store_true",
+                   help="exit 0 even when cases failed (they are still left out of every result)")
+    p.add_argument("--runs-dir", help=argparse.SUPPRESS)
+    p.add_argument("--shots-dir", help="where synthetic shot files live (default data/shots)")
+    p.add_argument("--local-copies", metavar="DIR", help="local copies of the S3 objects for the local backend")
+    add_matrix_args(p)
+    p.set_defaults(func=cmd_bench)
+    register_compare(subparsers)
+
+
+# `shotbench compare A B`: the statistics are read.analyse.compare, the page read.figures.compare.
+
+
+def _compare_text(table: pd.DataFrame) -> str:
+    import numpy as np
+
+    t = table.assign(
+        ratio=[f"{r:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(lo) else f"{r:.3f}" for r, lo, hi in table[["ratio", "ci-low", "ci-high"]].to_numpy()],
+        **{"p-value": table["p-value"].map(lambda p: f"{p:.3g}"), "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
+           "flag": ["SLOWER" if s else "OVER LIMIT" if o else "" for s, o in table[["slower", "over-limit"]].to_numpy()]},
+    )
+    return t[["case", "n-a", "n-b", "median-a", "median-b", "ratio", "p-value", "vs-copy", "flag"]].to_string(index=False, float_format=lambda v: f"{v:.4g}")
+
+
+def _sides(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, list[str], str]:
+    from shotbench.read.analyse import compare as stats
+
+    if args.run:
+        run = Path(args.run)
+        if kind_of(run) != "read":
+            raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
+        c = stats.cases(run)
+        known = sorted(set(c["backend"]))
+        for name in (args.a, args.b):
+            if name not in known:
+                raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
+        keys = stats.CASE_KEYS[1:]
+        return c[c["backend"] == args.a], c[c["backend"] == args.b], keys, f"{args.b} vs {args.a} ({run.name})"
+    paths = [Path(args.a), Path(args.b)]
+    for p in paths:
+        if kind_of(p) != "read":
+            raise UserError(f"{p} is not a run folder; pass two run folders, or two backends with --run DIR.")
+    return stats.cases(paths[0]), stats.cases(paths[1]), stats.CASE_KEYS, f"{paths[1].name} vs {paths[0].name}"
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from shotbench.read.analyse import compare as stats
+    from shotbench.read.figures import compare as compare_page
+
+    if args.threshold is not None and args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
+        raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
+    a, b, keys, title = _sides(args)
+    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio)
+    from shotbench.paths import reports_dir
+
+    out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "compare.csv", index=False)
+    gates = " ".join(g for g in (
+        f"Gate: SLOWER when the ratio is at least {args.threshold} with CI above 1 and p < {stats.ALPHA}." if args.threshold else "",
+        f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline." if args.limit_ratio else "") if g)
+    compare_page.write_html(table, f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}", out / "compare.html", gates)
+    print(f"{title}: runtime ratio B ÷ A per case (95 % CI), Mann-Whitney p over trials")
+    print(_compare_text(table))
+    print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
+    bad = table[table["slower"] | table["over-limit"]]
+    if bad.empty:
+        return 0
+    for _, r in bad.iterrows():
+        why = (f"{r['ratio']:.2f}× slower (CI {r['ci-low']:.2f}–{r['ci-high']:.2f}, p={r['p-value']:.3g})" if r["slower"]
+               else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×")
+        print(f"FAIL {r['case']}: {why}")
+    return 1
+
+
+def register_compare(subparsers: Any) -> None:
+    from shotbench.read.analyse.compare import ALPHA
+
+    p = subparsers.add_parser(
+        "compare", help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
+        description="Median runtime ratio B ÷ A per matching case, bootstrap CI and Mann-Whitney p-value.",
+    )
+    p.add_argument("a", metavar="A", help="the baseline: a run folder, or a backend with --run")
+    p.add_argument("b", metavar="B", help="the candidate: a run folder, or a backend with --run")
+    p.add_argument("--run", metavar="DIR", help="compare two backends of this run folder")
+    p.add_argument("--threshold", type=float, metavar="RATIO",
+                   help=f"exit 1 when a case of B is at least RATIO × slower with CI above 1 and p < {ALPHA} (e.g. 1.10)")
+    p.add_argument("--limit-ratio", type=float, metavar="K", help="exit 1 when a case of B takes more than K × its copy (raw-GET) baseline")
+    p.add_argument("--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)")
+    p.set_defaults(func=cmd_compare)
