@@ -166,7 +166,7 @@ def test_the_watchdog_needs_several_failed_checks() -> None:
     """One failed check is a fault (a reset under a fault profile); three in a row are a dead server."""
     import socket
 
-    from shotbench.read.run.runner import ServerGone, Watchdog
+    from shotbench.read.run.watchdog import ServerGone, Watchdog
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
