@@ -22,7 +22,7 @@ bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(D
              $(if $(FAULTS),--faults $(FAULTS) --keep-going)
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-readers bench-harness anatomy \
-        bench-transfer report reports report-reference compare lab lint test test-fast rehearse clean
+        bench-transfer report reports report-reference compare lab lint test test-fast fuzz bench-chaos rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -100,8 +100,14 @@ test: venv envs tools lint ## Run make lint, then the whole test suite (what CI 
 
 test-fast: venv ## Unit tests only: no builds, no server, no notebook, no browser (< 1 min)
 	@# against an empty, offline build cache: a test that would build or start a server fails here
-	@empty=$$(mktemp -d) && SHOTBENCH_CACHE=$$empty/shotbench UV_CACHE_DIR=$$empty/uv UV_OFFLINE=1 GOPROXY=off \
+	@empty=$$(mktemp -d) && SHOTBENCH_CACHE=$$empty/shotbench UV_CACHE_DIR=$$empty/uv UV_OFFLINE=1 GOPROXY=off SHOTBENCH_FUZZ_EXAMPLES=50 \
 	  $(PY) -m pytest -m "not slow and not browser and not server and not notebook"; rc=$$?; rm -rf "$$empty"; exit $$rc
+
+bench-chaos: envs tools ## Quick matrix under mixed faults (resets, stalls, 503s), a SIGKILL and a server kill, resumed: prints lost/duplicated counts
+	@$(SB) chaos --profile $(PROFILE) $(if $(CONFIG),--config $(CONFIG))
+
+fuzz: venv ## Fuzz bench's arguments and TOML configs with many generated inputs (FUZZ_EXAMPLES=5000 per property)
+	@SHOTBENCH_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),5000) $(PY) -m pytest tests/test_fuzz_inputs.py -p no:cacheprovider -q
 
 rehearse: ## A fresh clone, empty HOME, stock PATH: run `make bench-ros3` and `make test` as a new user (REHEARSE=warm|cold)
 	@scripts/rehearse.sh $(or $(REHEARSE),warm)

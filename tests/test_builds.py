@@ -243,3 +243,37 @@ def test_cache_key_is_the_same_from_parallel_threads(monkeypatch: pytest.MonkeyP
         keys = list(pool.map(lambda n: (n, build.build_key(specs.BUILDS[n])), names))
     for name in specs.BUILDS:
         assert len({key for n, key in keys if n == name}) == 1
+
+
+def test_cache_key_follows_the_python_abi_not_its_patch_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds made with Python 3.11.2, then `make envs` with 3.11.7 first on PATH: all three
+    builds reran for 7 minutes with no word of why. Both are the cpython-311 ABI: one key."""
+    pythons = {}
+    for folder in ("/usr/bin", "/root/.pyenv/versions/3.11.7/bin"):
+        if Path(folder, "python3.11").exists():
+            monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+            monkeypatch.setattr(build, "_toolchain_cache", {})
+            release = subprocess.run(["python3.11", "-c", "import sys; print(sys.version.split()[0])"],
+                                     capture_output=True, text=True, check=True).stdout.strip()
+            pythons[release] = (build.build_key(specs.BUILDS["hdf5-2.0"]), build.toolchain()["python"])
+    if len(pythons) < 2:
+        pytest.skip("needs two patch releases of python3.11 on this machine")
+    assert len({key for key, _ in pythons.values()}) == 1, pythons
+    assert all(p.split()[1] == "3.11" and "311" in p for _, p in pythons.values())
+
+
+def test_a_cache_miss_names_what_differs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build about to run although one of the same source exists says, in one line, which part
+    of the key differs (here: a build.json written before the key followed the ABI only)."""
+    monkeypatch.setenv("SHOTBENCH_CACHE", str(tmp_path / "cache"))
+    spec = specs.BUILDS["hdf5-2.0"]
+    assert build.explain_miss(spec) is None  # nothing to compare with: nothing to say
+    old = build.builds_dir() / f"{spec.name}-0123456789ab"
+    old.mkdir(parents=True)
+    parts = build.key_parts(spec)
+    parts["toolchain"] = {**parts["toolchain"], "python": "3.11.2 (main, Apr 28 2025, 14:11:48) [GCC 12.2.0]"}
+    (old / "build.json").write_text(json.dumps({"key_parts": parts}))
+    line = build.explain_miss(spec)
+    assert line is not None and "\n" not in line
+    assert line.startswith(f"building although {old.name} exists") and "toolchain.python" in line
+    assert "3.11.2" in line and build.toolchain()["python"] in line

@@ -112,3 +112,18 @@ def test_single_trial_reference_gets_a_finding_over_worker_counts() -> None:
         "signals: across 6 worker counts, old-ros3-1.14 takes a median 1.48× the runtime of new-ros3-2.0dev "
         "(95 % CI over worker counts 1.22–2.02×)."
     ]
+
+
+def test_a_backend_whose_only_case_failed_has_a_row() -> None:
+    """A backend that measured nothing was missing from decision.csv, so the table hid it."""
+    ds = _cases({"ros3-2.0": [1.0], "fsspec": [2.0, 2.1]})
+    lost = ds.cases["backend"] == "ros3-2.0"
+    ds.failed = ds.cases[lost].assign(status="failed", **{"total-runtime": np.nan})
+    ds.cases = ds.cases[~lost]
+    t = decision.decision_table(ds)
+    row = t[t["series"] == "ros3-2.0"]
+    assert len(row) == 1 and int(row["failed"].iloc[0]) == 1 and int(row["trials"].iloc[0]) == 0
+    assert row["verdict"].iloc[0] == decision.NO_MEASUREMENT and pd.isna(row["rank"].iloc[0])
+    assert list(decision.display_table(t, "shots")["failed cases"]) == ["—", "1 of 1"]
+    assert decision.answers(t)[0].startswith("shots: fsspec")
+    assert decision.findings(ds, t) is not None

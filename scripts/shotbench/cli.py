@@ -10,8 +10,9 @@ import argparse
 import importlib
 import signal
 import sys
+from typing import NoReturn
 
-from shotbench.errors import UserError
+from shotbench.errors import Terminated, UserError, interrupt_exit, one_line
 
 COMMANDS: dict[str, str] = {
     "server": "shotbench.store.cli",
@@ -27,7 +28,15 @@ COMMANDS: dict[str, str] = {
     "compare": "shotbench.read.cli",
     "anatomy": "shotbench.anatomy.cli",
     "direction": "shotbench.read.run.direction",
+    "chaos": "shotbench.read.run.chaos",
 }
+
+
+class Parser(argparse.ArgumentParser):
+    """Bad arguments are one line naming the fix (exit 2), not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {one_line(message)}; see `{self.prog} --help`.\n")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -35,7 +44,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     Importing only one module keeps `shotbench server status` from paying for pandas.
     """
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="shotbench",
         description="Benchmark reading HDF5 shot files from S3 with Dask workers.",
     )
@@ -48,7 +57,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _interrupt(signum: int, _frame: object) -> None:
     """SIGTERM takes the Ctrl-C path: finally blocks run, children are stopped, state is saved."""
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,11 +73,11 @@ def main(argv: list[str] | None = None) -> int:
             render_run(KINDS["ros3"], args.run_folder, hide_code=True)
         return code
     except UserError as exc:
-        print(f"shotbench: {exc}", file=sys.stderr)
+        print(f"shotbench: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("shotbench: interrupted; results written so far are kept.", file=sys.stderr)
-        return 130
+        return interrupt_exit(exc)
 
 
 if __name__ == "__main__":

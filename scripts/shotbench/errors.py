@@ -16,3 +16,23 @@ class UserError(Exception):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be, so cleanup runs the same way; the exit status
+    tells the two apart (128 + signal number: 130 for SIGINT, 143 for SIGTERM)."""
+
+
+INTERRUPT_EXIT = 130  # 128 + SIGINT
+TERMINATE_EXIT = 143  # 128 + SIGTERM
+
+
+def interrupt_exit(exc: BaseException) -> int:
+    """The conventional exit status of a run stopped by a signal."""
+    return TERMINATE_EXIT if isinstance(exc, Terminated) else INTERRUPT_EXIT
+
+
+def one_line(text: object) -> str:
+    """`text` on one line: control characters a user typed (a stray carriage return in an
+    argument, a tab in a config value) are shown escaped, so a refusal stays one sentence."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import random
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -53,6 +54,8 @@ class RunKind:
     case_columns: Sequence[str]
     detail_columns: Sequence[str]
     key: Callable[[CsvRow], Hashable] = case_id
+    # a case row that parses as this kind's typed row; others are set aside, never counted
+    valid_case: Callable[[CsvRow], bool] = lambda row: True
 
     @property
     def details_csv(self) -> str:
@@ -120,9 +123,68 @@ def interleave(items: Sequence[T], trials: Iterable[int], rng: Callable[[int], r
     return order
 
 
+def finite(value: Any) -> Any:
+    """`value` with every NaN or infinity replaced by None (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(meta: Any) -> str:
+    """JSON every reader accepts: no NaN or Infinity (they become null), anything else as text."""
+    return json.dumps(finite(meta), indent=2, default=str, allow_nan=False)
+
+
 def _complete(text: str) -> str:
     """Whole lines only: a line cut short by a kill (no trailing newline) is left out."""
     return text if not text or text.endswith("\n") else text[: text.rfind("\n") + 1]
+
+
+@dataclass
+class Table:
+    """A CSV table read row by row: the rows that parse, and the line numbers of those set aside
+    (a line torn by a crash or an edit, a value of the wrong type)."""
+
+    columns: list[str]
+    rows: list[dict[str, str]]
+    set_aside: list[int]
+    set_aside_text: list[str]
+
+    def csv_text(self) -> str:
+        """The valid rows as CSV text, for readers that parse CSV themselves (pandas)."""
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=self.columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(self.rows)
+        return buf.getvalue()
+
+
+def read_table(file: Path, valid: Callable[[CsvRow], bool] = lambda row: True) -> Table:
+    """Complete lines of a table; a row with the wrong number of fields, a line break inside a
+    field, or one `valid` refuses is set aside with its line number."""
+    if not Path(file).exists():
+        return Table([], [], [], [])
+    records = csv.reader(io.StringIO(_complete(Path(file).read_text(encoding="utf-8", errors="replace"))))
+    columns = next(records, [])
+    rows, bad, bad_text = [], [], []
+    line = records.line_num
+    for record in records:
+        first, line = line + 1, records.line_num
+        row = dict(zip(columns, record))
+        if not record:
+            continue
+        if len(record) != len(columns) or any("\n" in v or "\r" in v for v in record) or not valid(row):
+            bad.append(first)
+            out = io.StringIO()
+            csv.writer(out, lineterminator="\n").writerow(record)
+            bad_text.append(out.getvalue())
+            continue
+        rows.append(row)
+    return Table(columns, rows, bad, bad_text)
 
 
 def _write_table(file: Path, columns: Sequence[str], rows: Iterable[CsvRow]) -> None:
@@ -147,6 +209,7 @@ class RunFolder:
         self.run_json = self.path / RUN_JSON
         self.cases_csv = self.path / CASES_CSV
         self.details_csv = self.path / kind.details_csv
+        self.set_aside: list[int] = []  # line numbers of cases.csv rows the last repair set aside
 
     @classmethod
     def create(cls, path: Path, kind: RunKind, meta: dict[str, Any]) -> RunFolder:
@@ -171,7 +234,7 @@ class RunFolder:
         meta.update(schema=SCHEMA, kind=self.kind.name)
         tmp = self.run_json.with_suffix(".json.tmp")
         with open(tmp, "w") as fh:
-            fh.write(json.dumps(meta, indent=2, default=str) + "\n")
+            fh.write(strict_json(meta) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.run_json)
@@ -215,28 +278,54 @@ class RunFolder:
             self._append(self.details_csv, details)
         self._append(self.cases_csv, [case_row])
 
-    @staticmethod
-    def _read(file: Path) -> list[dict[str, str]]:
-        if not file.exists():
-            return []
-        return list(csv.DictReader(io.StringIO(_complete(file.read_text()))))
+    def case_table(self) -> Table:
+        """cases.csv, its torn or invalid rows set aside (see `read_table`)."""
+        return read_table(self.cases_csv, self.kind.valid_case)
 
     def cases(self) -> list[dict[str, str]]:
-        """Complete case rows (a torn last line is ignored)."""
-        return self._read(self.cases_csv)
+        """Complete, valid case rows (a torn line, last or not, is never counted)."""
+        return self.case_table().rows
 
     def details(self) -> list[dict[str, str]]:
         """Complete detail rows: workers.csv of a read run, transfers.csv of a transfer run."""
-        return self._read(self.details_csv)
+        return read_table(self.details_csv).rows
+
+    @property
+    def set_aside_csv(self) -> Path:
+        """Where a resume keeps the raw text of case rows it could not parse, for a person to look at."""
+        return self.path / "cases.set-aside.csv"
+
+    def _cases_keeping_set_aside(self) -> Table:
+        """cases.csv before a rewrite: rows that do not parse are copied to `set_aside_csv`."""
+        table = self.case_table()
+        self.set_aside = table.set_aside
+        if table.set_aside_text:
+            with open(self.set_aside_csv, "a", encoding="utf-8") as fh:
+                fh.writelines(table.set_aside_text)
+                fh.flush()
+                os.fsync(fh.fileno())
+        return table
+
+    def rewrite(self, case: Callable[[dict[str, str]], dict[str, Any]],
+                detail: Callable[[dict[str, str]], dict[str, Any]]) -> None:
+        """Both tables with every row passed through `case` / `detail` (a verdict reached after
+        the rows were written, e.g. a stall seen only against later trials); details first,
+        since the case row is the commit mark."""
+        table = self._cases_keeping_set_aside()
+        _write_table(self.details_csv, self.kind.detail_columns, [detail(r) for r in self.details()])
+        _write_table(self.cases_csv, self.kind.case_columns, [case(r) for r in table.rows])
 
     def repair(self, keep: Callable[[CsvRow], bool] = lambda row: True) -> set[Hashable]:
         """Keep the first case row of each key that `keep` accepts and the detail rows of those
-        cases; drop the rest (torn lines, unfinished cases, cases to run again). Both tables
+        cases; drop the rest (torn lines, unfinished cases, cases to run again). Rows that do
+        not parse are copied to `set_aside_csv` first and their cases run again. Both tables
         are rewritten with the kind's columns (an older folder gains new ones, empty).
-        Returns the keys of the cases that stay measured."""
+        Returns the keys of the cases that stay measured; `self.set_aside` lists the line
+        numbers of the rows set aside."""
         key = self.kind.key
+        table = self._cases_keeping_set_aside()
         kept: dict[Hashable, dict[str, str]] = {}
-        for row in self.cases():
+        for row in table.rows:
             if keep(row):
                 kept.setdefault(key(row), row)
         details = [r for r in self.details() if key(r) in kept]

@@ -85,8 +85,15 @@ _toolchain_cache: dict[str, str] = {}
 _toolchain_lock = threading.Lock()
 
 
+# What the built extension's ABI depends on: interpreter, major.minor and ABI tag. Not the patch
+# release: a wheel built with 3.11.2 imports and runs under 3.11.7 (same `cpython-311` ABI), so
+# a new patch release on PATH must not rebuild every libhdf5 for seven minutes.
+_PYTHON_ABI = ("import sys, sysconfig; v = sys.version_info; "
+               "print(sys.implementation.name, f'{v.major}.{v.minor}', sysconfig.get_config_var('SOABI'))")
+
+
 def toolchain() -> dict[str, str]:
-    """Compiler and Python versions: part of every cache key (an ABI change means a rebuild).
+    """Compiler and Python ABI: part of every cache key (an ABI change means a rebuild).
 
     Filled once under a lock: builds run in threads, and a half-filled answer would give
     one of them a different cache key.
@@ -95,17 +102,66 @@ def toolchain() -> dict[str, str]:
         if not _toolchain_cache:
             found = {
                 "cc": _first_line([os.environ.get("CC", "cc"), "--version"]),
-                "python": _first_line([PYTHON, "-c", "import sys; print(sys.version)"]),
+                "python": _first_line([PYTHON, "-c", _PYTHON_ABI]),
             }
             _toolchain_cache.update(found)
         return dict(_toolchain_cache)
 
 
+def key_parts(spec: BuildSpec) -> dict[str, object]:
+    """Everything the cache key hashes, by name (recorded in build.json to explain a miss)."""
+    return {"recipe": RECIPE, "spec": spec.fingerprint(), "toolchain": toolchain()}
+
+
 def build_key(spec: BuildSpec) -> str:
-    blob = json.dumps(
-        {"recipe": RECIPE, "spec": spec.fingerprint(), "toolchain": toolchain()}, sort_keys=True
-    )
+    blob = json.dumps(key_parts(spec), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _flat(parts: dict[str, object], prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in parts.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _recorded_parts(manifest: dict) -> dict[str, object]:
+    """The key parts a build recorded; for builds made before they were recorded, what its
+    build.json says of the same inputs."""
+    if isinstance(manifest.get("key_parts"), dict):
+        return manifest["key_parts"]
+    return {"spec": {"hdf5": (manifest.get("hdf5_source") or {}).get("sha256"),
+                     "h5py": (manifest.get("h5py_source") or {}).get("sha256"),
+                     "backend": manifest.get("ros3_backend"), "cmake_options": manifest.get("cmake_options")},
+            "toolchain": manifest.get("toolchain") or {}}
+
+
+def explain_miss(spec: BuildSpec) -> str | None:
+    """One line naming what differs from the nearest existing build of the same name (same
+    source first), or None when there is none: a build that is about to run although one of
+    the same source exists says why."""
+    here = _flat(key_parts(spec))
+    best: tuple[int, str, list[str]] | None = None
+    for manifest_path in builds_dir().glob(f"{spec.name}-*/build.json"):
+        if manifest_path.parent == build_root(spec):
+            continue
+        try:
+            there = _flat(_recorded_parts(json.loads(manifest_path.read_text())))
+        except (OSError, ValueError, AttributeError):
+            continue
+        diffs = [k for k in here if k in there and there[k] != here[k]]
+        rank = (0 if "spec.hdf5" not in diffs else 1) * 1000 + len(diffs)
+        if diffs and (best is None or rank < best[0]):
+            lines = [f"{k} {there[k]!r} -> {here[k]!r}" for k in diffs]
+            best = (rank, manifest_path.parent.name, lines)
+    if best is None:
+        return None
+    _, name, lines = best
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    return f"building although {name} exists: its cache key differs in {lines[0]}{more}"
 
 
 def aws_key() -> str:
@@ -330,6 +386,10 @@ def build(spec: BuildSpec, force: bool = False) -> BuildResult:
     with exclusive(builds_dir() / f"{root.name}.lock"):
         if not force and (hit := cached(spec)) is not None:
             return hit
+        note = explain_miss(spec)
+        if note:
+            say(spec.name, note)
+        parts = key_parts(spec)  # of the spec the root was named for (a custom one is specialised below)
         started = time.monotonic()
         for sub in ("prefix", "wheel", "work"):
             shutil.rmtree(root / sub, ignore_errors=True)
@@ -362,6 +422,8 @@ def build(spec: BuildSpec, force: bool = False) -> BuildResult:
             "h5py_source": {"url": spec.h5py.url, "sha256": spec.h5py.sha256},
             "cmake_options": list(spec.cmake_options),
             "toolchain": toolchain(),
+            "key_parts": parts,
+            "python_release": _first_line([PYTHON, "-c", "import sys; print(sys.version)"]),
             "wheel": wheel.name,
             "wheel_sha256": specs.file_sha256(wheel),
             "build_seconds": round(time.monotonic() - started, 1),

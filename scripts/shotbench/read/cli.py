@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from shotbench import __version__
 from shotbench.backends import registry
-from shotbench.errors import UserError
+from shotbench.errors import UserError, interrupt_exit
 from shotbench.paths import runs_dir, state_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
 from shotbench.read.plan import matrix as planmod
@@ -39,7 +39,56 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
         "seed": args.seed, "signals_files": args.signals_files, "signals_names": args.signals_names,
         "shots": args.shots,
     }
-    return profiles.load(args.profile, Path(args.config) if args.config else None, overrides)
+    notes: list[str] = []
+    cfg = profiles.load(args.profile, Path(args.config) if args.config else None, overrides, notes)
+    for note in notes:
+        say(f"note: {note}")
+    return cfg
+
+
+def plan_only(cfg: profiles.BenchConfig) -> list[planmod.Case]:
+    """The cases a run of `cfg` would measure, without data, server or environments: the
+    planning step `--dry-run` shows and the input fuzz tests drive."""
+    matrix = cfg.matrix()
+    return planmod.plan_cases(matrix, cfg.seed, {b: registry.get(b).reads_hdf5 for b in cfg.backends},
+                              {b: registry.get(b).has_block_cache for b in cfg.backends})
+
+
+def dry_run(args: argparse.Namespace, runs: Path) -> int:
+    """`--dry-run`: check the settings and print the plan's size, touching nothing."""
+    if args.resume is not None:
+        resume_dir = resume_folder(args.resume, runs)
+        cfg = _resumed_config(resume_dir, _read_resume_meta(resume_dir))
+    else:
+        cfg = _config_from_args(args)
+        if not args.scheduler:
+            profiles.check_local_workers(cfg)
+    cases = plan_only(cfg)
+    say(f"{len(cases)} cases: backends {' '.join(cfg.backends)}; modes {' '.join(cfg.modes)}; "
+        f"workers {' '.join(map(str, cfg.workers))}; {cfg.trials} trial(s); nothing was run.")
+    return 0
+
+
+def resume_folder(arg: str, runs: Path) -> Path:
+    """The run folder `--resume` names (or the latest), or one sentence when there is none."""
+    try:
+        folder = latest_run(runs, "read") if arg == "latest" else Path(arg)
+        if folder is not None and (folder / "run.json").is_file():
+            return folder
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        pass
+    raise UserError(f"no run to resume in {arg if arg != 'latest' else runs}; start one with `shotbench bench`.")
+
+
+def _resumed_config(resume_dir: Path, meta: dict[str, Any]) -> profiles.BenchConfig:
+    """The settings a run was started with, as its run.json recorded them."""
+    try:
+        cfg = profiles.BenchConfig(**meta["config"]["bench"])
+        profiles.validate(cfg)
+    except (TypeError, AttributeError):
+        raise UserError(f"{resume_dir / 'run.json'} holds settings this version does not know; "
+                        "start a new run with `shotbench bench`.") from None
+    return cfg
 
 
 def _read_resume_meta(resume_dir: Path) -> dict[str, Any]:
@@ -77,6 +126,9 @@ def default_tls(asked: bool | None, data: str | None, network: str) -> bool:
     return not (profile is not None and profile.http is not None)
 
 
+SCHEDULER_ANSWER_TIMEOUT = 20.0  # a scheduler's first bytes (its handshake); the run is refused after this
+
+
 def check_scheduler(address: str) -> None:
     """A Dask scheduler that does not accept a connection within seconds is refused up front."""
     import socket
@@ -90,8 +142,14 @@ def check_scheduler(address: str) -> None:
     if not host or not port:
         raise UserError(f"--scheduler {address} is not an address like tcp://host:8786; fix it.")
     try:
-        with socket.create_connection((host, port), timeout=5):
-            pass
+        with socket.create_connection((host, port), timeout=5) as sock:
+            if parts.scheme in ("", "tcp"):  # a Dask server sends its handshake as soon as it accepts
+                sock.settimeout(SCHEDULER_ANSWER_TIMEOUT)
+                if not sock.recv(1):
+                    raise ConnectionResetError("it closed the connection without a word")
+    except TimeoutError:
+        raise UserError(f"{address} accepts connections but sent nothing within {SCHEDULER_ANSWER_TIMEOUT:.0f} s, "
+                        "so it is not a working Dask scheduler; start the scheduler or drop --scheduler.") from None
     except OSError as exc:
         raise UserError(f"no Dask scheduler answers at {address} ({exc.strerror or exc}); start it or drop --scheduler.") from None
 
@@ -124,14 +182,14 @@ def check_bytes(cfg: profiles.BenchConfig, backends: list[str], wl: Any) -> list
 
 def cmd_bench(args: argparse.Namespace) -> int:
     runs = Path(args.runs_dir) if args.runs_dir else runs_dir()
+    if getattr(args, "dry_run", False):
+        return dry_run(args, runs)
     if args.resume is None:
         from shotbench.diskspace import writable
 
         writable(runs, "runs folder")
         return _bench(args, runs, None)
-    resume_dir = latest_run(runs, "read") if args.resume == "latest" else Path(args.resume)
-    if resume_dir is None or not (resume_dir / "run.json").exists():
-        raise UserError(f"no run to resume in {args.resume if args.resume != 'latest' else runs}; start one with `shotbench bench`.")
+    resume_dir = resume_folder(args.resume, runs)
     with run_lock(resume_dir):
         return _bench(args, runs, resume_dir)
 
@@ -157,12 +215,7 @@ def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
     meta: dict[str, Any] = {}
     if resume_dir is not None:
         meta = _read_resume_meta(resume_dir)
-        try:
-            cfg = profiles.BenchConfig(**meta["config"]["bench"])
-            profiles.validate(cfg)
-        except TypeError:
-            raise UserError(f"{resume_dir / 'run.json'} holds settings this version does not know; "
-                            "start a new run with `shotbench bench`.") from None
+        cfg = _resumed_config(resume_dir, meta)
         data_arg = meta["config"]["data"]
         network = meta["config"]["network"]
         tls = bool(meta["config"].get("tls", False))
@@ -227,6 +280,9 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
             if meta.get("selection", {}).get("files") != selection["files"]:
                 raise UserError(f"the data at {prep.data['location']} differs from when run {meta['run_id']} started; start a new run instead of --resume.")
             done = folder.repair(measured)
+            if folder.set_aside:
+                say(f"set aside {len(folder.set_aside)} torn or invalid row(s) of {folder.cases_csv} (line "
+                    f"{', '.join(map(str, folder.set_aside))}; copied to {folder.set_aside_csv}); their cases run again")
             run_id = meta["run_id"]
             pending = [c for c in cases if c.case_id not in done]
             if not pending:
@@ -274,10 +330,10 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                 try:
                     runner.run(pending, done_before=len(done), total_cases=len(cases))
                     status = COMPLETE
-                except KeyboardInterrupt:
+                except KeyboardInterrupt as exc:
                     raise UserError(f"interrupted; the cases finished so far are kept in {folder.path}; "
                                     f"finish the run with `shotbench bench --resume {folder.path}`.",
-                                    exit_code=130) from None
+                                    exit_code=interrupt_exit(exc)) from None
                 except UserError:
                     status = "failed"
                     raise
@@ -422,6 +478,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
     p.add_argument("--report", action="store_true",
                    help="render the run's report when it ends without failures (always with --profile readers)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the settings and print how many cases the run would measure; run nothing")
     p.add_argument("--keep-going", action="store_true",
                    help="exit 0 even when cases failed (they are still left out of every result)")
     p.add_argument("--runs-dir", help=argparse.SUPPRESS)

@@ -7,12 +7,13 @@ transfer benchmark; on resume a case row is the commit mark, so every case appea
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from shotbench.hdf5.effective import COLUMNS as EFFECTIVE_COLUMNS
-from shotbench.read.status import is_failure, row_status, task_status
+from shotbench.read.status import CASE_STATUSES, OK, is_failure, row_status, task_status
 from shotbench.runs import RunKind
 
 # A cell of a table: a number, a string, or "" where nothing was measured.
@@ -155,6 +156,8 @@ class CaseRow(Table):
     first_error: Cell = column("first-error")
     # effective settings: the requested 2.2 ROS3 block cache (-1 default, 0 off, else bytes)
     block_cache: Cell = column("block-cache", "B")
+    # stalls: tasks far beyond their peers (status.stalled); such a case is not a measurement
+    stalls: Cell = column("stalls")
 
 
 UPSTREAM_COLUMNS: tuple[str, ...] = tuple(WorkerRow.columns()[:12])
@@ -220,8 +223,29 @@ def harness_overhead(raw: Iterable[dict[str, Any]], total: float) -> float:
     return max(0.0, total - max(per_task.values(), default=0.0))
 
 
+def valid_case_row(row: Mapping[str, Any]) -> bool:
+    """A cases.csv row that parses: a backend, numeric trial, workers and page buffer, a known
+    status, and a finite runtime when it says `ok`. A row torn in the middle of the file (or
+    edited by hand) fails this, or has too few fields, and is set aside, never counted."""
+    try:
+        if not str(row.get("backend") or "").strip():
+            return False
+        for name in ("trial", "num-workers", "pb-size"):
+            if row.get(name) not in (None, ""):
+                float(str(row[name]))
+        status = str(row.get("status") or "")
+        if status not in ("", *CASE_STATUSES):
+            return False
+        if status == OK:
+            runtime = float(str(row.get("total-runtime")))
+            return math.isfinite(runtime) and runtime >= 0
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 # The read benchmark's run folder (shotbench.runs): cases.csv and workers.csv; a case id names its trial.
-RUN_KIND = RunKind("read", CASE_COLUMNS, WORKER_COLUMNS)
+RUN_KIND = RunKind("read", CASE_COLUMNS, WORKER_COLUMNS, valid_case=valid_case_row)
 
 
 def configuration_key(row: Mapping[str, Any]) -> tuple[str, ...]:

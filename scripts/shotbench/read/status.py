@@ -13,12 +13,19 @@ is a finding, shown in its own column and in the capability matrix, and it never
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 OK, PARTIAL, FAILED, TIMEOUT, UNSUPPORTED = "ok", "partial", "failed", "timeout", "unsupported"
-CASE_STATUSES = (OK, PARTIAL, FAILED, UNSUPPORTED)
 UNSUPPORTED_PREFIX = "unsupported: "  # how an error cell says it (shotbench.backends.unsupported)
+STALL = "stall"  # a task that finished, but far beyond its peers: a stalled connection, not a measurement
+# A time is a stall when it is more than STALL_FACTOR times the median of its peers and more than
+# STALL_MIN_S seconds beyond it. Under `stalls-2pc` a stalled connection waits 120 s against a case's
+# usual seconds; ordinary spread between tasks or trials is far below 10x.
+STALL_FACTOR = 10.0
+STALL_MIN_S = 5.0
+CASE_STATUSES = (OK, PARTIAL, FAILED, UNSUPPORTED)
 # run.json status
 RUNNING, COMPLETE, INTERRUPTED = "running", "complete", "interrupted"
 
@@ -90,3 +97,27 @@ def run_status(case_statuses: Iterable[str]) -> str:
 def row_status(row: Mapping[str, Any]) -> str:
     """A case row's status, whether written with the `status` column or before it."""
     return str(row.get("status") or "") or legacy_case_status(row)
+
+
+def beyond(value: float, peers: Sequence[float]) -> bool:
+    """`value` is far beyond the median of `peers` (see STALL_FACTOR); False without peers."""
+    if not peers:
+        return False
+    med = statistics.median(peers)
+    return value > max(STALL_FACTOR * med, med + STALL_MIN_S)
+
+
+def stalled(times: Sequence[float], sizes: Sequence[float] | None = None) -> list[bool]:
+    """Which of a case's task times are stalls, each judged against the case's other tasks.
+
+    With `sizes` (bytes each task read), a task must also be slow per byte, so a task that read
+    a much larger signal is not taken for a stalled one."""
+    out = []
+    for i, t in enumerate(times):
+        others = [x for j, x in enumerate(times) if j != i]
+        slow = beyond(t, others)
+        if slow and sizes is not None and len(sizes) == len(times):
+            rates = [x / max(float(b), 1.0) for x, b in zip(times, sizes)]
+            slow = rates[i] > STALL_FACTOR * statistics.median(rates[:i] + rates[i + 1:])
+        out.append(slow)
+    return out

@@ -74,6 +74,11 @@ FAULTS: dict[str, Profile] = {
     "http-flaky-5pc": Profile(0, 0, None, "5 % of requests fail: 2 % 503 SlowDown, 1 % 500 InternalError, "
                               "2 % of GET bodies cut at half their Content-Length",
                               http=HttpFaults((("slowdown", 0.02), ("internal", 0.01), ("truncated", 0.02)))),
+    # `make bench-chaos`: every kind at once; stalls of 15 s so that the quick matrix ends in minutes
+    "chaos-5pc": Profile(0, 0, None, "5 % of connections reset, 5 % stalled 15 s, 5 % of requests answered 503 SlowDown", (
+        ("reset_peer", 0.05, (("timeout", 50),)),
+        ("timeout", 0.05, (("timeout", 15_000),)),
+    ), http=HttpFaults((("slowdown", 0.05),))),
 }
 NETWORK_PROFILES.update(FAULTS)
 SEED = 1  # toxiproxy's jitter is pseudo-random; a fixed seed repeats the same delays

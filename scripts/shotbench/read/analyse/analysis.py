@@ -8,8 +8,9 @@ summary is a vectorised groupby, whatever the number of rows.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -21,9 +22,9 @@ from shotbench.errors import UserError
 from shotbench.hdf5.effective import STATS_COLUMNS
 from shotbench.read.analyse import multishot
 from shotbench.read.plan.matrix import MODES, UPSTREAM_PAGE_BUFFER
-from shotbench.read.schema import UPSTREAM_COLUMNS
+from shotbench.read.schema import UPSTREAM_COLUMNS, valid_case_row
 from shotbench.read.status import OK, UNSUPPORTED, error_count, legacy_case_status
-from shotbench.runs import RUN_JSON, latest_run, read_meta
+from shotbench.runs import RUN_JSON, latest_run, read_meta, read_table
 from shotbench.units import MiB
 
 KEYS: list[str] = ["label", "backend", "obj-type", "pb-size", "num-workers"]
@@ -221,6 +222,19 @@ def _read_csv(path: Path, what: str) -> pd.DataFrame:
         raise UserError(f"{path} is not a readable CSV ({str(exc).splitlines()[0]}); pass a {what}.") from None
 
 
+def _read_run_table(path: Path, what: str, valid: Callable[[Mapping[str, str]], bool], notes: list[str]) -> pd.DataFrame:
+    """A run folder's table with its torn or invalid rows set aside (named in a note), so a line
+    cut in the middle of the file is never read as a measurement with empty fields."""
+    table = read_table(path, valid)
+    if table.set_aside:
+        lines = ", ".join(map(str, table.set_aside[:5])) + (" …" if len(table.set_aside) > 5 else "")
+        notes.append(f"{path}: {len(table.set_aside)} torn or invalid row(s) (line {lines}) set aside and not counted; "
+                     "`shotbench bench --resume` measures their cases again.")
+    if not table.columns:
+        raise UserError(f"{path} is empty; pass a {what} with a header row and data.")
+    return pd.read_csv(io.StringIO(table.csv_text()), low_memory=False)
+
+
 def check_schema(df: pd.DataFrame, path: Path) -> None:
     """Refuse a file that is not a per-worker CSV, naming what it lacks."""
     missing = [c for c in UPSTREAM_COLUMNS if c not in df.columns]
@@ -279,7 +293,8 @@ def _prepare_frame(df: pd.DataFrame, label: str, path: Path) -> tuple[pd.DataFra
 
 def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
     path = inp.path / "workers.csv"
-    df = multishot.single_shot_rows(_read_csv(path, "workers.csv from a shotbench run"))
+    set_aside: list[str] = []
+    df = multishot.single_shot_rows(_read_run_table(path, "workers.csv from a shotbench run", lambda r: True, set_aside))
     check_schema(df, path)
     notes = _correct_legacy(df, inp.label)
     for col, default in (("backend", ""), ("trial", 0), ("error", "")):
@@ -295,7 +310,7 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
             raise UserError(f"{meta} is not valid JSON; restore it or delete it to report without metadata.") from None
     case_file = inp.path / "cases.csv"
     if case_file.is_file() and case_file.stat().st_size > 0:
-        cases = multishot.single_shot_rows(_read_csv(case_file, "cases.csv from a shotbench run"))
+        cases = multishot.single_shot_rows(_read_run_table(case_file, "cases.csv from a shotbench run", valid_case_row, set_aside))
         missing = [c for c in KEYS[1:] + ["trial", "total-runtime"] if c not in cases.columns]
         if missing:
             raise UserError(f"{case_file} lacks the columns {', '.join(missing)}; it was not written by shotbench bench.")
@@ -307,7 +322,7 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
     else:
         cases = df.drop_duplicates(KEYS[1:] + ["trial"])[KEYS[1:] + ["trial", "total-runtime"]].copy()
         notes.append(f"{inp.label}: no cases.csv, so per-case runtimes come from workers.csv.")
-    return df, cases, notes, run
+    return df, cases, notes + set_aside, run
 
 
 def with_status(cases: pd.DataFrame) -> pd.DataFrame:
@@ -348,6 +363,22 @@ def failed_table(ds: Dataset) -> pd.DataFrame:
     if ds.failed.empty:
         return pd.DataFrame(columns=cols)
     return ds.failed[[c for c in cols if c in ds.failed.columns]].reset_index(drop=True)
+
+
+def stalls_table(ds: Dataset) -> pd.DataFrame:
+    """Stalled tasks per series: tasks far beyond their case's other tasks or trials (a stalled
+    connection). Their cases are not measurements; this counts what was set apart."""
+    cols = ["series", "stalled cases", "stalled tasks"]
+    f = ds.failed
+    if f.empty or "stalls" not in f.columns:
+        return pd.DataFrame(columns=cols)
+    n = pd.to_numeric(f["stalls"], errors="coerce").fillna(0).astype(int)
+    part = f.assign(_n=n)[n > 0]
+    if part.empty:
+        return pd.DataFrame(columns=cols)
+    out = part.groupby("series", sort=False)["_n"].agg(["size", "sum"]).reset_index()
+    out.columns = cols
+    return out
 
 
 def _series_names(labels: pd.Series, backends: pd.Series, single_run: bool) -> pd.Series:

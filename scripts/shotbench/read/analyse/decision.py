@@ -29,6 +29,7 @@ LIMIT_ROW = "limit reference"
 GIB = 1 << 30
 FASTEST, UNCLEAR, SLOWER, ONE_TRIAL = "fastest", "no clear difference", "slower", "one trial: no CI"
 CANNOT_READ = "cannot read these files"  # every case of the configuration was unsupported
+NO_MEASUREMENT = "failed: no measurement"  # every case of the configuration failed: listed, never ranked
 COLUMNS = [
     "obj-type", "num-workers", "rank", "name", "series", "pb-size", "trials", "failed", "unsupported",
     "runtime", "runtime-ci-low", "runtime-ci-high",
@@ -137,6 +138,7 @@ def decision_table(
     c["_amp"] = _number(c, "amplification", None)
     c["_raw"] = _number(c, "raw-get-runtime", None)
     rows = []
+    ranked: set[tuple[str, str, str, int, int]] = set()
     for (mode, workers), part in c.groupby(["obj-type", "num-workers"], sort=False):
         pbs = part.groupby("series")["pb-size"].nunique()
         local = part[part["backend"] == LOCAL]
@@ -162,6 +164,7 @@ def decision_table(
             raw = float(g["_raw"].median()) if g["_raw"].notna().any() else raw_backend_time
             limit = np.nan if np.isnan(local_time) and np.isnan(raw) else float(np.nanmax([local_time, raw]))
             label = str(g["label"].iloc[0]) if "label" in g.columns else ""
+            ranked.add((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb))
             rows.append({
                 "obj-type": mode, "num-workers": int(workers), "rank": np.nan if reference else rank,
                 "name": candidate_name(series, pb, pbs.get(series, 1) > 1), "series": series, "pb-size": pb,
@@ -175,6 +178,7 @@ def decision_table(
                 "amplification": float(g["_amp"].median()),
             })
     rows += _cannot_read_rows(ds.unsupported, unsupported)
+    rows += unmeasured_rows(ds, failed, ranked)
     out = pd.DataFrame(rows, columns=COLUMNS)
     for placement, per_gb in prices.transfer_per_gb.items():
         per_read = out["gets"] * prices.get_per_1000 / 1000 + out["bytes"] / GIB * per_gb
@@ -196,6 +200,33 @@ def _cannot_read_rows(cases: pd.DataFrame, left: dict[tuple[str, str, str, int, 
                      "pb-size": pb, "trials": 0, "failed": 0, "unsupported": n, "runtime": np.nan,
                      "verdict": CANNOT_READ})
     return rows
+def unmeasured_rows(ds: analysis.Dataset, failed: dict[tuple[str, str, str, int, int], int],
+                    ranked: set[tuple[str, str, str, int, int]]) -> list[dict[str, object]]:
+    """A row for each configuration whose every case failed: unranked, no runtime, its failed
+    count shown, so a backend that never measured is in the table rather than missing from it."""
+    if ds.failed.empty:
+        return []
+    f = ds.failed
+    series = dict(zip(zip(f.get("label", pd.Series("", index=f.index)).astype(str), f["backend"].astype(str),
+                          f["obj-type"].astype(str), pd.to_numeric(f["num-workers"]).astype(int),
+                          pd.to_numeric(f["pb-size"]).astype(int)), f["series"].astype(str)))
+    both = pd.concat([ds.cases[["series", "pb-size"]], f[["series", "pb-size"]]]) if len(ds.cases) else f[["series", "pb-size"]]
+    pbs = both.astype({"series": str}).groupby("series")["pb-size"].nunique()
+    out = []
+    for key, n in failed.items():
+        if key in ranked:
+            continue
+        label, backend, mode, workers, pb = key
+        name = series.get(key, backend)
+        out.append({
+            "obj-type": mode, "num-workers": workers, "rank": np.nan,
+            "name": candidate_name(name, pb, pbs.get(name, 1) > 1), "series": name, "pb-size": pb,
+            "trials": 0, "failed": n, "runtime": np.nan, "runtime-ci-low": np.nan, "runtime-ci-high": np.nan,
+            "vs-fastest": np.nan, "vs-fastest-ci-low": np.nan, "vs-fastest-ci-high": np.nan,
+            "verdict": NO_MEASUREMENT, "limit": np.nan, "vs-limit": np.nan,
+            "gets": np.nan, "bytes": np.nan, "amplification": np.nan,
+        })
+    return out
 
 
 def write_decision(table: pd.DataFrame, out_dir: Path) -> Path:

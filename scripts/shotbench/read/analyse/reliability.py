@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from shotbench.read.schema import RUN_KIND, configuration_key
-from shotbench.read.status import OK, row_status
+from shotbench.read.status import OK, STALL, row_status
 from shotbench.runs import RunFolder, read_meta
 from shotbench.store.faultproxy import KINDS
 
-COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "injected", "server-extra", "wrong-bytes",
+COLUMNS = ["backend", "rows", "failed", "timeouts", "stalls", "retries", "injected", "server-extra", "wrong-bytes",
            "verified", "slowdown"]
 
 
@@ -52,8 +52,9 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
                                                                      "injected": None, "server-extra": None})
         b["rows"] += 1
         status = w.get("status") or ("failed" if w.get("error") else OK)
-        b["failed"] += status != OK
+        b["failed"] += status not in (OK, STALL)  # a stall finished, late: counted on its own
         b["timeouts"] += status == "timeout"
+        b["stalls"] += status == STALL
         if w.get("retries", "") != "":
             b["retries"] = (b["retries"] or 0) + int(w["retries"])
         b["wrong-bytes"] += w.get("verified") == "no"
@@ -121,11 +122,11 @@ def render(rows: list[dict[str, Any]]) -> str:
     def cell(value: Any) -> str:
         return "-" if value is None else str(value)
 
-    lines = [f"{'backend':<10} {'rows':>5} {'failed':>6} {'timeouts':>8} {'retries':>7} {'injected':>8} "
+    lines = [f"{'backend':<10} {'rows':>5} {'failed':>6} {'timeouts':>8} {'stalls':>6} {'retries':>7} {'injected':>8} "
              f"{'srv-extra':>9} {'wrong':>5} {'verified':>8} {'slowdown':>8}"]
     for r in rows:
         slow = "-" if r["slowdown"] is None else f"{r['slowdown']:.2f}x"
-        lines.append(f"{r['backend']:<10} {r['rows']:>5} {r['failed']:>6} {r['timeouts']:>8} {cell(r['retries']):>7} "
+        lines.append(f"{r['backend']:<10} {r['rows']:>5} {r['failed']:>6} {r['timeouts']:>8} {r.get('stalls', 0):>6} {cell(r['retries']):>7} "
                      f"{cell(r.get('injected')):>8} {cell(r.get('server-extra')):>9} {r['wrong-bytes']:>5} "
                      f"{r['verified']:>8} {slow:>8}")
     return "\n".join(lines)

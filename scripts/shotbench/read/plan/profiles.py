@@ -16,6 +16,7 @@ A TOML config may set any key of `BenchConfig` at top level, start from a profil
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
@@ -172,16 +173,59 @@ def _apply(cfg: BenchConfig, values: dict[str, Any], origin: str) -> BenchConfig
     return cfg
 
 
-def load(profile: str = "quick", config: Path | None = None, overrides: dict[str, Any] | None = None) -> BenchConfig:
-    """Profile, then TOML file, then command-line overrides; validated."""
+def read_config(config: Path) -> dict[str, Any]:
+    """A TOML config's table, or one sentence naming what is wrong with the file."""
+    path = Path(config)
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"config file {config} does not exist; pass an existing TOML file to --config.") from None
+    except IsADirectoryError:
+        raise UserError(f"--config {config} is a folder; pass a TOML file, e.g. --config {Path(config) / 'bench.toml'}.") from None
+    except UnicodeDecodeError:
+        raise UserError(f"config file {config} is not UTF-8 text; save it as a UTF-8 TOML file.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"config file {config} is not valid TOML ({exc}); fix the file and rerun.") from None
+    except OSError as exc:
+        raise UserError(f"config file {config} cannot be read ({exc.strerror or exc}); fix its path or permissions.") from None
+
+
+# settings that list what to measure: a value given twice is measured once
+SELECTIONS = ("backends", "modes", "workers", "page_buffers", "chunk_caches", "block_caches", "families",
+              "family_many_page_buffers")
+
+
+def collapse_duplicates(cfg: BenchConfig) -> list[str]:
+    """Drop repeated entries of the selection lists (`--workers 1 1` is one worker count, not two
+    cases with one id); returns one note per list that had any. Page buffers and block caches
+    compare by the size they mean, so `0` and `"off"` are one entry."""
+    notes: list[str] = []
+    for name in SELECTIONS:
+        values = getattr(cfg, name)
+        if not isinstance(values, list):
+            continue
+        seen: dict[Any, Any] = {}
+        for v in values:
+            try:
+                key = size_setting(v, name) if name in SIZE_SETTINGS else v
+                hash(key)
+            except (UserError, TypeError):
+                return notes  # a bad entry: validate() words it
+            seen.setdefault(key, v)
+        if len(seen) < len(values):
+            repeated = sorted({str(v) for v in values if values.count(v) > 1} or {str(v) for v in values})
+            notes.append(f"{name.replace('_', '-')}: {', '.join(repeated)} given more than once; measured once each.")
+            setattr(cfg, name, list(seen.values()))
+    return notes
+
+
+def load(profile: str = "quick", config: Path | None = None, overrides: dict[str, Any] | None = None,
+         notes: list[str] | None = None) -> BenchConfig:
+    """Profile, then TOML file, then command-line overrides; duplicates collapsed (a note for
+    each into `notes`); validated."""
     data: dict[str, Any] = {}
     if config is not None:
-        try:
-            data = tomllib.loads(Path(config).read_text())
-        except FileNotFoundError:
-            raise UserError(f"config file {config} does not exist; pass an existing TOML file to --config.") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise UserError(f"config file {config} is not valid TOML ({exc}); fix the file and rerun.") from None
+        data = read_config(config)
         profile = str(data.pop("profile", profile))
     if profile not in BENCH_PROFILES:
         raise UserError(f"unknown profile {profile!r}; use one of {', '.join(BENCH_PROFILES)} or a --config file.")
@@ -190,6 +234,10 @@ def load(profile: str = "quick", config: Path | None = None, overrides: dict[str
         cfg = _apply(cfg, data, str(config))
     if overrides:
         cfg = _apply(cfg, {k: v for k, v in overrides.items() if v is not None}, "command line")
+    _check_types(cfg)
+    said = collapse_duplicates(cfg)
+    if notes is not None:
+        notes.extend(said)
     validate(cfg)
     return cfg
 
@@ -216,8 +264,8 @@ def _check_types(cfg: BenchConfig) -> None:
             ok = isinstance(value, bool)
             want = "true or false"
         elif isinstance(default, float):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            want = "a number"
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            want = "a finite number of seconds (0 = derived)" if f.name == "task_timeout" else "a finite number"
         elif isinstance(default, int):
             ok = isinstance(value, int) and not isinstance(value, bool)
             want = "an integer"
@@ -276,9 +324,56 @@ def validate(cfg: BenchConfig) -> None:
             raise UserError(f"{name.replace('_', '-')} must be at least 1.")
     if int(cfg.trials) < 1:
         raise UserError("trials must be at least 1.")
+    for name in ("family_shots", "family_big_size", "family_many_shots", "family_many_file_size", "family_many_page_size"):
+        if getattr(cfg, name) < 1:
+            raise UserError(f"{name.replace('_', '-')} must be at least 1.")
+    if any(v < 0 for v in cfg.family_many_page_buffers):
+        raise UserError("family-many-page-buffers cannot be negative; use 0 or a size like 8000000.")
+    _check_bounds(cfg, pbs)
     for name, opts in cfg.options.items():
         known = registry.get(name).defaults
         unknown = sorted(set(opts) - set(known))
         if unknown:
             listed = ", ".join(sorted(known)) or "none"
             raise UserError(f"[options.{name}] has unknown key {unknown[0]!r}; the known keys are: {listed}.")
+        for key, value in opts.items():
+            _check_option(name, key, value, known[key])
+
+
+LARGEST = 2**53  # any count or size above this is a typo (and no longer exact in JSON readers)
+MAX_WORKERS = 1_000_000  # above what any machine or cluster holds; the memory check words smaller excesses
+MAX_CASES = 100_000
+
+
+def _check_bounds(cfg: BenchConfig, pbs: list[int]) -> None:
+    """Huge values are refused here, in one sentence, before a plan of billions of cases is built."""
+    for f in fields(BenchConfig):
+        value = getattr(cfg, f.name)
+        items = value if isinstance(value, list) else [value]
+        for v in items:
+            size = size_setting(v, f.name) if f.name in SIZE_SETTINGS else v
+            if isinstance(size, (int, float)) and not isinstance(size, bool) and abs(size) > LARGEST:
+                raise UserError(f"setting {f.name.replace('_', '-')} = {v!r} is too large (at most {LARGEST}); fix it in the config or command line.")
+    if max(cfg.workers) > MAX_WORKERS:
+        raise UserError(f"{max(cfg.workers)} workers is more than {MAX_WORKERS}; give fewer --workers.")
+    cases = (len(cfg.backends) * len(cfg.modes) * len(cfg.workers) * len(pbs) * len(cfg.chunk_caches)
+             * len(cfg.block_caches) * max(1, len(cfg.families)) * cfg.trials)
+    if cases > MAX_CASES:
+        raise UserError(f"this matrix has up to {cases} cases, more than {MAX_CASES}; give fewer trials or settings.")
+
+
+def _check_option(backend: str, key: str, value: Any, default: Any) -> None:
+    """A backend option has its default's type (`block_size = "big"` is one sentence, not a
+    failure inside every task of the run)."""
+    if isinstance(default, bool):
+        ok, want = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, want = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= LARGEST, "a whole number of 0 or more"
+    elif isinstance(default, float):
+        ok, want = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value), "a finite number"
+    elif isinstance(default, str):
+        ok, want = isinstance(value, str), "a string"
+    else:
+        return
+    if not ok:
+        raise UserError(f"[options.{backend}] {key} = {value!r} must be {want}, like its default {default!r}; fix it in the config.")

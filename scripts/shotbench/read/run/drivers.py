@@ -10,6 +10,7 @@ import os
 import select
 import signal
 import subprocess
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +29,7 @@ from shotbench.read.run.protocol import (
     Request,
     read_reply,
 )
+from shotbench.read.run.watchdog import ServerGone, Watchdog
 
 
 class DriverError(RuntimeError):
@@ -56,6 +58,7 @@ class DriverProc:
         self.prefix = list(prefix or [])  # e.g. a mount namespace that trusts a private CA
         self.proc: subprocess.Popen[str] | None = None
         self.versions: dict[str, str] = {}
+        self.watch: Watchdog | None = None  # checked between waits for a reply; may raise ServerGone
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -83,9 +86,7 @@ class DriverProc:
         try:
             self.proc.stdin.write(json.dumps(req.to_json()) + "\n")
             self.proc.stdin.flush()
-            if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
-                self.kill()
-                raise DriverTimeout(f"no answer from the {self.name} driver within {timeout:.0f} s")
+            self._wait(timeout)
             line = self.proc.stdout.readline()
         except (BrokenPipeError, OSError):
             line = ""
@@ -99,6 +100,32 @@ class DriverProc:
         if isinstance(reply, Failed):
             raise DriverError(reply.error)
         return reply
+
+    def _wait(self, timeout: float | None) -> None:
+        """Until the reply is ready: in slices, so the watchdog can end a case whose server died
+        (the driver is ended with its Dask processes, then `ServerGone` is raised); past
+        `timeout` the driver is ended and `DriverTimeout` raised."""
+        assert self.proc and self.proc.stdout
+        if timeout is None and self.watch is None:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                self.kill()
+                raise DriverTimeout(f"no answer from the {self.name} driver within {timeout:.0f} s")
+            slice_ = left
+            if self.watch is not None:  # wake up when the next check is due
+                due = max(0.05, self.watch.due - time.monotonic())
+                slice_ = due if left is None else min(left, due)
+            if select.select([self.proc.stdout], [], [], slice_)[0]:
+                return
+            if self.watch is not None and (left is None or slice_ is None or left > slice_):
+                try:
+                    self.watch(None if deadline is None else deadline - time.monotonic())
+                except ServerGone:
+                    self.kill()
+                    raise
 
     def stop(self, timeout: float = 20.0) -> None:
         """Ask the driver to quit (it closes its clusters); if it is busy mid-case, end its
@@ -141,6 +168,7 @@ class Drivers:
         self.drivers: dict[str, DriverProc] = {}
         self.live: OrderedDict[tuple[str, int], int] = OrderedDict()
         self.backends = backends
+        self.watch: Watchdog | None = None  # set by the Runner for the cases it runs
 
     def for_backend(self, cls: type[Backend]) -> DriverProc:
         key = cls.env_key()
@@ -154,11 +182,13 @@ class Drivers:
                         extra.update(other.process_env(self.s3))
             drv = DriverProc(key, cls.python(), child_env(extra), self.log_dir / f"driver-{key}.log", self.scheduler,
                              self._trust_prefix(cls))
+            drv.watch = self.watch
             drv.start()
             self.drivers[key] = drv
         elif not drv.alive():
             self.live = OrderedDict((k, v) for k, v in self.live.items() if k[0] != key)
             drv.start()
+        drv.watch = self.watch
         return drv
 
     def _trust_prefix(self, cls: type[Backend]) -> list[str]:

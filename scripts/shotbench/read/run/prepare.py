@@ -42,6 +42,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             local_copies: Path | None, tls: bool = False) -> Iterator[Prepared]:
     """Server (if embedded), files, staging, pre-flight, inventory; yields the workload."""
     from shotbench.read.run.inventory import Workload, inventory, mirror_locally
+    from shotbench.read.run.keycheck import unsupported_keys
     from shotbench.store.s3 import S3Config, parse_location, preflight
 
     backends = list(cfg.backends)
@@ -99,6 +100,13 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             if "local" in backends and data is not None:
                 mirror_locally(source, objs, s3, Path(local_dir), say=say)
         files = inventory(source, objs, s3, say=say)
+        unsupported = unsupported_keys(backends, source, s3, files, cfg.options)
+        for name, why in unsupported.items():
+            say(f"{name}: unsupported for this data, left out of this run (unsupported is not failed): {why}")
+        backends = [b for b in backends if b not in unsupported]
+        if not backends:
+            raise UserError("no selected backend can open the keys at this location; add a backend that can, "
+                            "e.g. --backends obstore, or rename the objects.")
         signal_files = planmod.sample_signals(
             planmod.sample_files(files, cfg.signals_files, cfg.seed), cfg.signals_names, cfg.seed)
         workload = Workload(source, files, signal_files, s3, access_log, loc.bucket if loc.kind == "s3" else None)
@@ -110,6 +118,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             "files": len(files), "bytes": sum(f.size for f in files),
             "signals": len(planmod.all_signals(files)), "local_copies": local_dir,
             **({"endpoint": s3.public()["endpoint"], "region": s3.region} if s3 is not None else {}),
+            **({"unsupported": unsupported} if unsupported else {}),
         }
         yield Prepared(workload, record, backends, fault_stats)
 

@@ -9,6 +9,7 @@ to warm a cluster, marks the S3 access log, starts the case, and writes the rows
 from __future__ import annotations
 
 import http.client
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,7 @@ from shotbench.read.run.protocol import (
     RunReply,
     Spec,
 )
+from shotbench.read.run.watchdog import ServerGone, Watchdog, answers
 from shotbench.read.schema import (
     CaseRow,
     WorkerRow,
@@ -41,7 +43,7 @@ from shotbench.read.schema import (
     task_time_sum,
     worker_rows,
 )
-from shotbench.read.status import FAILED, OK, TIMEOUT, case_status
+from shotbench.read.status import FAILED, OK, STALL, TIMEOUT, beyond, case_status, row_status, stalled
 from shotbench.runs import RunFolder
 
 
@@ -78,6 +80,20 @@ class Runner:
     task_timeout: float = 0.0  # seconds; 0 = derived per case from what its tasks read
     checksums: Checksums | None = None  # set: every signal read is checked against the local copy
     faults: InjectedFaults = field(default_factory=InjectedFaults)  # HTTP faults the proxy injected, per case
+    gone: ServerGone | None = None  # set when the watchdog ended a case: the run stops after recording it
+
+    def __post_init__(self) -> None:
+        self.drivers.watch = self.watchdog()
+
+    def watchdog(self) -> Watchdog | None:
+        """Checks of the run's S3 endpoint and scheduler while its cases run (none for local data)."""
+        s3 = self.workload.s3
+        url = None
+        if s3 is not None:
+            url = getattr(s3, "endpoint_url", None) or (f"https://s3.{s3.region}.amazonaws.com/" if getattr(s3, "region", None) else None)
+        if url is None and not self.drivers.scheduler:
+            return None
+        return Watchdog(url, getattr(s3, "ca_bundle", None), self.drivers.scheduler)
 
     def spec(self, case: Case, backend: str | None = None) -> Spec:
         """The case's backend with its settings; with `backend` (the raw-get ceiling), that one with none."""
@@ -155,11 +171,11 @@ class Runner:
 
         try:
             check_reachable(s3)
-            for attempt in range(HEALTH_ATTEMPTS):  # one reset connection is a fault, not a dead server
+            for attempt in range(HEALTH_ATTEMPTS):  # one reset or stalled connection is a fault, not a dead server
                 try:
                     answers(s3.endpoint_url, HEALTH_TIMEOUT, getattr(s3, "ca_bundle", None))
                     break
-                except (ConnectionResetError, http.client.RemoteDisconnected, http.client.BadStatusLine):
+                except (ConnectionResetError, TimeoutError, http.client.RemoteDisconnected, http.client.BadStatusLine):
                     if attempt == HEALTH_ATTEMPTS - 1:
                         raise
         except (UserError, OSError, http.client.HTTPException) as exc:
@@ -190,6 +206,12 @@ class Runner:
             hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
             rows = timeout_rows(tasks, case, str(exc), files, self.run_id, hdf5, h5v)
             return CaseResult(failed_row(base, len(tasks), len(rows), f"timeout: {exc}", started), rows)
+        except ServerGone as exc:
+            self.gone = exc
+            reason = str(exc).split(";")[0]
+            hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
+            rows = timeout_rows(tasks, case, reason, files, self.run_id, hdf5, h5v, status=FAILED)
+            return CaseResult(failed_row(base, len(tasks), max(1, len(rows)), reason, started), rows)
         except (DriverError, UserError) as exc:
             return CaseResult(failed_row(base, 0, 1, str(exc), started), [])
         total = float(out.total)
@@ -201,6 +223,7 @@ class Runner:
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
         rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                            run_id=self.run_id, hdf5=hdf5, h5py_version=h5v, layout=layout, family=family, gather=gather)
+        rows, stalls = mark_stalls(rows)
         errors = [r.error for r in rows if r.error]
         ceiling_error = ""
         rg: float | None = total if not cls.reads_hdf5 else None
@@ -208,6 +231,9 @@ class Runner:
             try:
                 with self.faults.ceiling():
                     rg = self.raw_get_runtime(case)
+            except ServerGone as exc:
+                self.gone = exc
+                ceiling_error = f"raw-get: {str(exc).split(';')[0]}"
             except (DriverError, UserError) as exc:
                 ceiling_error = f"raw-get: {exc}"
         first = errors[0] if errors else ceiling_error
@@ -221,7 +247,7 @@ class Runner:
             hdf5_version=hdf5, h5py_version=h5v,
             errors=len(errors) + bool(ceiling_error),
             status=case_status([r.status for r in rows], bool(ceiling_error)),
-            first_error=" ".join(first.split())[:500],
+            first_error=" ".join(first.split())[:500], stalls=stalls,
             started=utc_iso(out.started), finished=utc_iso(out.finished),
             **CaseRow.by_column(case_columns(raw)),
             gather_time="" if gather is None else gather,
@@ -238,33 +264,84 @@ class Runner:
             with self.faults.case(case.case_id):
                 res = self.run_case(case)
             self.folder.append_case([r.to_csv() for r in res.rows], res.case_row.to_csv())
+            if self.gone is not None:  # the case is recorded as failed; the run stops here
+                raise self.gone
             if res.case_row.status != OK:
                 self.check_server()  # a dead server ends the run now; --resume reruns failed cases
             out.append(res.case_row)
             elapsed = time.time() - t0
             eta = elapsed / i * (len(cases) - i)
             self.say(case_line(case, res.case_row, done_before + i, total_cases, elapsed, eta))
+        n = flag_stalled_trials(self.folder)
+        if n:
+            self.say(f"{n} case(s) far slower than the same settings' other trials were set apart as stalls, not measurements")
         return out
 
 
-def answers(url: str, timeout: float, ca_bundle: str | None = None) -> None:
-    """Any HTTP answer from `url` within `timeout` (an S3 error is an answer); OSError if none.
-    Over https the server is checked against `ca_bundle` (a private CA) or the system's."""
-    import ssl
-    from urllib.parse import urlsplit
+def mark_stalls(rows: list[WorkerRow]) -> tuple[list[WorkerRow], int]:
+    """Rows of one case far beyond the case's other tasks become `stall` (with the reason as
+    their error), so a stalled connection never enters a statistic; returns the rows and how many."""
+    times = [float(r.open_read_data_time) for r in rows]
+    flags = stalled(times, [float(r.bytes_read or 0) for r in rows])
+    out = []
+    for i, (r, slow) in enumerate(zip(rows, flags)):
+        if slow and r.status == OK:
+            med = statistics.median(times[:i] + times[i + 1:])
+            r = replace(r, status=STALL, error=f"stall: {times[i]:.1f} s against a median {med:.2f} s of the case's other tasks")
+        out.append(r)
+    return out, sum(1 for r in out if r.status == STALL)
 
-    parts = urlsplit(url)
-    host = parts.hostname or "127.0.0.1"
-    if parts.scheme == "https":
-        ctx = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else ssl.create_default_context()
-        conn: http.client.HTTPConnection = http.client.HTTPSConnection(host, parts.port, timeout=timeout, context=ctx)
-    else:
-        conn = http.client.HTTPConnection(host, parts.port, timeout=timeout)
-    try:
-        conn.request("HEAD", "/")
-        conn.getresponse().read()
-    finally:
-        conn.close()
+
+def _settings(case_id: str) -> str:
+    """A case id without its trial (`t2-…`): the cases that are trials of the same settings."""
+    return case_id.split("-", 1)[1] if case_id[:1] == "t" and "-" in case_id else case_id
+
+
+def flag_stalled_trials(folder: RunFolder) -> int:
+    """An ok case far slower than the same settings' other ok trials is a stall, found once the
+    trials are in (a one-task case has no peer within it). Its slowest task becomes `stall`, the
+    case is no longer `ok`; both tables are rewritten. Returns the number of cases set apart."""
+    groups: dict[str, list[dict[str, str]]] = {}
+    for r in folder.cases():
+        if row_status(r) == OK:
+            groups.setdefault(_settings(r["case-id"]), []).append(r)
+    peers: dict[str, float] = {}
+    for rs in groups.values():
+        totals = [float(r["total-runtime"]) for r in rs]
+        for i, r in enumerate(rs):
+            others = totals[:i] + totals[i + 1:]
+            if beyond(totals[i], others):
+                peers[r["case-id"]] = statistics.median(others)
+    if not peers:
+        return 0
+    slowest: dict[str, dict[str, str]] = {}
+    for w in folder.details():
+        cid = w.get("case-id", "")
+        if cid in peers and (cid not in slowest or float(w["open+read-data-time"]) > float(slowest[cid]["open+read-data-time"])):
+            slowest[cid] = w
+
+    def ident(w: dict[str, str]) -> tuple[str, ...]:
+        return (w.get("case-id", ""), w.get("worker#", ""), w.get("obj-id", ""), w.get("open+read-data-time", ""))
+
+    marked = {ident(w) for w in slowest.values()}
+
+    def detail(w: dict[str, str]) -> dict[str, str]:
+        if ident(w) in marked:
+            return {**w, "status": STALL, "error": f"stall: the case took far longer than its other trials "
+                                                   f"(median {peers[w['case-id']]:.2f} s)"}
+        return w
+
+    def case(r: dict[str, str]) -> dict[str, Any]:
+        cid = r["case-id"]
+        if cid not in peers:
+            return r
+        reason = f"stall: {float(r['total-runtime']):.1f} s against a median {peers[cid]:.2f} s of its other trials"
+        tasks = max(1, int(float(r.get("n-tasks") or 1)))
+        return {**r, "status": case_status([STALL] + [OK] * (tasks - 1), False), "stalls": 1,
+                "errors": int(float(r.get("errors") or 0)) + 1, "first-error": r.get("first-error") or reason}
+
+    folder.rewrite(case, detail)
+    return len(peers)
 
 
 def failed_row(base: CaseRow, n_tasks: int, errors: int, error: str, started: float) -> CaseRow:
@@ -274,9 +351,10 @@ def failed_row(base: CaseRow, n_tasks: int, errors: int, error: str, started: fl
 
 
 def timeout_rows(tasks: list[Any], case: Case, error: str, files: list[ShotFile], run_id: str,
-                 hdf5: str, h5py_version: str) -> list[WorkerRow]:
-    """One `timeout` row per part of every task that did not report before the deadline."""
+                 hdf5: str, h5py_version: str, status: str = TIMEOUT) -> list[WorkerRow]:
+    """One `timeout` row per part of every task that did not report before the deadline (or,
+    with `status`, that was ended for another reason: its server gone)."""
     raw = [{"worker#": t.index, "obj-id": p.obj_id, "time": 0.0, "objs": 0, "dsets": 0, "bytes": 0,
-            "open": 0.0, "error": error, "status": TIMEOUT} for t in tasks for p in t.parts]
+            "open": 0.0, "error": error, "status": status} for t in tasks for p in t.parts]
     return worker_rows(raw, case=case, total=0.0, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                        run_id=run_id, hdf5=hdf5, h5py_version=h5py_version)
