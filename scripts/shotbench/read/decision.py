@@ -1,7 +1,7 @@
 """The decision table: which backend, with how many workers, for each access pattern.
 
 Per (mode, workers) every backend configuration (series and page buffer) is ranked by median
-runtime over trials, with a percentile-bootstrap 95 % CI; its ratio to the fastest carries a CI
+runtime over trials, with a BCa bootstrap 95 % CI (read/stats.py); its ratio to the fastest carries a CI
 too, and a ratio whose CI contains 1 is "no clear difference". The *limit* is the speed that
 could not be beaten on this machine: max(local-disk runtime, raw-GET runtime of the same bytes).
 Costs come from the dated price table in prices.toml.
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.read import analysis
+from shotbench.read import analysis, stats
 from shotbench.errors import UserError
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
@@ -98,22 +98,12 @@ def _number(cases: pd.DataFrame, preferred: str, fallback: str | None) -> pd.Ser
     return out
 
 
-def bootstrap_median(values: np.ndarray, n_boot: int, level: float, rng: np.random.Generator) -> tuple[float, float]:
-    """Percentile bootstrap CI of the median; NaN with fewer than two values."""
-    if len(values) < 2:
-        return float("nan"), float("nan")
-    meds = np.median(rng.choice(values, (n_boot, len(values))), axis=1)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(meds, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
 def verdict(rank: int, lo: float, hi: float) -> str:
     if rank == 1:
         return FASTEST
     if np.isnan(lo) or np.isnan(hi):
         return ONE_TRIAL
-    return UNCLEAR if lo <= 1.0 <= hi else SLOWER
+    return UNCLEAR if stats.tied(stats.Interval(1.0, lo, hi)) else SLOWER
 
 
 def candidate_name(series: str, pb: int, several_pb: bool) -> str:
@@ -126,7 +116,6 @@ def decision_table(
 ) -> pd.DataFrame:
     """One row per (mode, workers, backend configuration), ranked fastest first."""
     prices = prices or load_prices()
-    rng = np.random.default_rng(seed)
     c = usable_cases(ds.cases).copy()
     failed = failed_counts(ds.failed)
     c["total-runtime"] = pd.to_numeric(c["total-runtime"], errors="coerce")
@@ -151,11 +140,13 @@ def decision_table(
             reference = g["backend"].iloc[0] in REFERENCES
             rank += 0 if reference else 1
             med = float(np.median(times))
-            lo, hi = bootstrap_median(times, n_boot, level, rng)
+            spread = stats.median_interval(times, level, n_boot, seed)
+            lo, hi = spread.low, spread.high
             if rank == 1 and not reference:
                 rlo = rhi = 1.0
             else:
-                rlo, rhi = analysis.bootstrap_ratio(times, fastest, n_boot, level, rng)
+                vs = stats.ratio_interval(times, fastest, level, n_boot, seed)
+                rlo, rhi = vs.low, vs.high
             # the raw-GET runtime measured for this case's bytes, else the raw-get backend's
             raw = float(g["_raw"].median()) if g["_raw"].notna().any() else raw_backend_time
             limit = np.nan if np.isnan(local_time) and np.isnan(raw) else float(np.nanmax([local_time, raw]))
@@ -326,14 +317,16 @@ def _workers(n: int) -> str:
 
 
 def _significant(lo: float, hi: float) -> bool:
-    return not (np.isnan(lo) or np.isnan(hi)) and not lo <= 1.0 <= hi
+    """A difference worth a sentence: a known interval that is not a tie (stats.tied)."""
+    ci = stats.Interval(1.0, lo, hi)
+    return ci.known and not stats.tied(ci)
 
 
 MIN_WORKER_COUNTS = 3
 
 
 def _across_workers(
-    t: pd.DataFrame, best: pd.Series, mode: str, n_boot: int, level: float, rng: np.random.Generator
+    t: pd.DataFrame, best: pd.Series, mode: str, n_boot: int, level: float, seed: int
 ) -> list[tuple[float, str, str, str]]:
     """Each configuration against the best one, over every worker count both ran.
 
@@ -346,7 +339,8 @@ def _across_workers(
         ratios = (part.set_index("num-workers")["runtime"] / ref).dropna().to_numpy(float)
         if len(ratios) < MIN_WORKER_COUNTS:
             continue
-        lo, hi = bootstrap_median(ratios, n_boot, level, rng)
+        ci = stats.median_interval(ratios, level, n_boot, seed)
+        lo, hi = ci.low, ci.high
         if not _significant(lo, hi):
             continue
         r = float(np.median(ratios))
@@ -365,7 +359,6 @@ def findings(
     at the best configuration's worker count, and each configuration's change from its fewest to
     its most workers.
     """
-    rng = np.random.default_rng(seed)
     pct = round(level * 100)
     found: list[tuple[float, str, str, str]] = []  # (effect, mode, kind, sentence)
     for mode in analysis.MODES:
@@ -379,7 +372,7 @@ def findings(
             found.append((abs(np.log(r)), mode, "rank", (
                 f"{mode}, {_workers(w)}: {row['name']} takes {r:.2f}× the runtime of {best['name']} "
                 f"({pct} % CI {lo:.2f}–{hi:.2f}×).")))
-        found += _across_workers(t, best, mode, n_boot, level, rng)
+        found += _across_workers(t, best, mode, n_boot, level, seed)
         c = usable_cases(ds.cases)
         c = c[(c["obj-type"] == mode) & ~c["backend"].isin(REFERENCES)]
         for (series, pb), g in c.groupby(["series", "pb-size"], sort=False):
@@ -388,7 +381,8 @@ def findings(
                 continue
             few = g.loc[g["num-workers"] == ws[0], "total-runtime"].to_numpy(float)
             many = g.loc[g["num-workers"] == ws[-1], "total-runtime"].to_numpy(float)
-            lo, hi = analysis.bootstrap_ratio(few, many, n_boot, level, rng)
+            ci = stats.ratio_interval(few, many, level, n_boot, seed)
+            lo, hi = ci.low, ci.high
             if not _significant(lo, hi):
                 continue
             r = float(np.median(few) / np.median(many))
