@@ -9,6 +9,7 @@ Costs come from the dated price table in prices.toml.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
@@ -255,15 +256,113 @@ def _best(table: pd.DataFrame, mode: str) -> pd.Series | None:
     return best if best is not None else _fastest(table, mode, reliable=False)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """The answer for one access pattern: the leader and every configuration tied with it.
+
+    `tied` holds the other configurations at the leader's worker count whose runtime shows no
+    clear difference from the leader's (stats.tied: the interval of their ratio to the fastest
+    contains 1, the decision table's "no clear difference"). When it is not empty the answer is
+    the group, not one winner."""
+
+    mode: str
+    leader: str
+    workers: int
+    runtime: float
+    vs_limit: float
+    costs: dict[str, float]  # $ per 1,000 reads by placement
+    tied: tuple[str, ...] = ()
+    spread: float = 0.0  # slowest ÷ fastest median runtime in the group, minus 1 (0.04: 4 %)
+    faster_failed: str = ""  # the clause naming a faster configuration whose cases failed
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.leader, *self.tied)
+
+    @property
+    def within(self) -> int:
+        """The group's spread as a whole percent, rounded up (so "within" is true)."""
+        return max(1, math.ceil(round(self.spread * 100, 6)))
+
+    @property
+    def text(self) -> str:
+        w = _workers(self.workers)
+        if self.tied:
+            text = (f"{self.mode}: {_and(self.names)} with {w} are within {self.within} % of one another "
+                    f"(no clear difference at 95 %); pick on cost or simplicity. Fastest median: {self.leader}, "
+                    f"{self.runtime:.3g} s")
+        else:
+            text = f"{self.mode}: {self.leader} with {w}, {self.runtime:.3g} s"
+        if not np.isnan(self.vs_limit):
+            text += f", {self.vs_limit:.2f}× the limit"
+        if self.costs:
+            text += " (per 1,000 reads: " + ", ".join(f"${v:.4f} {p}" for p, v in self.costs.items()) + ")"
+        return text + self.faster_failed
+
+
+def _and(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+def _tied_rows(table: pd.DataFrame, leader: pd.Series) -> pd.DataFrame:
+    """The configurations at the leader's mode and worker count with no clear difference from it
+    (none of whose cases failed when the leader's did not)."""
+    t = table[(table["obj-type"] == leader["obj-type"]) & (table["num-workers"] == leader["num-workers"])
+              & table["rank"].notna()]
+    t = t[t.index != leader.name]
+    if "failed" in t.columns and not leader.get("failed", 0):
+        t = t[t["failed"].fillna(0) == 0]
+    ref = stats.Interval(float(leader["vs-fastest"]), float(leader["vs-fastest-ci-low"]),
+                         float(leader["vs-fastest-ci-high"]))
+
+    def tie(row: pd.Series) -> bool:
+        ci = stats.Interval(float(row["vs-fastest"]), float(row["vs-fastest-ci-low"]), float(row["vs-fastest-ci-high"]))
+        if leader["verdict"] == FASTEST:  # the decision table's own rule: the ratio's interval holds 1
+            return stats.tied(ci)
+        return ci.overlaps(ref)  # a leader that is not the fastest (the fastest failed cases)
+
+    mask = pd.Series([tie(r) for _, r in t.iterrows()], index=t.index, dtype=bool)
+    return t.loc[mask].sort_values("runtime", kind="stable")
+
+
+def answer_records(table: pd.DataFrame, prices: Prices | None = None) -> list[Answer]:
+    """Per mode: the fastest configuration over all worker counts none of whose cases failed, and
+    the configurations tied with it."""
+    prices = prices or load_prices()
+    out = []
+    for mode in analysis.MODES:
+        best = _best(table, mode)
+        if best is None:
+            continue
+        tied = _tied_rows(table, best)
+        runtimes = [float(best["runtime"]), *tied["runtime"].astype(float)]
+        costs = {p: float(best[cost_column(p)]) for p in prices.transfer_per_gb
+                 if cost_column(p) in best.index and not np.isnan(best[cost_column(p)])}
+        faster = ""
+        quicker = _fastest(table, mode, reliable=False)
+        if quicker is not None and quicker.name != best.name:  # .name: the row's index
+            n, k, qw = int(quicker["failed"]), int(quicker["trials"]), int(quicker["num-workers"])
+            faster = (f"; {quicker['name']} with {_workers(qw)} was faster ({quicker['runtime']:.3g} s) "
+                      f"but {n} of its {n + k} cases failed")
+        out.append(Answer(
+            mode=mode, leader=str(best["name"]), workers=int(best["num-workers"]), runtime=float(best["runtime"]),
+            vs_limit=float(best["vs-limit"]), costs=costs, tied=tuple(str(n) for n in tied["name"]),
+            spread=max(runtimes) / min(runtimes) - 1 if min(runtimes) > 0 else 0.0, faster_failed=faster))
+    return out
+
+
 def one_line(table: pd.DataFrame) -> str:
-    """The index page's answer: per mode, the fastest, its workers, ratio to the limit, internet cost."""
+    """The index page's answer: per mode, the fastest (or the tied group), its workers, ratio to
+    the limit, internet cost."""
     parts = []
     internet = [c for c in table.columns if c.startswith("$/1000 reads ")][-1:]
     for mode in analysis.MODES:
         best = _best(table, mode)
         if best is None:
             continue
-        text = f"{mode}: {best['name']} with {int(best['num-workers'])} workers, {best['runtime']:.3g} s"
+        tied = tuple(str(n) for n in _tied_rows(table, best)["name"])
+        who = best["name"] if not tied else f"{_and((str(best['name']), *tied))} (tied)"
+        text = f"{mode}: {who} with {int(best['num-workers'])} workers, {best['runtime']:.3g} s"
         if pd.notna(best["vs-limit"]):
             text += f", {best['vs-limit']:.2f}× limit"
         if internet and pd.notna(best[internet[0]]):
@@ -282,30 +381,9 @@ def read_decision(folder: Path) -> pd.DataFrame | None:
 
 
 def answers(table: pd.DataFrame, prices: Prices | None = None) -> list[str]:
-    """One line per mode: the fastest configuration over all worker counts, its limit ratio and cost."""
-    prices = prices or load_prices()
-    lines = []
-    for mode in analysis.MODES:
-        t = table[table["obj-type"] == mode]
-        if t.empty:
-            continue
-        best = _best(table, mode)
-        if best is None:
-            continue
-        w = int(best["num-workers"])
-        text = f"{mode}: {best['name']} with {w} worker{'s' if w != 1 else ''}, {best['runtime']:.3g} s"
-        if not np.isnan(best["vs-limit"]):
-            text += f", {best['vs-limit']:.2f}× the limit"
-        costs = [f"${best[cost_column(p)]:.4f} {p}" for p in prices.transfer_per_gb if not np.isnan(best[cost_column(p)])]
-        if costs:
-            text += " (per 1,000 reads: " + ", ".join(costs) + ")"
-        quicker = _fastest(table, mode, reliable=False)
-        if quicker is not None and quicker.name != best.name:  # .name: the row's index
-            n, k, qw = int(quicker["failed"]), int(quicker["trials"]), int(quicker["num-workers"])
-            text += (f"; {quicker['name']} with {_workers(qw)} was faster ({quicker['runtime']:.3g} s) "
-                     f"but {n} of its {n + k} cases failed")
-        lines.append(text)
-    return lines
+    """One line per mode (Answer.text): the fastest configuration over all worker counts, or the
+    configurations tied with it, its limit ratio and cost."""
+    return [a.text for a in answer_records(table, prices)]
 
 
 MAX_FINDINGS = 8
