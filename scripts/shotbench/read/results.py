@@ -39,7 +39,8 @@ CASE_COLUMNS = [
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
     "started", "finished", "harness-overhead",
-    # client-side sums; bytes-needed = signal payload bytes the tasks returned
+    # client-side sums; bytes-needed = stored bytes the reads must touch (read/storage.py),
+    # amplification = client-bytes ÷ bytes-needed (≥ 1); bytes-returned = payload the tasks returned
     "client-gets", "client-heads", "client-bytes", "bytes-needed", "amplification",
     "request-p50-ms", "request-p99-ms",
     # layouts
@@ -49,6 +50,8 @@ CASE_COLUMNS = [
 ]
 # effective settings: the requested 2.2 ROS3 block cache (-1 default, 0 off, else bytes)
 CASE_COLUMNS += ["block-cache"]
+# statistics: the decompressed payload the tasks handed back (bytes-needed was this before)
+CASE_COLUMNS += ["bytes-returned"]
 
 
 def _clean(text: str) -> str:

@@ -1,0 +1,103 @@
+"""bytes-needed is what a read cannot avoid, in stored bytes: on a synthetic shot file it equals
+the chunks, contiguous data and headers counted here another way, each once per task, so
+amplification (bytes moved ÷ bytes needed) is never below 1."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+from h5py import h5d, h5o
+
+from shotbench.read import plan, runner, storage
+from shotbench.read.accounting import case_columns
+from shotbench.read.synth import make_shot_file
+
+
+def _chunk_bytes(d: h5py.Dataset) -> int:
+    """Every chunk's stored (compressed) bytes as read_direct_chunk returns them."""
+    total = 0
+    for sel in d.iter_chunks():
+        _, raw = d.id.read_direct_chunk(tuple(s.start for s in sel))
+        total += len(raw)
+    return total
+
+
+def _stored(d: h5py.Dataset) -> int:
+    """Header plus data outside it, independently of read/storage.py."""
+    layout = d.id.get_create_plist().get_layout()
+    data = 0 if layout == h5d.COMPACT else _chunk_bytes(d) if d.chunks else d.dtype.itemsize * int(d.size)
+    return int(h5o.get_info(d.id).hdr.space.total) + data
+
+
+def _expected(path, shot: str, signals: list[str]) -> int:
+    """Superblock (its version byte read off the file) + root, /shots, /shots/<id>, signals headers
+    + each dataset the signals touch, shared scales once."""
+    version = path.read_bytes()[8]
+    total = {0: 96, 1: 100, 2: 48, 3: 48}[version]
+    with h5py.File(path) as f:
+        for g in (f, f["shots"], f[f"shots/{shot}"], f[f"shots/{shot}/signals"]):
+            total += int(h5o.get_info(g.id).hdr.space.total)
+        seen: dict[str, int] = {}
+        for name in signals:
+            d = f[f"shots/{shot}/signals/{name}"]
+            seen[d.name] = _stored(d)
+            for dim in d.dims:
+                for s in dim.values():
+                    seen[s.name] = _stored(s)
+        return total + sum(seen.values())
+
+
+@pytest.fixture(scope="module")
+def shot(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    path = tmp_path_factory.mktemp("needed") / "shot.h5"
+    make_shot_file(path, 1160930001, signals=20, file_size=2_000_000, page_size=1_000_000)
+    with h5py.File(path) as f:
+        (sf,) = runner.describe(f, "shot.h5", path.stat().st_size, list(f["shots"]))
+    return path, sf
+
+
+def test_a_whole_shot_needs_its_stored_bytes_and_metadata_once(shot: tuple) -> None:
+    path, sf = shot
+    with h5py.File(path) as f:  # the synthetic family: compressed chunks, contiguous and compact data
+        layouts = {f[f"shots/{sf.shot}/signals/{n}"].id.get_create_plist().get_layout() for n in sf.signals}
+    assert layouts == {h5d.COMPACT, h5d.CONTIGUOUS, h5d.CHUNKED}
+    needed = plan.needed_bytes(plan.shots_tasks(sf, 1), [sf])
+    assert needed == _expected(path, sf.shot, list(sf.signals))
+    # stored is compressed: below the payload the task hands back (what bytes-needed used to be)
+    assert needed < sum(sf.weights) and needed < path.stat().st_size
+
+
+def test_each_task_counts_its_own_reads_shared_scales_once(shot: tuple) -> None:
+    path, sf = shot
+    tasks = plan.shots_tasks(sf, 2)
+    per_task = [_expected(path, sf.shot, [it.signal for p in t.parts for it in p.items]) for t in tasks]
+    assert plan.needed_bytes(tasks, [sf]) == sum(per_task)
+    # two tasks each open the file: more than one task needs, never less
+    assert plan.needed_bytes(tasks, [sf]) > plan.needed_bytes(plan.shots_tasks(sf, 1), [sf])
+
+
+def test_unknown_storage_gives_no_number() -> None:
+    f = plan.ShotFile("k", 10, "1", ("a",))
+    assert plan.needed_bytes(plan.shots_tasks(f, 1), [f]) is None
+
+
+def test_case_columns_keep_the_payload_apart_and_divide_by_what_is_needed() -> None:
+    raw = [{"bytes": 100, "client-gets": 2, "client-heads": 1, "client-bytes": 4000, "request-ms": [1.0, 3.0]},
+           {"bytes": 300, "client-gets": 1, "client-heads": 0, "client-bytes": 6000, "request-ms": [2.0]}]
+    cols = case_columns(raw, needed=5000)
+    assert cols["bytes-returned"] == 400 and cols["bytes-needed"] == 5000 and cols["amplification"] == 2.0
+    assert case_columns([{"bytes": 5}], needed=7) == {"bytes-returned": 5, "bytes-needed": 7}  # local: no meter
+    assert case_columns([{"bytes": 5, "client-gets": 1, "client-bytes": 9}])["amplification"] == ""
+
+
+def test_storage_of_each_layout(tmp_path) -> None:
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        c = f.create_dataset("c", data=np.arange(10_000.0), chunks=(1000,), compression="gzip")
+        n = f.create_dataset("n", data=np.arange(1000.0))
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        k = f.create_dataset("k", data=np.arange(10.0), dcpl=dcpl)
+        assert storage.data_bytes(c) == c.id.get_storage_size() == _chunk_bytes(c) < 80_000
+        assert storage.data_bytes(n) == 8000
+        assert storage.data_bytes(k) == 0 and storage.header_bytes(k) > 80  # compact values live in the header
