@@ -16,7 +16,7 @@ from typing import Any
 
 from shotbench import __version__
 from shotbench.read import plan as planmod
-from shotbench.read import profiles
+from shotbench.read import profiles, stopping
 from shotbench.backends import registry
 from shotbench.errors import UserError
 from shotbench.paths import runs_dir, state_dir
@@ -31,7 +31,8 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
         "page_buffers": args.page_buffers, "chunk_caches": args.chunk_cache, "trials": args.trials,
         "block_caches": args.block_caches,
         "seed": args.seed, "signals_files": args.signals_files, "signals_names": args.signals_names,
-        "shots": args.shots,
+        "shots": args.shots, "precision": args.precision, "max_trials": args.max_trials,
+        "max_minutes": args.max_minutes,
     }
     return profiles.load(args.profile, Path(args.config) if args.config else None, overrides)
 
@@ -162,7 +163,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
             done = folder.repair(measured)
             run_id = meta["run_id"]
             pending = [c for c in cases if c.case_id not in done]
-            if not pending:
+            if not pending and not (cfg.precision and stopping.groups_to_extend(folder.cases())):
                 say(f"run {run_id} is already complete ({len(done)} cases); nothing to resume.")
                 return 0
             meta.setdefault("resumed", []).append(utc_iso())
@@ -206,6 +207,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
 
                 runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say,
                                 task_timeout=float(cfg.task_timeout),
+                                stop_rule=stopping.Rule(cfg.precision, cfg.max_trials, 60 * cfg.max_minutes),
                                 checksums=Checksums(wl.source) if cfg.verify else None,
                                 faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}))
                 for name in prep.backends:
@@ -218,6 +220,8 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                 status = INTERRUPTED
                 try:
                     runner.run(pending, done_before=len(done), total_cases=len(cases))
+                    if runner.stop_rule.adaptive:
+                        more_rounds(runner, folder, matrix, cfg.seed, reads, prep.backends, meta)
                     status = COMPLETE
                 except KeyboardInterrupt:
                     raise UserError(f"interrupted; the cases finished so far are kept in {folder.path}; "
@@ -272,6 +276,32 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     return 0
 
 
+def more_rounds(runner: Any, folder: RunFolder, matrix: planmod.Matrix, seed: int, reads: dict[str, bool],
+                backends: list[str], meta: dict[str, Any]) -> None:
+    """Interleaved rounds of the case groups whose interval is still wider than the target, each at
+    its next trial, until every group is tight or capped, or the time cap is spent (stopping.py)."""
+    import time
+
+    rule, t0 = runner.stop_rule, time.monotonic()
+    block = {b: registry.get(b).has_block_cache for b in backends}
+    while True:
+        want = stopping.groups_to_extend(folder.cases())
+        if not want:
+            break
+        if rule.max_seconds and time.monotonic() - t0 > rule.max_seconds:
+            say(f"time cap of {rule.max_seconds / 60:.0f} min reached with {len(want)} case groups not yet tight; "
+                "they are marked noisy")
+            break
+        top = max(want.values())
+        matrix.trials = top
+        round_cases = [c for c in planmod.plan_cases(matrix, seed, reads, block)
+                       if want.get(stopping.group_of(c.case_id)) == c.trial]
+        say(f"another round: {len(round_cases)} case groups not yet within ±{rule.precision:.0%}")
+        meta.setdefault("plan", []).extend(c.to_dict() for c in round_cases)
+        folder.write_meta(meta)
+        runner.run(round_cases)
+
+
 def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backends", nargs="+", metavar="NAME", help=f"subset of: {' '.join(registry.names())}")
     p.add_argument("--modes", nargs="+", choices=list(planmod.ALL_MODES))
@@ -286,6 +316,11 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--signals-files", type=int, metavar="N", help="files read in signals mode (0 = all)")
     p.add_argument("--signals-names", type=int, metavar="N", help="signal names read in signals mode (0 = all)")
     p.add_argument("--shots", type=int, metavar="N", help="synthetic files to make when no --data is given")
+    p.add_argument("--precision", type=float, metavar="FRACTION",
+                   help="after --trials rounds, run more interleaved rounds of each case until the 95 %% interval of its "
+                        "median task time is within ±FRACTION (e.g. 0.05), up to --max-trials")
+    p.add_argument("--max-trials", type=int, metavar="N", help="the cap on trials with --precision")
+    p.add_argument("--max-minutes", type=float, metavar="M", help="the cap on the extra rounds' wall time with --precision")
 
 
 def register(subparsers: Any) -> None:

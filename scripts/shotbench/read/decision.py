@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.read import analysis, stats
+from shotbench.read import analysis, stats, stopping
 from shotbench.errors import UserError
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
@@ -33,7 +33,7 @@ COLUMNS = [
     "obj-type", "num-workers", "rank", "name", "series", "pb-size", "trials", "failed",
     "runtime", "runtime-ci-low", "runtime-ci-high",
     "vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high", "verdict",
-    "limit", "vs-limit", "gets", "bytes", "amplification",
+    "limit", "vs-limit", "gets", "bytes", "amplification", "noisy",
 ]
 
 
@@ -152,6 +152,9 @@ def decision_table(
             raw = float(g["_raw"].median()) if g["_raw"].notna().any() else raw_backend_time
             limit = np.nan if np.isnan(local_time) and np.isnan(raw) else float(np.nanmax([local_time, raw]))
             label = str(g["label"].iloc[0]) if "label" in g.columns else ""
+            # trials until the interval is tight: the last trial's row says whether it got there
+            last = g[pd.to_numeric(g["trial"], errors="coerce") == pd.to_numeric(g["trial"], errors="coerce").max()]
+            noisy = bool("stop" in g.columns and last["stop"].astype(str).isin(stopping.NOISY).any())
             rows.append({
                 "obj-type": mode, "num-workers": int(workers), "rank": np.nan if reference else rank,
                 "name": candidate_name(series, pb, pbs.get(series, 1) > 1), "series": series, "pb-size": pb,
@@ -162,6 +165,7 @@ def decision_table(
                 "limit": limit, "vs-limit": med / limit if not np.isnan(limit) else np.nan,
                 "gets": float(g["_gets"].median()), "bytes": float(g["_bytes"].median()),
                 "amplification": float(g["_amp"].median()),
+                "noisy": noisy,
             })
     out = pd.DataFrame(rows, columns=COLUMNS)
     for placement, per_gb in prices.transfer_per_gb.items():
@@ -216,6 +220,8 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
         "GETs": [_plain(v, ".0f") for v in t["gets"]],
         "MB moved": [_plain(v / 1e6, ",.1f") for v in t["bytes"]],
         "amplification": [_plain(v, ".2f", "×") for v in t["amplification"]],
+        "interval": ["noisy: stopped at the trial cap" if str(n) == "True" else "—"
+                     for n in t.get("noisy", pd.Series(False, index=t.index))],
         **{f"$/1k reads, {p}": [_plain(v, ".4f") for v in t[cost_column(p)]] for p in prices.transfer_per_gb},
     })
     # columns a dataset has nothing for (no limit, no request counts: upstream CSVs; no

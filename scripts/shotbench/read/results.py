@@ -52,6 +52,9 @@ CASE_COLUMNS = [
 CASE_COLUMNS += ["block-cache"]
 # statistics: the decompressed payload the tasks handed back (bytes-needed was this before)
 CASE_COLUMNS += ["bytes-returned"]
+# trials until the interval is tight (read/stopping.py): the half-width of the 95 % interval of the
+# group's median task time after this trial (0.05: ±5 %), and tight / cap / more ("" : fixed trials)
+CASE_COLUMNS += ["ci-half-width", "stop"]
 
 
 def _clean(text: str) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from shotbench.read import plan as planmod
+from shotbench.read import stopping
 from shotbench.backends import registry
 from shotbench.read.accounting import case_columns
 from shotbench.backends.base import Backend, Source, child_env
@@ -259,6 +260,35 @@ class Runner:
     task_timeout: float = 0.0  # seconds; 0 = derived per case from what its tasks read
     checksums: Checksums | None = None  # set: every signal read is checked against the local copy
     faults: InjectedFaults = field(default_factory=InjectedFaults)  # HTTP faults the proxy injected, per case
+    stop_rule: stopping.Rule = field(default_factory=stopping.Rule)  # trials until the interval is tight
+    _samples: dict[str, list[float]] | None = None  # per case group: task read times of its ok trials
+    _trials: dict[str, int] = field(default_factory=dict)
+
+    def _group_samples(self) -> dict[str, list[float]]:
+        """Task times of every ok case already in the folder (a resumed run continues them)."""
+        if self._samples is None:
+            self._samples = {}
+            ok = {r["case-id"] for r in self.folder.cases() if row_status(r) == OK}
+            for cid in ok:
+                g = stopping.group_of(cid)
+                self._trials[g] = self._trials.get(g, 0) + 1
+            for r in self.folder.details():
+                if r.get("case-id") in ok and r.get("open+read-data-time", "") != "":
+                    self._samples.setdefault(stopping.group_of(r["case-id"]), []).append(float(r["open+read-data-time"]))
+        return self._samples
+
+    def _stop(self, res: "CaseResult") -> None:
+        """The group's interval after this case, and whether it needs another trial (case row columns)."""
+        row = res.case_row
+        if row["status"] != OK:
+            return
+        g = stopping.group_of(row["case-id"])
+        samples = self._group_samples().setdefault(g, [])
+        samples += [float(r["open+read-data-time"]) for r in res.rows if r.get("status", OK) == OK]
+        self._trials[g] = self._trials.get(g, 0) + 1
+        width, verdict = self.stop_rule.verdict(samples, self._trials[g])
+        row["ci-half-width"] = "" if width != width else round(width, 5)
+        row["stop"] = verdict
 
     def spec(self, case: Case, backend: str | None = None) -> Spec:
         """The case's backend with its settings; with `backend` (the raw-get ceiling), that one with none."""
@@ -419,6 +449,7 @@ class Runner:
             self.check_server()
             with self.faults.case(case.case_id):
                 res = self.run_case(case)
+            self._stop(res)
             self.folder.append_case(res.rows, res.case_row)
             if res.case_row["status"] != OK:
                 self.check_server()  # a dead server ends the run now; --resume reruns failed cases
