@@ -21,7 +21,7 @@ TOOL_DEPS    := strace openssl util-linux
 bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) \
              $(if $(FAULTS),--faults $(FAULTS) --keep-going)
 
-.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-harness anatomy \
+.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-repeat bench-harness anatomy \
         bench-transfer report reports report-reference compare lab test test-fast rehearse clean
 
 help: ## Show this map of the repository's commands
@@ -54,6 +54,9 @@ server-status: venv ## Is the embedded S3 server running, and where
 bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=), then the report
 	@$(SB) bench $(bench_args)
 	@$(SB) report --latest $(no_code)
+
+bench-repeat: envs tools ## The bench matrix N times back to back (N=3; PROFILE=, CONFIG=, …): how far ratios move, how often intervals cover
+	@$(SB) repeat --times $(or $(N),3) -- $(bench_args)
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "reports": "shotbench.reports.render",
     "transfer": "shotbench.transfer.cli",
     "compare": "shotbench.read.compare",
+    "repeat": "shotbench.read.repeat",
     "anatomy": "shotbench.anatomy.cli",
 }
 
