@@ -101,3 +101,25 @@ def test_storage_of_each_layout(tmp_path) -> None:
         assert storage.data_bytes(c) == c.id.get_storage_size() == _chunk_bytes(c) < 80_000
         assert storage.data_bytes(n) == 8000
         assert storage.data_bytes(k) == 0 and storage.header_bytes(k) > 80  # compact values live in the header
+
+
+def test_the_readme_example(tmp_path) -> None:
+    """The README's worked example: two signals of 100,000 float32 (2 chunks of 200,000 bytes) sharing a
+    100,000-value float64 time scale (4 chunks of 200,000 bytes), uncompressed: 1,600,000 data bytes."""
+    path = tmp_path / "ex.h5"
+    with h5py.File(path, "w", libver="latest") as f:
+        t = f.create_dataset("shots/1/time", data=np.arange(100_000, dtype="f8"), chunks=(25_000,))
+        t.make_scale("time")
+        for name in ("a", "b"):
+            d = f.create_dataset(f"shots/1/signals/{name}", data=np.zeros(100_000, "f4"), chunks=(50_000,))
+            d.dims[0].attach_scale(t)
+    with h5py.File(path) as f:
+        (sf,) = runner.describe(f, "ex.h5", path.stat().st_size, ["1"])
+        headers = sum(storage.header_bytes(o) for o in (f, f["shots"], f["shots/1"], f["shots/1/signals"], f["shots/1/time"],
+                                                         f["shots/1/signals/a"], f["shots/1/signals/b"]))
+    one, two = plan.needed_bytes(plan.shots_tasks(sf, 1), [sf]), plan.needed_bytes(plan.shots_tasks(sf, 2), [sf])
+    assert one == 48 + headers + 1_600_000
+    # two tasks, one signal each: the second opens the file too and reads the shared scale again
+    assert two == one + sf.file_meta + sf.shot_meta + dict(sf.stored)["/shots/1/time"]
+    assert sum(sf.weights) == 2_400_000  # bytes-returned: the scale counted once per signal
+    assert one <= path.stat().st_size  # a whole-file GET moves at least this: amplification ≥ 1

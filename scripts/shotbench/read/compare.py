@@ -1,8 +1,9 @@
 """`shotbench compare A B`: did B get slower than A, case by case (in the spirit of `asv compare`).
 
 A and B are two run folders (matching cases: backend, mode, workers, page buffer), or two backends
-of one run (`--run DIR`; matching: mode, workers, page buffer). Tasks are the unit: every task's
-read time of every trial is a sample, so a run of 2 trials × 24 tasks gives 48 a side, not 2.
+of one run (`--run DIR`; matching: mode, workers, page buffer). Tasks are the unit: every task
+row's read time of every trial is a sample (in `signals` mode a row per worker and signal), not
+one runtime per trial.
 Per case: median task time ratio B ÷ A with a BCa bootstrap 95 % interval and a two-sided
 Mann-Whitney p-value, adjusted over the cases (Holm, or Benjamini-Hochberg with
 `--correction fdr`); read/stats.py computes all three. A case is SLOWER when its ratio is at least
