@@ -44,6 +44,10 @@ def test_a_capped_group_is_noisy_in_the_decision_table() -> None:
     assert list(shown["interval"]) == ["—", "noisy: stopped at the trial cap"]
     assert "interval" not in decision.display_table(decision.decision_table(_cases({"a": [1.0, 1.1]})), "shots")
     assert pd.isna(ds.cases["stop"]).sum() == 0
+    noisy_leader = _cases({"a": [1.0, 1.3, 0.8], "b": [2.0, 2.1, 2.05]})
+    noisy_leader.cases["stop"] = ["", "", "cap", "", "", "tight"]
+    (answer,) = decision.answer_records(decision.decision_table(noisy_leader))
+    assert answer.noisy and "noisy" in answer.text
 
 
 @pytest.mark.slow

@@ -280,6 +280,7 @@ class Answer:
     tied: tuple[str, ...] = ()
     spread: float = 0.0  # slowest ÷ fastest median runtime in the group, minus 1 (0.04: 4 %)
     faster_failed: str = ""  # the clause naming a faster configuration whose cases failed
+    noisy: bool = False  # the leader's interval never got within the run's precision (stopping.py)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -303,6 +304,8 @@ class Answer:
             text += f", {self.vs_limit:.2f}× the limit"
         if self.costs:
             text += " (per 1,000 reads: " + ", ".join(f"${v:.4f} {p}" for p, v in self.costs.items()) + ")"
+        if self.noisy:
+            text += "; its runtime is noisy (its interval stayed wider than the target up to the trial cap)"
         return text + self.faster_failed
 
 
@@ -353,7 +356,8 @@ def answer_records(table: pd.DataFrame, prices: Prices | None = None) -> list[An
         out.append(Answer(
             mode=mode, leader=str(best["name"]), workers=int(best["num-workers"]), runtime=float(best["runtime"]),
             vs_limit=float(best["vs-limit"]), costs=costs, tied=tuple(str(n) for n in tied["name"]),
-            spread=max(runtimes) / min(runtimes) - 1 if min(runtimes) > 0 else 0.0, faster_failed=faster))
+            spread=max(runtimes) / min(runtimes) - 1 if min(runtimes) > 0 else 0.0, faster_failed=faster,
+            noisy=str(best.get("noisy", False)) == "True"))
     return out
 
 
