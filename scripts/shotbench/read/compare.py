@@ -1,7 +1,8 @@
 """`shotbench compare A B`: did B get slower than A, case by case (in the spirit of `asv compare`).
 
-A and B are two run folders (matching cases: backend, mode, workers, page buffer), or two backends
-of one run (`--run DIR`; matching: mode, workers, page buffer). Tasks are the unit: every task
+A and B are two run folders (matching cases: backend, mode, workers, page buffer; each side may be
+several runs, comma-separated, pooled: made in turn, A, B, A, B, …, a busy machine's drift falls
+on both sides alike), or two backends of one run (`--run DIR`; matching: mode, workers, page buffer). Tasks are the unit: every task
 row's read time of every trial is a sample (in `signals` mode a row per worker and signal), not
 one runtime per trial.
 Per case: median task time ratio B ÷ A with a BCa bootstrap 95 % interval and a two-sided
@@ -151,6 +152,14 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "", cor
     return path
 
 
+def _pooled(paths: list[Path]) -> Side:
+    """Several runs of one side as one: their cases and tasks pooled (runs made in turn with the
+    other side's, so drift of the machine falls on both sides alike)."""
+    sides = [_load(p) for p in paths]
+    return Side(pd.concat([s.cases for s in sides], ignore_index=True),
+                pd.concat([s.tasks for s in sides], ignore_index=True))
+
+
 def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
     if args.run:
         run = Path(args.run)
@@ -163,11 +172,13 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
                 raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
         keys = CASE_KEYS[1:]
         return side.where(args.a), side.where(args.b), keys, f"{args.b} vs {args.a} ({run.name})"
-    paths = [Path(args.a), Path(args.b)]
-    for p in paths:
+    groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
+    for p in groups[0] + groups[1]:
         if kind_of(p) != "read":
-            raise UserError(f"{p} is not a run folder; pass two run folders, or two backends with --run DIR.")
-    return _load(paths[0]), _load(paths[1]), CASE_KEYS, f"{paths[1].name} vs {paths[0].name}"
+            raise UserError(f"{p} is not a run folder; pass two run folders (or comma-separated lists of them), "
+                            "or two backends with --run DIR.")
+    names = ["+".join(p.name for p in g) for g in groups]
+    return _pooled(groups[0]), _pooled(groups[1]), CASE_KEYS, f"{names[1]} vs {names[0]}"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -207,8 +218,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Median task time ratio B ÷ A per matching case over every task of every trial, BCa bootstrap "
                     "interval and Mann-Whitney p-value adjusted over the cases.",
     )
-    p.add_argument("a", metavar="A", help="the baseline: a run folder, or a backend with --run")
-    p.add_argument("b", metavar="B", help="the candidate: a run folder, or a backend with --run")
+    p.add_argument("a", metavar="A", help="the baseline: a run folder (or several, comma-separated, pooled), or a backend with --run")
+    p.add_argument("b", metavar="B", help="the candidate: a run folder (or several, comma-separated, pooled), or a backend with --run")
     p.add_argument("--run", metavar="DIR", help="compare two backends of this run folder")
     p.add_argument("--threshold", type=float, metavar="RATIO", default=THRESHOLD,
                    help=f"exit 1 when a case of B is at least RATIO × slower with its interval above 1 and adjusted "
