@@ -91,15 +91,17 @@ def test_compare_two_runs_passes_and_a_slowed_run_fails_by_name(tmp_path: Path) 
     """At the default gate (10 %, Holm): A against A' flags nothing; a run whose S3 path has the
     same-region latency profile (fsspec slowed, local untouched) fails and names fsspec alone.
 
-    Each side is three one-trial runs made in turn (A, A', SLOW, A, A', SLOW, …): on a busy
+    Each side is three one-trial runs made in turn (the three in a seeded order each round): on a busy
     2-core machine two runs made a minute apart differed by 1.4× for local and 2–3× for fsspec,
     which no statistic over one run's tasks can tell from a regression; made in turn, that drift
     falls on every side alike."""
-    a, again, slowed = [], [], []
-    for _ in range(3):
-        a.append(_bench(tmp_path))
-        again.append(_bench(tmp_path))
-        slowed.append(_bench(tmp_path, "--network", "s3-same-region"))  # ~20 ms more per request
+    sides: dict[str, list[Path]] = {"a": [], "again": [], "slowed": []}
+    extra = {"a": (), "again": (), "slowed": ("--network", "s3-same-region")}  # ~20 ms more per request
+    rng = np.random.default_rng(25)
+    for _ in range(3):  # each round in its own order, so no side is always first after a pause
+        for name in rng.permutation(list(sides)):
+            sides[name].append(_bench(tmp_path, *extra[name]))
+    a, again, slowed = sides["a"], sides["again"], sides["slowed"]
     side = lambda runs: ",".join(str(r) for r in runs)  # noqa: E731
     same = _compare(side(a), side(again), "--output", str(tmp_path / "same"))
     assert same.returncode == 0, same.stdout + same.stderr
