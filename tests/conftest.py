@@ -2,7 +2,7 @@
 
 Every fixture here talks to real processes and real files: a private embedded S3 server
 (its own state directory, port and credentials), synthetic HDF5 shot files from
-`shotbench.read.synth`, and those files uploaded through the S3 API with `shotbench.store.stage`.
+`shotbench.hdf5.synth`, and those files uploaded through the S3 API with `shotbench.store.stage`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def s3_bucket(s3_server) -> str:
 @pytest.fixture(scope="session")
 def shot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four small synthetic shot files (2 MB, 1 MB pages) so that tests stay fast."""
-    from shotbench.read.synth import make_dataset
+    from shotbench.hdf5.synth import make_dataset
 
     out = tmp_path_factory.mktemp("shots")
     make_dataset(out, shots=4, signals=12, file_size=2_000_000, page_size=1_000_000, seed=0)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.read import accounting
+from shotbench.backends import meters as accounting
 from shotbench.backends import registry
 from test_runner import TINY as RUNNER_TINY, bench_cmd, bench_env, only_run, read_csv, secret_of
 

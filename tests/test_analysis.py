@@ -13,7 +13,7 @@ from golden import (
     NEW_SHOTS_TOTAL, NEW_SIGNALS_TOTAL, OLD_SHOTS_TOTAL, OLD_SIGNALS_TOTAL, RUN_FIXTURE as RUN, SIGNALS_RATIO_RANGE,
     SINGLE_NEW as NEW, SINGLE_OLD as OLD, assert_published,
 )
-from shotbench.read import analysis
+from shotbench.read.analyse import analysis
 from shotbench.errors import UserError
 
 

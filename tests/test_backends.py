@@ -15,7 +15,7 @@ MAIN_ENV = ["fsspec", "obstore", "download", "local"]
 
 
 def read_everything(backend, objs) -> tuple[int, int]:
-    from shotbench.read.shotfile import read_signal, shot_ids, signal_names
+    from shotbench.hdf5.shotfile import read_signal, shot_ids, signal_names
 
     dsets = nbytes = 0
     for o in objs:
@@ -82,10 +82,10 @@ def test_raw_get_fetches_full_bytes(staged_shots, shot_dir) -> None:
 @pytest.mark.parametrize("name", ["ros3-1.14", "ros3-2.0", "ros3-2.2"])
 def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, tmp_path) -> None:
     """A ROS3 case through its environment's driver: real Dask workers, that env's libhdf5."""
-    from shotbench.read import plan
-    from shotbench.read.protocol import Prepare, Run, Spec
+    from shotbench.read.plan import matrix as plan
+    from shotbench.read.run.protocol import Prepare, Run, Spec
     from shotbench.backends.base import child_env
-    from shotbench.read.runner import DriverProc
+    from shotbench.read.run.runner import DriverProc
 
     cls = registry.get(name)
     try:
@@ -95,7 +95,7 @@ def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, 
     if not Path(python).exists():
         pytest.skip(f".envs/{cls.env} is not built; `make test` builds it first")
     loc, cfg, objs = staged_shots
-    from shotbench.read.runner import inventory
+    from shotbench.read.run.runner import inventory
 
     source = Source("s3", loc.bucket, loc.prefix, str(shot_dir))
     files = inventory(source, objs, cfg)

@@ -81,7 +81,7 @@ def test_bad_toml_names_the_setting(tmp_path: Path) -> None:
 
 
 def test_profiles_load_and_override(tmp_path: Path) -> None:
-    from shotbench.read import profiles
+    from shotbench.read.plan import profiles
 
     quick = profiles.load("quick")
     assert set(quick.backends) >= {"ros3-1.14", "ros3-2.0", "ros3-2.2", "fsspec", "obstore", "download", "local", "raw-get"}

@@ -8,18 +8,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from shotbench.read import analysis, plan, profiles
+from shotbench.read.analyse import analysis
+from shotbench.read.plan import matrix as plan, profiles
 from shotbench.backends.base import ReadSettings, Source
 from shotbench.backends.local import LocalBackend
-from shotbench.read.effective import COLUMNS, PartReadback, hit_rate
+from shotbench.hdf5.effective import COLUMNS, PartReadback, hit_rate
 from shotbench.errors import UserError
-from shotbench.read.results import WORKER_COLUMNS
-from shotbench.read.shotfile import read_signal, shot_ids, signal_names
+from shotbench.read.schema import WORKER_COLUMNS
+from shotbench.hdf5.shotfile import read_signal, shot_ids, signal_names
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from shotbench.read.synth import make_shot_file
+    from shotbench.hdf5.synth import make_shot_file
 
     out = tmp_path_factory.mktemp("eff")
     return {
@@ -105,7 +106,7 @@ def test_effective_label(row: dict, label: str) -> None:
 
 def _run_folder(tmp_path: Path, rows: list[dict]) -> Path:
     """A run folder with one case per row (workers and cases agree)."""
-    from shotbench.read.results import CASE_COLUMNS
+    from shotbench.read.schema import CASE_COLUMNS
 
     folder = tmp_path / "run"
     folder.mkdir()

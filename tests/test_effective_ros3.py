@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.read import plan
+from shotbench.read.plan import matrix as plan
 from shotbench.backends import registry
 from shotbench.backends.base import Source
-from shotbench.read.effective import COLUMNS
-from shotbench.read.results import RUN_KIND
+from shotbench.hdf5.effective import COLUMNS
+from shotbench.read.schema import RUN_KIND
 from shotbench.runs import RunFolder
 from shotbench.units import MiB
 
@@ -28,9 +28,9 @@ def run_cases(
     tmp_path: Path, server, bucket: str, prefix: str, local_dir: Path, matrix: plan.Matrix,
     signals_files: int = 0, signals_names: int = 0,
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Run a matrix through `shotbench.read.runner` on s3://bucket/prefix; (workers rows, case rows).
+    """Run a matrix through `shotbench.read.run.runner` on s3://bucket/prefix; (workers rows, case rows).
     `signals` mode reads a seeded sample of `signals_files` files and `signals_names` names (0: all)."""
-    from shotbench.read.runner import Drivers, Runner, Workload, inventory
+    from shotbench.read.run.runner import Drivers, Runner, Workload, inventory
     from shotbench.store.s3 import list_shot_files, parse_location
 
     s3 = server.s3config()
@@ -88,7 +88,7 @@ def test_every_build_reports_what_it_did_with_the_page_buffer(tmp_path: Path, s3
 def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_server, s3_bucket: str) -> None:
     from shotbench.store.s3 import parse_location
     from shotbench.store.stage import stage
-    from shotbench.read.synth import make_shot_file
+    from shotbench.hdf5.synth import make_shot_file
 
     local = tmp_path / "flat"
     local.mkdir()

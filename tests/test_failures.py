@@ -114,7 +114,7 @@ def test_failed_cases_are_not_results(broken_shots: Path, tmp_path: Path) -> Non
     with open(run / "workers.csv", newline="") as fh:
         assert {r["status"] for r in csv.DictReader(fh)} == {"failed"}
 
-    from shotbench.read import analysis
+    from shotbench.read.analyse import analysis
 
     ds = analysis.load([str(run)])
     assert ds.cases.empty and ds.workers.empty
@@ -129,7 +129,7 @@ def test_failed_cases_are_not_results(broken_shots: Path, tmp_path: Path) -> Non
 
 def test_old_run_folders_with_text_errors_still_load(tmp_path: Path) -> None:
     """Before the status column, `errors` held text; such a case is failed, never a runtime."""
-    from shotbench.read import analysis
+    from shotbench.read.analyse import analysis
 
     src = Path(__file__).parent / "data" / "run-fixture"
     run = tmp_path / "old"
@@ -190,7 +190,7 @@ def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Pa
     proc = _bench_proc(tmp_path, ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
     try:
         assert _wait_for_cases(tmp_path, 1) is not None  # mid-run: Dask workers are up
-        assert any("shotbench.read.driver" in p for p in _leftovers(tmp_path / "state"))
+        assert any("shotbench.read.run.driver" in p for p in _leftovers(tmp_path / "state"))
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -438,8 +438,8 @@ def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
     import h5py
 
     from shotbench.backends.base import Source
-    from shotbench.read.checksums import Checksums
-    from shotbench.read.shotfile import read_signal_crc, shot_ids, signal_names
+    from shotbench.read.run.checksums import Checksums
+    from shotbench.hdf5.shotfile import read_signal_crc, shot_ids, signal_names
 
     path = sorted(shot_dir.glob("*.h5"))[0]
     with h5py.File(path, "r") as fh:
@@ -453,7 +453,7 @@ def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
     # a raw GET's byte range, checked the same way
     import zlib
 
-    from shotbench.read.checksums import BYTES, byte_range
+    from shotbench.read.run.checksums import BYTES, byte_range
 
     good = zlib.crc32(path.read_bytes()[100:4196])
     assert checks.verdict({"crcs": [[str(path), BYTES, byte_range(100, 4096), good]], "error": ""}) == ("yes", "")

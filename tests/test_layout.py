@@ -88,5 +88,5 @@ def test_cycle_finder_finds_a_cycle_through_a_third_module() -> None:
 
 def test_no_module_imports_itself_back() -> None:
     graph = import_graph()
-    assert "shotbench.read.driver" in graph and "shotbench.read.worker" in graph["shotbench.read.driver"]
+    assert "shotbench.read.run.driver" in graph and "shotbench.read.run.worker" in graph["shotbench.read.run.driver"]
     assert cycles(graph) == []

@@ -18,7 +18,8 @@ import pytest
 from bokeh.models import Legend
 
 from golden import MANY_SHOT_GROUPS, MANY_SHOT_HEADLINE, MULTI_NEW as NEW, MULTI_OLD as OLD, ROOT, SINGLE_OLD
-from shotbench.read import multishot, multishot_plots, plots
+from shotbench.read.analyse import multishot
+from shotbench.read.figures import multishot as multishot_plots, plots
 from shotbench.cli import main
 from shotbench.errors import UserError
 
@@ -135,7 +136,7 @@ def test_notebook_has_a_parameters_cell_and_no_stored_outputs() -> None:
 
 def _run_folder(tmp_path: Path) -> Path:
     """A layouts run's workers.csv: single-shot families, many-shot layouts, partial reads."""
-    from shotbench.read.results import WORKER_COLUMNS
+    from shotbench.read.schema import WORKER_COLUMNS
 
     rows = []
     for fam, layout, mode, runtime in [

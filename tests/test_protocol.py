@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from shotbench.backends.base import Source
-from shotbench.read import plan, protocol, worker
-from shotbench.read.checksums import YES, Checksums
-from shotbench.read.protocol import (
+from shotbench.read.plan import matrix as plan
+from shotbench.read.run import protocol, worker
+from shotbench.read.run.checksums import YES, Checksums
+from shotbench.read.run.protocol import (
     PROTOCOL_VERSION, Close, Done, Failed, Gather, GatherReply, Hello, HelloReply, Message, Prepare, PrepareReply,
     ProtocolMismatch, Quit, Run, RunReply, Spec, Upstream, UpstreamReply, Warm, read_reply, read_request,
 )
@@ -148,7 +149,7 @@ def main_driver(tmp_path: Path) -> Iterator[Any]:
     import sys
 
     from shotbench.backends.base import child_env
-    from shotbench.read.runner import DriverProc
+    from shotbench.read.run.runner import DriverProc
 
     drv = DriverProc("main", Path(sys.executable), child_env({}), tmp_path / "driver.log", None)
     yield drv
@@ -207,8 +208,8 @@ def test_a_worker_that_died_between_cases_is_waited_for_and_named(main_driver: A
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> list[plan.ShotFile]:
     """Two real synthetic single-shot files and what the inventory pass finds in them."""
-    from shotbench.read.runner import inventory
-    from shotbench.read.synth import make_dataset
+    from shotbench.read.run.runner import inventory
+    from shotbench.hdf5.synth import make_dataset
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SHOTBENCH_STATE", str(tmp_path_factory.mktemp("state")))
@@ -223,7 +224,7 @@ def test_execute_reads_a_case_with_the_local_backend(shots: list[plan.ShotFile])
     process: one row per signal, every dataset and byte h5py finds, checksums that match."""
     import h5py
 
-    from shotbench.read.shotfile import read_signal
+    from shotbench.hdf5.shotfile import read_signal
 
     prepare = read_request(through_the_pipe(Prepare(1, Spec("local", Source("local"), 0, 1 << 20, verify=True))))
     (task,) = read_request(through_the_pipe(Run(plan.signals_tasks(shots, 1)))).tasks
@@ -261,6 +262,6 @@ def test_the_protocol_loads_no_heavy_library() -> None:
     import subprocess
     import sys
 
-    code = "import sys, shotbench.read.protocol; print(sorted(set(sys.modules) & {'h5py', 'numpy', 'dask', 'distributed'}))"
+    code = "import sys, shotbench.read.run.protocol; print(sorted(set(sys.modules) & {'h5py', 'numpy', 'dask', 'distributed'}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from golden import RUN_FIXTURE as RUN
-from shotbench.read import plots
+from shotbench.read.figures import plots
 from shotbench.reports.htmlcheck import figures, legend_problems
 
 
@@ -113,7 +113,7 @@ def test_every_figure_of_a_run_report_has_a_legend_per_series(run_report: Path) 
 
 @pytest.mark.slow
 def test_run_report_opens_with_the_decision_and_few_findings(run_report: Path) -> None:
-    from shotbench.read import decision
+    from shotbench.read.analyse import decision
 
     html = (run_report / "ros3-backends.html").read_text(encoding="utf-8")
     assert html.index("Decision: which backend") < html.index(">Inputs<") < html.index("performance ratio")

@@ -1,7 +1,7 @@
 """The alternative readers return h5py's exact bytes, or say `unsupported: …` for a file shape.
 
 Each reader runs in its own environment (`.envs/readers`, made from uv.lock on first use)
-against the real embedded S3 server; `shotbench.read.readcheck` prints one digest per signal
+against the real embedded S3 server; `shotbench.backends.readcheck` prints one digest per signal
 (data and dimension scales) and h5py computes the same digests from the local files.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from shotbench.backends import registry
 from shotbench.backends.base import Source
-from shotbench.read.readcheck import digest
+from shotbench.backends.readcheck import digest
 
 READERS = ["fsspec-tuned", "remfile", "kerchunk", "pyfive", "h5coro"]
 
@@ -36,7 +36,7 @@ def h5py_digests(folder: Path, files: list[dict], scales: bool = True) -> dict[s
 def inventory(folder: Path, objs) -> list[dict]:
     import h5py
 
-    from shotbench.read.shotfile import shot_ids, signal_names
+    from shotbench.hdf5.shotfile import shot_ids, signal_names
 
     files = []
     for o in objs:
@@ -52,7 +52,7 @@ def readcheck(name: str, cfg, source: Source, files: list[dict], tmp_path: Path,
     python = registry.get(name).python()
     req = {"backend": name, "source": source.to_dict(), "files": files, "scales": scales,
            "options": {"index_dir": str(tmp_path / "index")} if name == "kerchunk" else {}}
-    proc = subprocess.run([str(python), "-m", "shotbench.read.readcheck"], input=json.dumps(req), text=True,
+    proc = subprocess.run([str(python), "-m", "shotbench.backends.readcheck"], input=json.dumps(req), text=True,
                           capture_output=True, env=child_env(cfg.env_vars()), timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -66,7 +66,7 @@ def test_readers_are_registered_in_their_environment() -> None:
 
 def test_default_matrix_leaves_the_readers_out() -> None:
     """`make bench-ros3` without --backends must not install or run the readers."""
-    from shotbench.read.profiles import BenchConfig
+    from shotbench.read.plan.profiles import BenchConfig
 
     assert not set(READERS) & set(BenchConfig().backends)
     assert {"ros3-1.14", "fsspec", "local", "raw-get"} <= set(BenchConfig().backends)
@@ -102,7 +102,7 @@ def default_layout_shots(s3_server, s3_bucket, tmp_path_factory):
     """Two shot files in libhdf5's default (non-paged) layout, staged under their own prefix."""
     from shotbench.store.s3 import list_shot_files, parse_location
     from shotbench.store.stage import stage
-    from shotbench.read.synth import make_dataset
+    from shotbench.hdf5.synth import make_dataset
 
     folder = tmp_path_factory.mktemp("default-layout")
     make_dataset(folder, shots=2, signals=12, file_size=2_000_000, page_size=1_000_000, seed=1, paging="unpaged")
@@ -127,10 +127,10 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     """A kerchunk case through the real driver and Dask workers: the index is built before the
     clock, each row carries its files' index build time and size, and the reads match h5py,
     down to the CRC-32 of every signal the rows carry when verifying."""
-    from shotbench.read import plan
-    from shotbench.read.protocol import Prepare, Run, Spec
+    from shotbench.read.plan import matrix as plan
+    from shotbench.read.run.protocol import Prepare, Run, Spec
     from shotbench.backends.base import child_env
-    from shotbench.read.runner import DriverProc, inventory as list_files
+    from shotbench.read.run.runner import DriverProc, inventory as list_files
 
     cls = registry.get("kerchunk")
     loc, cfg, objs = staged_shots
@@ -148,7 +148,7 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     assert not [r["error"] for r in rows if r["error"]]
     import h5py
 
-    from shotbench.read.shotfile import read_signal
+    from shotbench.hdf5.shotfile import read_signal
 
     expected = [0, 0]
     for f in files:
@@ -159,7 +159,7 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
                 expected[1] += b
     assert expected[0] > 0 and [sum(r["dsets"] for r in rows), sum(r["bytes"] for r in rows)] == expected
     assert all(r["index-time"] > 0 and r["index-bytes"] > 1000 for r in rows)
-    from shotbench.read.checksums import Checksums
+    from shotbench.read.run.checksums import Checksums
 
     checks = Checksums(source)
     assert all(r["crcs"] for r in rows) and {checks.verdict(r) for r in rows} == {("yes", "")}

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.read import reliability
-from shotbench.read.accounting import aws_retry_delta, is_aws_log_line
-from shotbench.read.results import CASE_COLUMNS, WORKER_COLUMNS
+from shotbench.read.analyse import reliability
+from shotbench.backends.meters import aws_retry_delta, is_aws_log_line
+from shotbench.read.schema import CASE_COLUMNS, WORKER_COLUMNS
 
 DATA = Path(__file__).parent / "data"
 
@@ -47,7 +47,7 @@ def test_only_aws_logger_lines_count() -> None:
 
 METER_SCRIPT = """
 import json, os, sys
-from shotbench.read.accounting import ros3_debug_meter
+from shotbench.backends.meters import ros3_debug_meter
 meter = ros3_debug_meter()
 before = meter.retries()
 lines = open(sys.argv[1]).read() + " -- GET: Bucket: b Key: k Request Size: 1000\\nplain warning\\n"
@@ -160,7 +160,7 @@ READ_SCRIPT = """
 import json, sys
 from shotbench.backends import registry
 from shotbench.backends.base import ReadSettings, Source, s3_from_environ
-from shotbench.read.shotfile import read_signal, shot_ids, signal_names
+from shotbench.hdf5.shotfile import read_signal, shot_ids, signal_names
 
 backend = registry.get(sys.argv[1])(Source("s3", sys.argv[2], "shots/"), ReadSettings())
 backend.setup(s3_from_environ())
@@ -212,7 +212,7 @@ def resetting_server(tmp_path_factory: pytest.TempPathFactory, shot_dir: Path):
 def test_ros3_2x_retries_are_counted_under_slowdowns(backend: str, resetting_server) -> None:
     """With 30 % of requests answered 503 SlowDown, aws-c-s3 must send them again, and the backend says how many."""
     from shotbench.backends import registry
-    from shotbench.read.ros3open import ros3_env
+    from shotbench.hdf5.ros3open import ros3_env
 
     cfg, keys = resetting_server
     cls = registry.get(backend)

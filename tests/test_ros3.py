@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from shotbench.read import ros3open as ros3
+from shotbench.hdf5 import ros3open as ros3
 from shotbench.builds import envs
 from shotbench.builds.specs import BUILDS
 from shotbench.store.s3 import S3Config, without_s3_settings

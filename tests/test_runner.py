@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.read.results import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
+from shotbench.read.schema import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
 from shotbench.store.s3 import without_s3_settings
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,7 @@ def holders(shot_dir: Path, keys: list[str]) -> Counter:
     """How many of the files hold each signal (some shot files lack a few signals)."""
     import h5py
 
-    from shotbench.read.shotfile import shot_ids, signal_names
+    from shotbench.hdf5.shotfile import shot_ids, signal_names
 
     out: Counter = Counter()
     for key in keys:

@@ -13,8 +13,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from shotbench.read.shotfile import looks_like_hdf5, read_signal, shot_ids, signal_names
-from shotbench.read.synth import make_dataset
+from shotbench.hdf5.shotfile import looks_like_hdf5, read_signal, shot_ids, signal_names
+from shotbench.hdf5.synth import make_dataset
 
 
 @pytest.fixture(scope="module")

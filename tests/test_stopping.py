@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench.read import decision, stopping
+from shotbench.read.analyse import decision, stopping
 from test_decision import _cases
 
 
@@ -57,7 +57,7 @@ def test_a_run_with_precision_adds_rounds_until_tight_or_capped(tmp_path) -> Non
     import json
     import subprocess
 
-    from shotbench.read import analysis
+    from shotbench.read.analyse import analysis
     from test_runner import TINY, bench_cmd, bench_env, only_run, read_csv
 
     cfg = tmp_path / "tiny.toml"

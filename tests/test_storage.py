@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 from h5py import h5d, h5o
 
-from shotbench.read import plan, runner, storage
-from shotbench.read.accounting import case_columns
-from shotbench.read.synth import make_shot_file
+from shotbench.read.plan import matrix as plan
+from shotbench.read.run import runner
+from shotbench.hdf5 import storage
+from shotbench.backends.meters import case_columns
+from shotbench.hdf5.synth import make_shot_file
 
 
 def _chunk_bytes(d: h5py.Dataset) -> int:
@@ -24,7 +26,7 @@ def _chunk_bytes(d: h5py.Dataset) -> int:
 
 
 def _stored(d: h5py.Dataset) -> int:
-    """Header plus data outside it, independently of read/storage.py."""
+    """Header plus data outside it, independently of hdf5/storage.py."""
     layout = d.id.get_create_plist().get_layout()
     data = 0 if layout == h5d.COMPACT else _chunk_bytes(d) if d.chunks else d.dtype.itemsize * int(d.size)
     return int(h5o.get_info(d.id).hdr.space.total) + data

@@ -93,7 +93,7 @@ def summarize(clean: dict[str, Any], traced: list[dict[str, Any]], small_ca: dic
 def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, opens: int,
                 strace: bool = True, say: Any = print) -> dict[str, Any]:
     from shotbench import which
-    from shotbench.read.accounting import endpoint_port
+    from shotbench.backends.meters import endpoint_port
     from shotbench.anatomy.strace import TRACE, phases
     from shotbench.backends import registry
     from shotbench.backends.base import child_env
@@ -208,7 +208,7 @@ def _target(args: argparse.Namespace, say: Any) -> tuple[Any, str, str, int, Any
         return s3, loc.bucket, objs[0].key, int(objs[0].size), contextlib.nullcontext()
     from shotbench.store.server import embedded_server
     from shotbench.store.stage import stage
-    from shotbench.read.synth import make_dataset
+    from shotbench.hdf5.synth import make_dataset
 
     shots = state_dir() / "anatomy-shots"
     make_dataset(shots, shots=1, seed=0)

@@ -39,7 +39,7 @@ def probe(backend_name: str, bucket: str, key: str, size: int, opens: int) -> di
 
     backend = registry.get(backend_name)(Source("s3", bucket=bucket), ReadSettings())
     backend.setup(s3_from_environ())
-    from shotbench.read.shotfile import read_signal, shot_ids, signal_names
+    from shotbench.hdf5.shotfile import read_signal, shot_ids, signal_names
 
     setup_ms = _ms(perf() - t0)
     meter = backend.meter

@@ -43,7 +43,7 @@ class ReadSettings:
     page_buf_size: int = 0  # -1 (effective.PB_DEFAULT): leave the library's default
     chunk_cache: int = MiB
     options: dict[str, Any] = field(default_factory=dict)
-    block_cache: int | None = None  # 2.2 ROS3 block cache (see shotbench.read.blockcache); None: untouched
+    block_cache: int | None = None  # 2.2 ROS3 block cache (see shotbench.hdf5.blockcache); None: untouched
 
     def h5_kwargs(self) -> dict[str, int]:
         kw = {"rdcc_nbytes": int(self.chunk_cache)}
@@ -96,12 +96,12 @@ class Backend:
         self.s3 = s3
 
     def make_meter(self, s3: Any) -> Any:
-        """The client-side request counter (`shotbench.read.accounting`); None when nothing goes to S3.
+        """The client-side request counter (`shotbench.backends.meters`); None when nothing goes to S3.
 
         Runs before h5py is imported: a meter may have to set the library's variables first."""
         if self.source.kind != "s3":
             return None
-        from shotbench.read.accounting import Meter
+        from shotbench.backends.meters import Meter
 
         return Meter()
 
@@ -116,13 +116,13 @@ class Backend:
 
     def read_signal(self, fh: Any, shot: str, name: str) -> tuple[int, int]:
         """Read one signal and its dimension scales from an open file: (datasets, bytes)."""
-        from shotbench.read.shotfile import read_signal
+        from shotbench.hdf5.shotfile import read_signal
 
         return read_signal(fh, shot, name)
 
     def read_signal_crc(self, fh: Any, shot: str, name: str) -> tuple[int, int, int]:
         """`read_signal` plus a CRC-32 of every value read, for checking against the local copy."""
-        from shotbench.read.shotfile import read_signal_crc
+        from shotbench.hdf5.shotfile import read_signal_crc
 
         return read_signal_crc(fh, shot, name)
 
@@ -140,7 +140,7 @@ class Backend:
         """(effective settings, page-buffer counters) of an open file, after its reads.
 
         Readers that do not go through libhdf5 (pyfive, h5coro, kerchunk) have none: empty cells."""
-        from shotbench.read.effective import read_settings, read_stats
+        from shotbench.hdf5.effective import read_settings, read_stats
 
         if not hasattr(fh, "id") or not hasattr(fh.id, "get_access_plist"):
             return {}, None

@@ -91,7 +91,7 @@ class FsspecBackend(Backend):
         # a long-lived application pays that once, so it happens here, before any clock.
         self.fs.connect()
         if self.meter is not None:
-            from shotbench.read.accounting import attach_botocore
+            from shotbench.backends.meters import attach_botocore
 
             attach_botocore(self.fs.s3, self.meter)
         self.attempts = Attempts(self.fs)

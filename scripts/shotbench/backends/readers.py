@@ -1,8 +1,8 @@
 """Shared base of the alternative readers: their environment and the h5py-free read path.
 
-These backends run in `.envs/readers` (see `shotbench.read.readers_env`), installed on first use.
+These backends run in `.envs/readers` (see `shotbench.backends.readers_env`), installed on first use.
 A reader whose file handle is not an h5py.File overrides `arrays`: the signal's data and
-then each attached dimension scale, in the order `shotbench.read.shotfile.read_signal` reads
+then each attached dimension scale, in the order `shotbench.hdf5.shotfile.read_signal` reads
 them, so datasets and payload bytes compare one for one with the h5py backends.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from shotbench.backends.base import Backend
 from shotbench.backends.unsupported import translate
-from shotbench.read.shotfile import SHOTS_GROUP, SIGNALS_GROUP
+from shotbench.hdf5.shotfile import SHOTS_GROUP, SIGNALS_GROUP
 
 
 def signal_path(shot: str, name: str) -> str:
@@ -28,7 +28,7 @@ class ReadersBackend(Backend):
 
     @classmethod
     def python(cls) -> Path:
-        from shotbench.read import readers_env
+        from shotbench.backends import readers_env
 
         return readers_env.ensure()
 
@@ -36,7 +36,7 @@ class ReadersBackend(Backend):
         """Client-side request accounting for readers that go through s3fs (botocore events)."""
         self.meter = self.make_meter(s3)
         if self.meter is not None:
-            from shotbench.read.accounting import attach_botocore
+            from shotbench.backends.meters import attach_botocore
 
             attach_botocore(fs.s3, self.meter)
 
@@ -53,7 +53,7 @@ class ReadersBackend(Backend):
 
     def read_signal_crc(self, fh: Any, shot: str, name: str) -> tuple[int, int, int]:
         """The same CRC-32 as h5py's `read_signal_crc`, over the values this reader handed back."""
-        from shotbench.read.shotfile import arrays_crc
+        from shotbench.hdf5.shotfile import arrays_crc
 
         try:
             out = self.arrays(fh, shot, name)
@@ -63,7 +63,7 @@ class ReadersBackend(Backend):
 
 
 def h5py_arrays(fh: Any, shot: str, name: str, scales: bool = True) -> list[Any]:
-    """What `shotbench.read.shotfile.read_signal` reads from an h5py.File, as arrays."""
+    """What `shotbench.hdf5.shotfile.read_signal` reads from an h5py.File, as arrays."""
     dset = fh[signal_path(shot, name)]
     return [dset[()]] + ([scale[()] for dim in dset.dims for scale in dim.values()] if scales else [])
 

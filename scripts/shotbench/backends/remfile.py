@@ -46,7 +46,7 @@ class RemfileBackend(ReadersBackend):
             raise type(exc)(_QUERY.sub("?…", str(exc))) from None
 
     def read_signal(self, fh: Any, shot: str, name: str) -> tuple[int, int]:
-        from shotbench.read.shotfile import read_signal
+        from shotbench.hdf5.shotfile import read_signal
 
         try:
             return read_signal(fh, shot, name)
@@ -54,7 +54,7 @@ class RemfileBackend(ReadersBackend):
             raise RuntimeError(_QUERY.sub("?…", f"{type(exc).__name__}: {exc}")) from None
 
     def read_signal_crc(self, fh: Any, shot: str, name: str) -> tuple[int, int, int]:
-        from shotbench.read.shotfile import read_signal_crc
+        from shotbench.hdf5.shotfile import read_signal_crc
 
         try:
             return read_signal_crc(fh, shot, name)

@@ -1,6 +1,6 @@
 """h5py with the HDF5 ROS3 driver, one class per libhdf5 build (each in its own environment).
 
-Opening goes through `shotbench.read.ros3open.open_ros3`, which knows the URL and endpoint rules of
+Opening goes through `shotbench.hdf5.ros3open.open_ros3`, which knows the URL and endpoint rules of
 each libhdf5 generation (1.14 libcurl vs 2.x aws-c-s3).
 """
 
@@ -16,12 +16,12 @@ class Ros3Backend(Backend):
 
     @classmethod
     def process_env(cls, s3: Any) -> dict[str, str]:
-        from shotbench.read.ros3open import ros3_env
+        from shotbench.hdf5.ros3open import ros3_env
 
         return dict(ros3_env(s3))
 
     def make_meter(self, s3: Any) -> Any:
-        from shotbench.read import accounting
+        from shotbench.backends import meters as accounting
 
         if self.env == "hdf5-1.14":
             return accounting.SocketMeter(s3.endpoint_url)
@@ -29,14 +29,14 @@ class Ros3Backend(Backend):
 
     def setup(self, s3: Any) -> None:
         super().setup(s3)
-        from shotbench.read import ros3open as ros3
+        from shotbench.hdf5 import ros3open as ros3
 
         self._ros3 = ros3
         self._fapls: dict[int, Any] = {}
 
     def open(self, key: str, size: int) -> Any:
         """Open through a FAPL built here, kept so the block cache can be read back from it."""
-        from shotbench.read.effective import BC_DEFAULT
+        from shotbench.hdf5.effective import BC_DEFAULT
 
         ros3, s = self._ros3, self.settings
         block_cache = (BC_DEFAULT if s.block_cache is None else s.block_cache) if self.has_block_cache else None
@@ -50,7 +50,7 @@ class Ros3Backend(Backend):
 
     def retries(self) -> int | None:
         """2.x: requests aws-c-s3 sent again, from its ERROR-level log (see
-        `shotbench.read.accounting.aws_retry_delta`).
+        `shotbench.backends.meters.aws_retry_delta`).
 
         1.14: unknown, hence empty rather than 0. Its driver has no retry loop (one
         `curl_easy_perform` per request, a failure fails the read), but libcurl itself sends a
@@ -61,7 +61,7 @@ class Ros3Backend(Backend):
         return retries() if callable(retries) else None
 
     def read_back(self, fh: Any) -> tuple[dict[str, Any], Any]:
-        from shotbench.read.effective import read_settings, read_stats
+        from shotbench.hdf5.effective import read_settings, read_stats
 
         return read_settings(fh, self._fapls.get(id(fh)) if self.has_block_cache else None), read_stats(fh)
 

@@ -27,7 +27,7 @@ def _datasets(f) -> list[str]:
 
 def compare(remote, local) -> dict:
     """Every dataset of `local` read in full from `remote` and compared byte for byte."""
-    from shotbench.read import shotfile
+    from shotbench.hdf5 import shotfile
 
     mismatches: list[str] = []
     names = _datasets(local)
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import h5py
 
-    from shotbench.read import ros3open as ros3
+    from shotbench.hdf5 import ros3open as ros3
     from shotbench.store.s3 import S3Config
 
     cfg = S3Config.from_env()

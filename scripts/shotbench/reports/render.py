@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from shotbench.read import analysis, multishot
+from shotbench.read.analyse import analysis, multishot
 from shotbench.errors import UserError
 from shotbench.reports.htmlcheck import external_resources, figure_count
 from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir, transfer_runs_dir
@@ -343,7 +343,7 @@ def rendered_entries() -> list[IndexEntry]:
 
 def _answer(folder: Path) -> str:
     """The one-line answer from the report's decision.csv (empty for reports without one)."""
-    from shotbench.read import decision
+    from shotbench.read.analyse import decision
 
     table = decision.read_decision(folder)
     try:

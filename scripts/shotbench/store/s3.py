@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from shotbench.errors import UserError
-from shotbench.read.shotfile import HDF5_SIGNATURE, looks_like_hdf5
+from shotbench.hdf5.shotfile import HDF5_SIGNATURE, looks_like_hdf5
 
 DEFAULT_REGION = "us-east-1"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")

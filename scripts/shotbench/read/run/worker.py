@@ -1,6 +1,6 @@
 """What runs inside a Dask worker of a backend's environment: the task functions.
 
-The environment's driver (`read/driver.py`, started as `<env python> -m shotbench.read.driver
+The environment's driver (`read/run/driver.py`, started as `<env python> -m shotbench.read.run.driver
 --serve`) submits these to its warm cluster. Dask pickles them by module path, so this module is
 imported in every worker process; it holds the reading (`execute`, `Reads`, `read_open`,
 `read_whole`, `gather_time`) and nothing of the driver loop. Credentials arrive as AWS_*
@@ -15,8 +15,8 @@ import time
 from itertools import groupby
 from typing import Any
 
-from shotbench.read.plan import Task
-from shotbench.read.protocol import Row, Spec, Warm
+from shotbench.read.plan.matrix import Task
+from shotbench.read.run.protocol import Row, Spec, Warm
 from shotbench.redact import scrub
 
 
@@ -60,7 +60,7 @@ def backend_for(spec: Spec) -> Any:
 def warm(spec: Spec) -> Warm:
     """Runs once per worker before the clock: imports (h5py, the backend's libraries) and one
     backend set up, so what a process loads once is loaded before any case."""
-    import shotbench.read.shotfile  # noqa: F401
+    import shotbench.hdf5.shotfile  # noqa: F401
 
     backend_for(spec)
     return Warm(os.getpid(), versions().get("hdf5", ""))
@@ -113,7 +113,7 @@ class Reads:
     index stats, checksums, retries and the client's requests (taken after the clock stops)."""
 
     def __init__(self, backend: Any, verify: bool) -> None:
-        from shotbench.read.effective import PartReadback
+        from shotbench.hdf5.effective import PartReadback
 
         self.backend = backend
         self.readback = PartReadback()
@@ -135,7 +135,7 @@ class Reads:
     def fetch(self, it: Any) -> None:
         """A raw GET of one item's bytes (no HDF5); when verifying, their CRC-32 goes with the row
         (`checksums.BYTES` in place of a shot, the range in place of a signal)."""
-        from shotbench.read.checksums import BYTES, byte_range
+        from shotbench.read.run.checksums import BYTES, byte_range
 
         try:
             data = memoryview(self.backend.fetch(it.key, it.start, it.length))
@@ -296,7 +296,7 @@ def run_task_released(spec: Spec, task: Task, addr: list[Any], token: str) -> in
 
 def list_file(spec: Spec, keys: list[tuple[str, int]]) -> list[dict[str, Any]]:
     """The upstream `gather-info` pass: open each file and list its shot and signals."""
-    from shotbench.read.shotfile import shot_ids, signal_names
+    from shotbench.hdf5.shotfile import shot_ids, signal_names
 
     backend = backend_for(spec)
     out = []

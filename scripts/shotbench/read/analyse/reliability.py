@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shotbench.read.results import RUN_KIND
+from shotbench.read.schema import RUN_KIND
 from shotbench.read.status import OK, row_status
 from shotbench.runs import RunFolder
 from shotbench.store.faultproxy import KINDS

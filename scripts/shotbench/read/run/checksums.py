@@ -48,7 +48,7 @@ class Checksums:
             else:
                 import h5py
 
-                from shotbench.read.shotfile import read_signal_crc
+                from shotbench.hdf5.shotfile import read_signal_crc
 
                 with h5py.File(path, "r") as fh:
                     self.known[k] = read_signal_crc(fh, shot, signal)[2]

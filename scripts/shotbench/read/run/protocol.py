@@ -1,6 +1,6 @@
 """The messages between the orchestrator and each environment's driver, one JSON object a line.
 
-The orchestrator (`read/runner.py`, main environment) starts `<env python> -m shotbench.read.driver
+The orchestrator (`read/run/runner.py`, main environment) starts `<env python> -m shotbench.read.run.driver
 --serve` once per backend environment; every request it sends gets one reply. Both sides import
 this module, so it imports nothing heavy (no h5py, no Dask).
 
@@ -17,13 +17,13 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from shotbench.backends.base import Source
 from shotbench.errors import UserError
-from shotbench.read.plan import Item, Part, Task, task_from_json, task_to_json
+from shotbench.read.plan.matrix import Item, Part, Task, task_from_json, task_to_json
 
 PROTOCOL_VERSION = 1  # raise it with any change to a message below
 
 M = TypeVar("M", bound="Message")
 R = TypeVar("R", bound="Reply")
-Row = dict[str, Any]  # one workers.csv row as a task reports it (columns: read/results.py)
+Row = dict[str, Any]  # one workers.csv row as a task reports it (columns: read/schema.py)
 
 
 class ProtocolMismatch(UserError):

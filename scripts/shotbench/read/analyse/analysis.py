@@ -16,11 +16,11 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from shotbench.read import multishot, stats
+from shotbench.read.analyse import multishot, stats
 from shotbench.errors import UserError
-from shotbench.read.effective import STATS_COLUMNS
-from shotbench.read.plan import MODES, UPSTREAM_PAGE_BUFFER
-from shotbench.read.results import UPSTREAM_COLUMNS
+from shotbench.hdf5.effective import STATS_COLUMNS
+from shotbench.read.plan.matrix import MODES, UPSTREAM_PAGE_BUFFER
+from shotbench.read.schema import UPSTREAM_COLUMNS
 from shotbench.read.status import OK, error_count, legacy_case_status
 from shotbench.runs import RUN_JSON, latest_run, read_meta
 from shotbench.units import MiB

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from shotbench.read import stats
+from shotbench.read.analyse import stats
 
 TIGHT, CAP, MORE, FIXED = "tight", "cap", "more", ""
 NOISY = (CAP, MORE)  # a group that stopped on its cap, or whose run ran out of time

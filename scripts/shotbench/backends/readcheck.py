@@ -1,6 +1,6 @@
 """Does a reader return exactly h5py's bytes? One digest per signal (its data and its scales).
 
-`python -m shotbench.read.readcheck` runs in the reader's own environment, reads a JSON request
+`python -m shotbench.backends.readcheck` runs in the reader's own environment, reads a JSON request
 on stdin ({"backend", "source", "options", "files": [{"key", "size", "shot", "signals"}],
 optional "scales": false to digest signal data only)
 and prints {"<key>/<signal>": "<sha256>" or "unsupported: …" / error text}. The tests

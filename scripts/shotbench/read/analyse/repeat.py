@@ -2,7 +2,7 @@
 
 Per run and case (mode, workers, page buffer, backend) the ratio is the backend's median task
 read time ÷ the baseline backend's (default `local`) in the same run, with its BCa 95 % interval
-(read/stats.py, every task of every trial a sample; `--unit case`: each trial's case runtime). Across the runs it reports how far each
+(read/analyse/stats.py, every task of every trial a sample; `--unit case`: each trial's case runtime). Across the runs it reports how far each
 case's ratio moves (largest ÷ smallest − 1) and how often one run's stated interval covers another
 run's ratio: an interval that is honest about the noise covers the others' ratios about 95 % of
 the time. `--runs A B C` scores runs already made instead of making new ones.
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from shotbench.errors import UserError
-from shotbench.read import analysis, decision, stats
+from shotbench.read.analyse import analysis, decision, stats
 from shotbench.runs import kind_of
 
 TASK_TIME = "open+read-data-time"

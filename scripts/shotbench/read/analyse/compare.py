@@ -7,7 +7,7 @@ row's read time of every trial is a sample (in `signals` mode a row per worker a
 one runtime per trial.
 Per case: median task time ratio B ÷ A with a BCa bootstrap 95 % interval and a two-sided
 Mann-Whitney p-value, adjusted over the cases (Holm, or Benjamini-Hochberg with
-`--correction fdr`); read/stats.py computes all three. A case is SLOWER when its ratio is at least
+`--correction fdr`); read/analyse/stats.py computes all three. A case is SLOWER when its ratio is at least
 `--threshold` (default 1.10), its interval lies above 1 and its adjusted p is below 0.05.
 `--limit-ratio K` fails cases of B slower than K × the raw-GET time of the same bytes.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.read import analysis, decision, stats
+from shotbench.read.analyse import analysis, decision, stats
 from shotbench.errors import UserError
 from shotbench.runs import kind_of
 
@@ -126,8 +126,8 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "", cor
     """A small offline page: the table and one plot of the ratios with their CIs."""
     import holoviews as hv
 
-    from shotbench.read import plots
-    from shotbench.reports import figures
+    from shotbench.read.figures import plots
+    from shotbench import display as figures
 
     setup = figures.setup().text
     df = table.assign(neg=(table["ratio"] - table["ci-low"]).fillna(0), pos=(table["ci-high"] - table["ratio"]).fillna(0))

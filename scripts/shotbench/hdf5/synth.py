@@ -48,7 +48,7 @@ import h5py
 import numpy as np
 
 from shotbench.errors import UserError
-from shotbench.read.shotfile import HDF5_SIGNATURE, looks_like_hdf5, signal_names
+from shotbench.hdf5.shotfile import HDF5_SIGNATURE, looks_like_hdf5, signal_names
 
 PAGINGS = ("paged", "unpaged")  # file-space strategy: paged aggregation or libhdf5's default
 LAYOUTS = ("single", "shot", "signal")  # one file per shot; one file stored shot by shot / signal by signal

@@ -1,6 +1,6 @@
 """HoloViews/Bokeh figure builders for the reading benchmark's report notebooks.
 
-They are displayed with `setup()` once and `show()` per figure (shotbench.reports.figures, shared
+They are displayed with `setup()` once and `show()` per figure (shotbench.display, shared
 with the transfer report; the read notebooks and tests reach them through this module).
 """
 
@@ -11,8 +11,8 @@ from typing import Any, Iterable
 import holoviews as hv
 import pandas as pd
 
-from shotbench.read.analysis import pb_label
-from shotbench.reports.figures import count_figures, setup, show, use_bokeh  # noqa: F401  the read notebooks' display
+from shotbench.read.analyse.analysis import pb_label
+from shotbench.display import count_figures, setup, show, use_bokeh  # noqa: F401  the read notebooks' display
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#393b79", "#bcbd22")
 # grey and black draw references (y = 1, linear scaling, whiskers), never a series

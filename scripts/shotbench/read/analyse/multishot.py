@@ -20,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from shotbench.errors import UserError
-from shotbench.read.effective import STATS_COLUMNS
-from shotbench.read.plan import MODES
+from shotbench.hdf5.effective import STATS_COLUMNS
+from shotbench.read.plan.matrix import MODES
 
 UPSTREAM_MANY_COLUMNS: tuple[str, ...] = (
     "open-file-time", "pb-size", "pb-meta-accesses", "pb-meta-hitrate", "pb-meta-evicts",

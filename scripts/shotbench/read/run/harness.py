@@ -15,14 +15,14 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from shotbench.read import plan as planmod
-from shotbench.read import profiles
+from shotbench.read.plan import matrix as planmod
+from shotbench.read.plan import profiles
 from shotbench.backends import registry
-from shotbench.read.prepare import check_envs, prepare, say
-from shotbench.read.protocol import Prepare, Run, Spec, Upstream
+from shotbench.read.run.prepare import check_envs, prepare, say
+from shotbench.read.run.protocol import Prepare, Run, Spec, Upstream
 from shotbench.paths import data_dir, state_dir
 from shotbench.provenance import new_run_id
-from shotbench.read.results import efficiency, task_time_sum
+from shotbench.read.schema import efficiency, task_time_sum
 from shotbench.runs import interleave
 from shotbench.units import MiB
 
@@ -43,7 +43,7 @@ def default_backends() -> list[str]:
 
 
 def cmd_harness(args: argparse.Namespace) -> int:
-    from shotbench.read.runner import Drivers
+    from shotbench.read.run.runner import Drivers
 
     backends = args.backends or default_backends()
     overrides = {"backends": backends, "workers": args.workers, "trials": args.trials,

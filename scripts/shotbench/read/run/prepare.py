@@ -18,8 +18,8 @@ from shotbench.backends import registry
 from shotbench.backends.base import Source
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir, data_dir, state_dir
-from shotbench.read import plan as planmod
-from shotbench.read import profiles
+from shotbench.read.plan import matrix as planmod
+from shotbench.read.plan import profiles
 
 EMBEDDED_BUCKET = "shotbench"
 EMBEDDED_PREFIX = "shots/"
@@ -41,7 +41,7 @@ class Prepared:
 def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir: Path | None,
             local_copies: Path | None, tls: bool = False) -> Iterator[Prepared]:
     """Server (if embedded), files, staging, pre-flight, inventory; yields the workload."""
-    from shotbench.read.runner import Workload, inventory, mirror_locally
+    from shotbench.read.run.runner import Workload, inventory, mirror_locally
     from shotbench.store.s3 import S3Config, parse_location, preflight
 
     backends = list(cfg.backends)
@@ -52,7 +52,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
         if data is None:
             from shotbench.store.server import embedded_server
             from shotbench.store.stage import stage
-            from shotbench.read.synth import make_dataset
+            from shotbench.hdf5.synth import make_dataset
 
             stack.enter_context(server_lock(state_dir() / ("bench-server-tls" if tls else "bench-server")))  # before touching its files
             if cfg.families:
@@ -116,7 +116,7 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
 def make_families(cfg: profiles.BenchConfig, root: Path) -> set[str]:
     """Each file family of a `layouts` run in its own folder under `root` (kept if already made);
     returns the files' paths relative to `root`, the keys this run reads below its prefix."""
-    from shotbench.read.synth import check_space, estimate_bytes, make_dataset
+    from shotbench.hdf5.synth import check_space, estimate_bytes, make_dataset
 
     shapes = cfg.family_shapes()
     need = sum(estimate_bytes(f.shots, f.signals, f.file_size, f.page_size, f.layout) for f in shapes.values())

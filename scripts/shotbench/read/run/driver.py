@@ -1,9 +1,9 @@
 """The driver of one backend environment: requests on stdin, replies on stdout, one JSON line each.
 
-The orchestrator (main environment) starts `<env python> -m shotbench.read.driver --serve` once
-per environment; the messages are `read/protocol.py`'s. The driver keeps a warm LocalCluster per
+The orchestrator (main environment) starts `<env python> -m shotbench.read.run.driver --serve` once
+per environment; the messages are `read/run/protocol.py`'s. The driver keeps a warm LocalCluster per
 worker count, so process start-up, imports and client creation all happen before the clock; the
-clock covers release-to-last-rows only. What the Dask workers run is `read/worker.py`.
+clock covers release-to-last-rows only. What the Dask workers run is `read/run/worker.py`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import sys
 import time
 from typing import Any
 
-from shotbench.read.plan import Task
-from shotbench.read.protocol import (
+from shotbench.read.plan.matrix import Task
+from shotbench.read.run.protocol import (
     PROTOCOL_VERSION, Close, Done, Failed, Gather, GatherReply, Hello, HelloReply, Prepare, PrepareReply, Quit,
     Reply, Request, Row, Run, RunReply, Spec, Upstream, UpstreamReply, read_request,
 )
-from shotbench.read.worker import (
+from shotbench.read.run.worker import (
     gather_time, index_files, list_file, run_task, run_task_released, versions, warm,
 )
 from shotbench.redact import scrub
@@ -257,7 +257,7 @@ class Driver:
         client = Client(processes=True, n_workers=w, threads_per_worker=1,
                         dashboard_address=":0", silence_logs=logging.ERROR)
         try:
-            from shotbench.read.plan import split_upstream
+            from shotbench.read.plan.matrix import split_upstream
 
             i0 = time.perf_counter()
             batches = split_upstream(req.info_files, w)
@@ -348,7 +348,7 @@ def serve(scheduler: str | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m shotbench.read.driver")
+    parser = argparse.ArgumentParser(prog="python -m shotbench.read.run.driver")
     parser.add_argument("--serve", action="store_true", help="answer JSON requests on stdin")
     parser.add_argument("--scheduler", default=None)
     args = parser.parse_args(argv)
@@ -358,5 +358,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":  # how the orchestrator starts an environment's driver (read/runner.py)
+if __name__ == "__main__":  # how the orchestrator starts an environment's driver (read/run/runner.py)
     sys.exit(main())

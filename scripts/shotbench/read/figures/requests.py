@@ -36,7 +36,7 @@ def request_table(cases: pd.DataFrame) -> pd.DataFrame:
 
 def amplification_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> Any:
     """Bytes the client fetched ÷ stored bytes the reads must touch, per case, vs workers (None if not counted)."""
-    from shotbench.read import plots
+    from shotbench.read.figures import plots
 
     if "amplification" not in metrics.columns:
         return None

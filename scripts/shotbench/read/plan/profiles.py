@@ -24,8 +24,8 @@ from typing import Any
 
 from shotbench.backends import registry
 from shotbench.errors import UserError
-from shotbench.read import families as fammod
-from shotbench.read.plan import ALL_MODES, MODES, UPSTREAM_PAGE_BUFFER, Matrix
+from shotbench.read.plan import families as fammod
+from shotbench.read.plan.matrix import ALL_MODES, MODES, UPSTREAM_PAGE_BUFFER, Matrix
 from shotbench.units import MiB
 
 

@@ -2,7 +2,7 @@
 as each case finishes, resumable.
 
 The orchestrator (this module, main environment) never imports a backend's libraries: it
-plans the tasks, asks the environment's driver (`read/driver.py`, messages in `read/protocol.py`)
+plans the tasks, asks the environment's driver (`read/run/driver.py`, messages in `read/run/protocol.py`)
 to warm a cluster, marks the S3 access log, starts the case, and writes the rows.
 """
 
@@ -23,24 +23,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from shotbench.read import plan as planmod
-from shotbench.read import stopping
+from shotbench.read.plan import matrix as planmod
+from shotbench.read.analyse import stopping
 from shotbench.backends import registry
-from shotbench.read.accounting import case_columns
+from shotbench.backends.meters import case_columns
 from shotbench.backends.base import Backend, Source, child_env
 from shotbench.errors import UserError
-from shotbench.read.checksums import Checksums
-from shotbench.read.faultcount import InjectedFaults
+from shotbench.read.run.checksums import Checksums
+from shotbench.read.run.faultcount import InjectedFaults
 from shotbench.processes import die_with_parent
 from shotbench.paths import state_dir
-from shotbench.read.plan import Case, ShotFile
+from shotbench.read.plan.matrix import Case, ShotFile
 from shotbench.provenance import utc_iso
-from shotbench.read.protocol import (
+from shotbench.read.run.protocol import (
     PROTOCOL_VERSION, Close, Failed, Gather, Hello, Prepare, ProtocolMismatch, Quit, Reply, Request, Run, RunReply,
     Spec, read_reply,
 )
 from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
-from shotbench.read.results import (
+from shotbench.read.schema import (
     efficiency, harness_overhead, task_time_sum, worker_rows,
 )
 from shotbench.runs import RunFolder
@@ -71,7 +71,7 @@ R = TypeVar("R", bound=Reply)
 
 
 class DriverProc:
-    """`<env python> -m shotbench.read.driver --serve`, spoken to with `read/protocol.py`'s messages."""
+    """`<env python> -m shotbench.read.run.driver --serve`, spoken to with `read/run/protocol.py`'s messages."""
 
     def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
                  prefix: list[str] | None = None) -> None:
@@ -82,7 +82,7 @@ class DriverProc:
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [*self.prefix, str(self.python), "-m", "shotbench.read.driver", "--serve"]
+        cmd = [*self.prefix, str(self.python), "-m", "shotbench.read.run.driver", "--serve"]
         if self.scheduler:
             cmd += ["--scheduler", self.scheduler]
         self._logfh = open(self.log, "a")
@@ -541,7 +541,7 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
                          d.get("file_meta", 0), d.get("shot_meta", 0), tuple(tuple(p) for p in d.get("datasets", ())),
                          tuple((p, n) for p, n in d.get("stored", ()))) for d in data]
     from shotbench.backends.base import ReadSettings
-    from shotbench.read.shotfile import shot_ids
+    from shotbench.hdf5.shotfile import shot_ids
 
     local_ok = source.local_dir or source.kind == "local"
     if local_ok:
@@ -588,8 +588,8 @@ def unreadable(key: str, size: int, exc: BaseException) -> UserError:
 def describe(fh: Any, key: str, size: int, shots: list[str]) -> list[ShotFile]:
     """What the inventory records of one open file: per shot (one for single-shot files, every
     shot of a many-shot file) its signals, their payload, and what reading each must touch."""
-    from shotbench.read import storage
-    from shotbench.read.shotfile import signal_names
+    from shotbench.hdf5 import storage
+    from shotbench.hdf5.shotfile import signal_names
 
     meta = storage.file_metadata(fh)
     out = []

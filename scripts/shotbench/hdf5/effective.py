@@ -46,7 +46,7 @@ def read_settings(fh: Any, fapl: Any = None) -> dict[str, Any]:
         "block-cache-size": "", "block-size": "",
     }
     if fapl is not None:
-        from shotbench.read import blockcache
+        from shotbench.hdf5 import blockcache
 
         if blockcache.available():
             block, cache, _lock = blockcache.get_block_caching(fapl.id)

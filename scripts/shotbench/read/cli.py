@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from shotbench import __version__
-from shotbench.read import plan as planmod
-from shotbench.read import profiles, stopping
+from shotbench.read.plan import matrix as planmod
+from shotbench.read.plan import profiles
+from shotbench.read.analyse import stopping
 from shotbench.backends import registry
 from shotbench.errors import UserError
 from shotbench.paths import runs_dir, state_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
-from shotbench.read.results import RUN_KIND, measured
+from shotbench.read.schema import RUN_KIND, measured
 from shotbench.runs import RunFolder, latest_run
-from shotbench.read.prepare import check_envs, prepare, say
+from shotbench.read.run.prepare import check_envs, prepare, say
 
 def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
     overrides = {
@@ -103,8 +104,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
-    from shotbench.read.runner import Drivers, Runner, summary_table
-    from shotbench.read.faultcount import InjectedFaults, summary_lines as fault_lines
+    from shotbench.read.run.runner import Drivers, Runner, summary_table
+    from shotbench.read.run.faultcount import InjectedFaults, summary_lines as fault_lines
     from shotbench.store.network import FAULTS, check_tls
     from shotbench.read.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
 
@@ -200,10 +201,10 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                         raise UserError(f"cannot write the run folder in {runs}; fix its permissions or choose another folder.") from None
                     held.enter_context(run_lock(folder.path))
                 assert folder is not None
-                from shotbench.read.worker import versions as main_versions
+                from shotbench.read.run.worker import versions as main_versions
 
                 meta["versions"]["packages"] = main_versions()
-                from shotbench.read.checksums import Checksums
+                from shotbench.read.run.checksums import Checksums
 
                 runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say,
                                 task_timeout=float(cfg.task_timeout),
@@ -251,12 +252,12 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     rows = folder.cases()
     say("")
     say(summary_table(rows))
-    from shotbench.read.breakeven import summary_lines
+    from shotbench.read.analyse.breakeven import summary_lines
 
     for line in summary_lines(folder.details()):
         say(line)
     if meta["config"].get("network") in FAULTS:
-        from shotbench.read import reliability
+        from shotbench.read.analyse import reliability
 
         say("")
         baseline = reliability.find_baseline(folder.path)

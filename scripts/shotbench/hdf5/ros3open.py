@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from shotbench.errors import UserError
 from shotbench.redact import CREDENTIAL_VARS
-from shotbench.read.shotfile import HDF5_SIGNATURE
+from shotbench.hdf5.shotfile import HDF5_SIGNATURE
 from shotbench.store.s3 import mask
 
 if TYPE_CHECKING:
@@ -128,11 +128,11 @@ def build_fapl(
     The page buffer is set after `set_fapl_ros3` because 2.x's `H5Pset_fapl_ros3` turns an unset
     page buffer into 64 MiB and h5py's high-level `File` never sets 0: so 0 is really off here,
     and `effective.PB_DEFAULT` leaves the library's choice. `block_cache` (2.2 only, see
-    `shotbench.read.blockcache`) is None to leave the driver alone.
+    `shotbench.hdf5.blockcache`) is None to leave the driver alone.
     """
     from h5py import h5p
 
-    from shotbench.read.effective import PB_DEFAULT
+    from shotbench.hdf5.effective import PB_DEFAULT
 
     fapl = h5p.create(h5p.FILE_ACCESS)
     if chunk_cache is not None:
@@ -146,7 +146,7 @@ def build_fapl(
     if int(page_buf_size) != PB_DEFAULT:
         fapl.set_page_buffer_size(int(page_buf_size), 0, 0)
     if block_cache is not None:
-        from shotbench.read import blockcache
+        from shotbench.hdf5 import blockcache
 
         if not blockcache.available():
             raise UserError(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # h5py is loaded by whoever opened the file
     import h5py
 
-from shotbench.read.shotfile import SHOTS_GROUP, SIGNALS_GROUP
+from shotbench.hdf5.shotfile import SHOTS_GROUP, SIGNALS_GROUP
 
 # the fixed part of each superblock version (version 0: 56 bytes and the root group's 40-byte
 # symbol table entry; version 1 adds 4; versions 2 and 3 are 48 bytes)

@@ -35,7 +35,7 @@ class ShotFile:
     shot: str
     signals: tuple[str, ...]
     weights: tuple[int, ...] = ()  # payload bytes per signal (with its scales); () = unknown
-    # what reads must touch (read/storage.py), for bytes-needed; empty/0 = unknown
+    # what reads must touch (hdf5/storage.py), for bytes-needed; empty/0 = unknown
     file_meta: int = 0  # superblock and the root and /shots headers
     shot_meta: int = 0  # /shots/<shot> and its signals group's headers
     datasets: tuple[tuple[str, ...], ...] = ()  # per signal: the dataset paths its read touches
@@ -254,7 +254,7 @@ def _shaped_tasks(case: Case, files: Sequence[ShotFile], seed: int, reads_hdf5: 
 
 
 def needed_bytes(tasks: Sequence[Task], files: Sequence[ShotFile]) -> int | None:
-    """The stored bytes a case's reads cannot avoid (read/storage.py): per task, each dataset it
+    """The stored bytes a case's reads cannot avoid (hdf5/storage.py): per task, each dataset it
     touches once (a shared scale, a chunk read by two signals: once), the metadata of each file and
     shot it opens once. None when the inventory did not record the files' storage."""
     index = {(f.key, f.shot): f for f in files}

@@ -1,7 +1,7 @@
 """The decision table: which backend, with how many workers, for each access pattern.
 
 Per (mode, workers) every backend configuration (series and page buffer) is ranked by median
-runtime over trials, with a BCa bootstrap 95 % CI (read/stats.py); its ratio to the fastest carries a CI
+runtime over trials, with a BCa bootstrap 95 % CI (read/analyse/stats.py); its ratio to the fastest carries a CI
 too, and a ratio whose CI contains 1 is "no clear difference". The *limit* is the speed that
 could not be beaten on this machine: max(local-disk runtime, raw-GET runtime of the same bytes).
 Costs come from the dated price table in prices.toml.
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.read import analysis, stats, stopping
+from shotbench.read.analyse import analysis, stats, stopping
 from shotbench.errors import UserError
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from shotbench.read.effective import COLUMNS as EFFECTIVE_COLUMNS
+from shotbench.hdf5.effective import COLUMNS as EFFECTIVE_COLUMNS
 from shotbench.read.status import OK, row_status, task_status
 from shotbench.runs import RunKind
 
@@ -21,7 +21,7 @@ UPSTREAM_COLUMNS: tuple[str, ...] = (
 WORKER_COLUMNS = list(UPSTREAM_COLUMNS) + [
     "backend", "hdf5-version", "h5py-version", "run-id", "case-id", "trial", "dask-worker",
     "bytes-read", "open-time", "error",
-    # requests and bytes counted by the client (shotbench.read.accounting)
+    # requests and bytes counted by the client (shotbench.backends.meters)
     "client-gets", "client-heads", "client-bytes",
     # layouts: upstream many-shot timings and which file family a row read
     "open-file-time", "read-data-time", "gather-time", "layout", "file-family",
@@ -29,7 +29,7 @@ WORKER_COLUMNS = list(UPSTREAM_COLUMNS) + [
     # yes / no (bytes checked against the local copy) or empty
     "status", "retries", "verified",
 ]
-# effective settings: what libhdf5 did, read back after open (shotbench.read.effective)
+# effective settings: what libhdf5 did, read back after open (shotbench.hdf5.effective)
 WORKER_COLUMNS += EFFECTIVE_COLUMNS
 # readers: a per-file index (kerchunk): its build seconds and stored bytes,
 # measured once when built, before any case clock; empty for readers without an index
@@ -39,7 +39,7 @@ CASE_COLUMNS = [
     "chunk-cache", "n-tasks", "total-runtime", "task-time-sum", "harness-efficiency",
     "raw-get-runtime", "gets", "get-bytes", "hdf5-version", "h5py-version", "errors",
     "started", "finished", "harness-overhead",
-    # client-side sums; bytes-needed = stored bytes the reads must touch (read/storage.py),
+    # client-side sums; bytes-needed = stored bytes the reads must touch (hdf5/storage.py),
     # amplification = client-bytes ÷ bytes-needed (≥ 1); bytes-returned = payload the tasks returned
     "client-gets", "client-heads", "client-bytes", "bytes-needed", "amplification",
     "request-p50-ms", "request-p99-ms",
@@ -52,7 +52,7 @@ CASE_COLUMNS = [
 CASE_COLUMNS += ["block-cache"]
 # statistics: the decompressed payload the tasks handed back (bytes-needed was this before)
 CASE_COLUMNS += ["bytes-returned"]
-# trials until the interval is tight (read/stopping.py): the half-width of the 95 % interval of the
+# trials until the interval is tight (read/analyse/stopping.py): the half-width of the 95 % interval of the
 # group's median task time after this trial (0.05: ±5 %), and tight / cap / more ("" : fixed trials)
 CASE_COLUMNS += ["ci-half-width", "stop"]
 

@@ -1,0 +1,1 @@
+"""From run folders to numbers: summaries, statistics, the decision, comparisons, break-even."""

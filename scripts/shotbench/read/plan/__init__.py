@@ -1,0 +1,1 @@
+"""What to measure: the case matrix, named profiles and families of cases."""

@@ -1,0 +1,1 @@
+"""Running a plan: orchestrator, per-environment drivers, Dask workers, staging, resume."""
