@@ -22,7 +22,7 @@ bench_args = --profile $(PROFILE) --network $(NETWORK) $(if $(DATA),--data $(DAT
              $(if $(FAULTS),--faults $(FAULTS) --keep-going)
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-repeat bench-harness anatomy \
-        bench-transfer report reports report-reference compare lab test test-fast rehearse clean
+        bench-transfer report reports report-reference compare lab lint test test-fast rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -84,7 +84,13 @@ report-reference: venv ## Render the upstream MDSplusBench single-shot and many-
 lab: venv ## Open the notebooks in JupyterLab
 	@scripts/bootstrap.sh --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
-test: venv envs tools ## Run the whole test suite (what CI runs)
+lint: venv ## Layering contract (import-linter), ruff check, mypy, then ruff format --check
+	@.venv/bin/lint-imports
+	@.venv/bin/ruff check scripts/shotbench tests
+	@.venv/bin/mypy scripts/shotbench
+	@.venv/bin/ruff format --check scripts/shotbench tests
+
+test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs)
 	@scripts/apt-ensure.sh $(BROWSER_DEPS)
 	@$(PY) -m pytest
 

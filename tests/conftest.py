@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator["ServerInfo"]:  # noqa: F821
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerInfo]:  # noqa: F821 - ServerInfo is imported inside the fixture so collecting tests never loads the server code
     """A private versitygw for the whole test session; stopped when the session ends."""
     from shotbench.store.server import embedded_server
 

@@ -18,7 +18,8 @@ import pytest
 
 from shotbench.backends import meters as accounting
 from shotbench.backends import registry
-from test_runner import TINY as RUNNER_TINY, bench_cmd, bench_env, only_run, read_csv, secret_of
+from test_runner import TINY as RUNNER_TINY
+from test_runner import bench_cmd, bench_env, only_run, read_csv, secret_of
 
 BODY = b"x" * 50_000
 
@@ -26,12 +27,12 @@ BODY = b"x" * 50_000
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
+    def do_HEAD(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", str(len(BODY)))
         self.end_headers()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", str(len(BODY)))
         self.end_headers()

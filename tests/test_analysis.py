@@ -10,11 +10,25 @@ import pandas as pd
 import pytest
 
 from golden import (
-    NEW_SHOTS_TOTAL, NEW_SIGNALS_TOTAL, OLD_SHOTS_TOTAL, OLD_SIGNALS_TOTAL, RUN_FIXTURE as RUN, SIGNALS_RATIO_RANGE,
-    SINGLE_NEW as NEW, SINGLE_OLD as OLD, assert_published,
+    NEW_SHOTS_TOTAL,
+    NEW_SIGNALS_TOTAL,
+    OLD_SHOTS_TOTAL,
+    OLD_SIGNALS_TOTAL,
+    SIGNALS_RATIO_RANGE,
+    assert_published,
 )
-from shotbench.read.analyse import analysis
+from golden import (
+    RUN_FIXTURE as RUN,
+)
+from golden import (
+    SINGLE_NEW as NEW,
+)
+from golden import (
+    SINGLE_OLD as OLD,
+)
 from shotbench.errors import UserError
+from shotbench.read.analyse import analysis
+from synthetic import synthetic_workers
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +164,7 @@ def test_run_folder_metrics_and_confidence_intervals() -> None:
 
 @pytest.mark.slow
 def test_million_rows_summary_in_memory_is_fast(tmp_path: Path) -> None:
-    frame = analysis.synthetic_workers(1_000_000)
+    frame = synthetic_workers(1_000_000)
     t0 = time.perf_counter()
     ds = analysis.from_frames({"synthetic": frame})
     s = analysis.summary(ds)
@@ -162,7 +176,7 @@ def test_million_rows_summary_in_memory_is_fast(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_million_rows_summary_from_csv_under_30s(tmp_path: Path) -> None:
-    block = analysis.synthetic_workers(10_000).to_csv(index=False)
+    block = synthetic_workers(10_000).to_csv(index=False)
     header, body = block.split("\n", 1)
     path = tmp_path / "million.csv"
     path.write_text(header + "\n" + body * 100)

@@ -82,9 +82,9 @@ def test_raw_get_fetches_full_bytes(staged_shots, shot_dir) -> None:
 @pytest.mark.parametrize("name", ["ros3-1.14", "ros3-2.0", "ros3-2.2"])
 def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, tmp_path) -> None:
     """A ROS3 case through its environment's driver: real Dask workers, that env's libhdf5."""
+    from shotbench.backends.base import child_env
     from shotbench.read.plan import matrix as plan
     from shotbench.read.run.protocol import Prepare, Run, Spec
-    from shotbench.backends.base import child_env
     from shotbench.read.run.runner import DriverProc
 
     cls = registry.get(name)

@@ -57,11 +57,16 @@ def bootstrapped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     return checkout, env, proc
 
 
-def test_stock_path_has_no_uv() -> None:
-    """The premise of the bootstrap test: a user's PATH has no uv."""
+@pytest.mark.slow
+def test_bootstrap_brings_its_own_uv_when_the_path_has_none(bootstrapped) -> None:
+    """The premise of the bootstrap test: a user's PATH has no uv, so bootstrap installs its own."""
     found = shutil.which("uv", path=STOCK_PATH)
     if found:
-        pytest.skip(f"this machine has uv on its stock PATH ({found}); the bootstrap test still runs")
+        pytest.skip(f"this machine has uv on its stock PATH ({found}); the premise cannot be shown here")
+    checkout, env, proc = bootstrapped
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "installing uv" in proc.stderr
+    assert (Path(env["SHOTBENCH_CACHE"]) / "tools" / "uv" / "bin" / "uv").is_file()
 
 
 @pytest.mark.slow

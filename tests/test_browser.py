@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from golden import (
-    REFERENCE_REPORT_FIGURES, RUN_FIXTURE as RUN, RUN_REPORT_FIGURES, SINGLE_NEW, SINGLE_OLD, assert_published,
+    REFERENCE_REPORT_FIGURES,
+    RUN_REPORT_FIGURES,
+    SINGLE_NEW,
+    SINGLE_OLD,
+    assert_published,
+)
+from golden import (
+    RUN_FIXTURE as RUN,
 )
 from shotbench.reports.htmlcheck import figure_count
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from shotbench.builds import build, envs, specs
 from shotbench.errors import UserError
 

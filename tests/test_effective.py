@@ -8,14 +8,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from shotbench.read.analyse import analysis
-from shotbench.read.plan import matrix as plan, profiles
 from shotbench.backends.base import ReadSettings, Source
 from shotbench.backends.local import LocalBackend
-from shotbench.hdf5.effective import COLUMNS, PartReadback, hit_rate
 from shotbench.errors import UserError
-from shotbench.read.schema import WORKER_COLUMNS
+from shotbench.hdf5.effective import COLUMNS, PartReadback, hit_rate
 from shotbench.hdf5.shotfile import read_signal, shot_ids, signal_names
+from shotbench.read.analyse import analysis
+from shotbench.read.plan import matrix as plan
+from shotbench.read.plan import profiles
+from shotbench.read.schema import WORKER_COLUMNS
+from synthetic import synthetic_workers
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +152,7 @@ def test_series_and_summary_are_labelled_by_effective_settings(tmp_path: Path) -
 
 
 def test_old_runs_without_read_back_keep_their_series(tmp_path: Path) -> None:
-    df = pd.DataFrame(analysis.synthetic_workers(40))
+    df = pd.DataFrame(synthetic_workers(40))
     ds = analysis.from_frames({"old": df})
     assert ds.series == ["old"]
 

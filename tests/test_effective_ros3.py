@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.read.plan import matrix as plan
 from shotbench.backends import registry
 from shotbench.backends.base import Source
 from shotbench.hdf5.effective import COLUMNS
+from shotbench.read.plan import matrix as plan
 from shotbench.read.schema import RUN_KIND
 from shotbench.runs import RunFolder
 from shotbench.units import MiB
@@ -86,9 +86,9 @@ def test_every_build_reports_what_it_did_with_the_page_buffer(tmp_path: Path, s3
 
 
 def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_server, s3_bucket: str) -> None:
+    from shotbench.hdf5.synth import make_shot_file
     from shotbench.store.s3 import parse_location
     from shotbench.store.stage import stage
-    from shotbench.hdf5.synth import make_shot_file
 
     local = tmp_path / "flat"
     local.mkdir()

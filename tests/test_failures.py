@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.test_bench_cli import assert_one_sentence, run_bench
+
 from shotbench.store.s3 import without_s3_settings
 
 SLOW_TOML = """backends = ["local"]
@@ -438,8 +438,8 @@ def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
     import h5py
 
     from shotbench.backends.base import Source
-    from shotbench.read.run.checksums import Checksums
     from shotbench.hdf5.shotfile import read_signal_crc, shot_ids, signal_names
+    from shotbench.read.run.checksums import Checksums
 
     path = sorted(shot_dir.glob("*.h5"))[0]
     with h5py.File(path, "r") as fh:

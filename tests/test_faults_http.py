@@ -13,12 +13,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from tests.test_bench_cli import assert_one_sentence, run_bench
+from tests.test_failures import _bench_proc, _env, _only_run
 
 from shotbench.processes import terminate
 from shotbench.store import faultproxy as fp
 from shotbench.store.s3 import S3Config
-from tests.test_bench_cli import assert_one_sentence, run_bench
-from tests.test_failures import _bench_proc, _env, _only_run
 
 BIG = 24 * 1024 * 1024
 
@@ -138,9 +138,10 @@ def _proxy_rss_peak_kib(pid: int) -> int:
 def test_at_rate_zero_every_client_reads_identical_bytes(proxy, staged_shots, big_object, s3_bucket: str) -> None:
     """Signed requests whose Host is the proxy's address pass (headers forwarded unchanged),
     range GETs of many MB stream through without the proxy holding the object."""
+    import obstore
+
     from shotbench.backends.fsspec import make_filesystem
     from shotbench.backends.obstore import make_store
-    import obstore
 
     cfg, info = proxy(("slowdown", 0.0))
     key, data = big_object
@@ -168,9 +169,10 @@ def s3_server_get(staged, key: str) -> bytes:
 def test_error_answers_are_s3s(proxy, big_object, s3_bucket: str, kind: str, status: int, code: str) -> None:
     """boto3 sees S3's own error (code and status), after its retries; obstore gives up naming
     the status; every answer was counted."""
-    from botocore.exceptions import ClientError
-    from shotbench.backends.obstore import make_store
     import obstore
+    from botocore.exceptions import ClientError
+
+    from shotbench.backends.obstore import make_store
 
     cfg, info = proxy((kind, 1.0))
     with pytest.raises(ClientError) as err:
@@ -284,6 +286,7 @@ def test_a_profile_with_both_layers_chains_them_and_stops_them(tmp_path: Path, m
     import time
 
     from botocore.exceptions import ClientError
+
     from shotbench.processes import pid_alive
     from shotbench.store import network, server
 

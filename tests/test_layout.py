@@ -1,92 +1,69 @@
-"""The package's shape: no module imports itself back, not even through a function-level import.
+"""The package's shape: imports point down the layers declared in pyproject.toml, and nothing cycles.
 
-A cycle hidden in a function (`import` inside a body, to dodge the error at start-up) still ties two
-modules into one; the driver/worker pair was such a cycle until the driver became its own program.
+import-linter keeps the contracts; its graph (grimp) sees every import statement, including one
+inside a function body, so an upward import hidden there to dodge a start-up error is caught too.
+These tests show the contracts hold on the real tree and break on a copy given one bad import.
 """
 
 from __future__ import annotations
 
-import ast
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "scripts" / "shotbench"
+import grimp
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def _modules() -> dict[str, Path]:
-    out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        out[name] = path
-    return out
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """Run the contracts of root/pyproject.toml against the package under root/scripts."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root / "scripts"), "HOME": str(root)}
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(root / "pyproject.toml")],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package modules it imports anywhere in its body (packages themselves left out)."""
-    mods = _modules()
-    packages = {name for name, path in mods.items() if path.name == "__init__.py"}
-    graph: dict[str, set[str]] = {name: set() for name in mods}
-    for name, path in mods.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-            else:
-                continue
-            graph[name].update(t for t in targets if t in mods and t not in packages and t != name)
-    return graph
+def copy_with(tmp_path: Path, module: str, code: str) -> Path:
+    """A copy of the package with `code` appended to `module` (a path under scripts/shotbench)."""
+    shutil.copytree(ROOT / "scripts" / "shotbench", tmp_path / "scripts" / "shotbench",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / "scripts" / "shotbench" / module
+    target.write_text(target.read_text() + "\n\n" + code)
+    return tmp_path
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
+def test_the_graph_sees_the_package() -> None:
+    graph = grimp.build_graph("shotbench", cache_dir=None)
+    assert graph.direct_import_exists(importer="shotbench.read.run.driver", imported="shotbench.read.run.worker")
+    assert "shotbench.hdf5.shotfile" in graph.modules
 
 
-def test_cycle_finder_finds_a_cycle_through_a_third_module() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert cycles(graph) == [["a", "b", "c"]]
-    assert cycles({"a": {"b"}, "b": set()}) == []
+def test_the_tree_keeps_every_contract() -> None:
+    proc = lint_imports(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Contracts: 3 kept, 0 broken." in proc.stdout
 
 
-def test_no_module_imports_itself_back() -> None:
-    graph = import_graph()
-    assert "shotbench.read.run.driver" in graph and "shotbench.read.run.worker" in graph["shotbench.read.run.driver"]
-    assert cycles(graph) == []
+def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path: Path) -> None:
+    root = copy_with(tmp_path, "hdf5/shotfile.py",
+                     "def _sneaky() -> object:\n    from shotbench.read.run import runner\n\n    return runner\n")
+    proc = lint_imports(root)
+    assert proc.returncode != 0
+    assert "layers: top imports bottom, never the reverse BROKEN" in proc.stdout
+    assert "shotbench.hdf5 is not allowed to import shotbench.read" in proc.stdout
+    assert "shotbench.hdf5.shotfile -> shotbench.read.run.runner" in proc.stdout
+
+
+def test_a_cycle_within_one_layer_breaks_the_acyclic_contract(tmp_path: Path) -> None:
+    # runner imports checksums; checksums importing runner back stays inside read/run, which the
+    # layers contract allows, so only the cycle contract can catch it
+    root = copy_with(tmp_path, "read/run/checksums.py",
+                     "def _back() -> object:\n    from shotbench.read.run import runner\n\n    return runner\n")
+    proc = lint_imports(root)
+    assert proc.returncode != 0
+    assert "layers: top imports bottom, never the reverse KEPT" in proc.stdout
+    assert "no cycles among the siblings of any package BROKEN" in proc.stdout
+    assert "No cycles are allowed in shotbench.read.run." in proc.stdout

@@ -9,14 +9,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from shotbench.read.plan import matrix as plan, profiles
-from shotbench.read.run import worker
 from shotbench.backends.base import ReadSettings, Source
 from shotbench.backends.local import LocalBackend
+from shotbench.hdf5.synth import make_dataset
+from shotbench.read.plan import matrix as plan
+from shotbench.read.plan import profiles
 from shotbench.read.plan.families import NAMES
+from shotbench.read.run import worker
 from shotbench.read.run.protocol import Spec
 from shotbench.read.run.runner import inventory
-from shotbench.hdf5.synth import make_dataset
 
 SMALL = {"signals": 12, "file_size": 2_000_000, "page_size": 1_000_000}
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from shotbench.errors import UserError
-from shotbench.store.s3 import S3Config, list_shot_files, parse_location, preflight, without_s3_settings
 from shotbench.processes import free_port
+from shotbench.store.s3 import S3Config, list_shot_files, parse_location, preflight, without_s3_settings
 
 FAST = 6.0  # seconds: connect timeout 3 s, bounded retries
 

@@ -17,11 +17,14 @@ import pandas as pd
 import pytest
 from bokeh.models import Legend
 
-from golden import MANY_SHOT_GROUPS, MANY_SHOT_HEADLINE, MULTI_NEW as NEW, MULTI_OLD as OLD, ROOT, SINGLE_OLD
-from shotbench.read.analyse import multishot
-from shotbench.read.figures import multishot as multishot_plots, plots
+from golden import MANY_SHOT_GROUPS, MANY_SHOT_HEADLINE, ROOT, SINGLE_OLD
+from golden import MULTI_NEW as NEW
+from golden import MULTI_OLD as OLD
 from shotbench.cli import main
 from shotbench.errors import UserError
+from shotbench.read.analyse import multishot
+from shotbench.read.figures import multishot as multishot_plots
+from shotbench.read.figures import plots
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

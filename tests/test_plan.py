@@ -5,9 +5,22 @@ from __future__ import annotations
 from collections import Counter
 
 from shotbench.read.plan.matrix import (
-    Matrix, ShotFile, all_signals, case_tasks, pick_shot, plan_cases, rawget_tasks,
-    sample_files, shots_tasks, signals_rounds, signals_tasks, split_balanced, split_upstream,
-    task_from_json, task_to_json, tot_num_obj,
+    Matrix,
+    ShotFile,
+    all_signals,
+    case_tasks,
+    pick_shot,
+    plan_cases,
+    rawget_tasks,
+    sample_files,
+    shots_tasks,
+    signals_rounds,
+    signals_tasks,
+    split_balanced,
+    split_upstream,
+    task_from_json,
+    task_to_json,
+    tot_num_obj,
 )
 
 

@@ -17,8 +17,27 @@ from shotbench.read.plan import matrix as plan
 from shotbench.read.run import protocol, worker
 from shotbench.read.run.checksums import YES, Checksums
 from shotbench.read.run.protocol import (
-    PROTOCOL_VERSION, Close, Done, Failed, Gather, GatherReply, Hello, HelloReply, Message, Prepare, PrepareReply,
-    ProtocolMismatch, Quit, Run, RunReply, Spec, Upstream, UpstreamReply, Warm, read_reply, read_request,
+    PROTOCOL_VERSION,
+    Close,
+    Done,
+    Failed,
+    Gather,
+    GatherReply,
+    Hello,
+    HelloReply,
+    Message,
+    Prepare,
+    PrepareReply,
+    ProtocolMismatch,
+    Quit,
+    Run,
+    RunReply,
+    Spec,
+    Upstream,
+    UpstreamReply,
+    Warm,
+    read_reply,
+    read_request,
 )
 
 ITEM = plan.Item("shots/1.h5", 2_000_000, "1", "ip")
@@ -208,8 +227,8 @@ def test_a_worker_that_died_between_cases_is_waited_for_and_named(main_driver: A
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> list[plan.ShotFile]:
     """Two real synthetic single-shot files and what the inventory pass finds in them."""
-    from shotbench.read.run.runner import inventory
     from shotbench.hdf5.synth import make_dataset
+    from shotbench.read.run.runner import inventory
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SHOTBENCH_STATE", str(tmp_path_factory.mktemp("state")))

@@ -100,9 +100,9 @@ def test_reader_matches_h5py_or_says_unsupported(name, staged_shots, shot_dir, t
 @pytest.fixture(scope="module")
 def default_layout_shots(s3_server, s3_bucket, tmp_path_factory):
     """Two shot files in libhdf5's default (non-paged) layout, staged under their own prefix."""
+    from shotbench.hdf5.synth import make_dataset
     from shotbench.store.s3 import list_shot_files, parse_location
     from shotbench.store.stage import stage
-    from shotbench.hdf5.synth import make_dataset
 
     folder = tmp_path_factory.mktemp("default-layout")
     make_dataset(folder, shots=2, signals=12, file_size=2_000_000, page_size=1_000_000, seed=1, paging="unpaged")
@@ -127,10 +127,11 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     """A kerchunk case through the real driver and Dask workers: the index is built before the
     clock, each row carries its files' index build time and size, and the reads match h5py,
     down to the CRC-32 of every signal the rows carry when verifying."""
+    from shotbench.backends.base import child_env
     from shotbench.read.plan import matrix as plan
     from shotbench.read.run.protocol import Prepare, Run, Spec
-    from shotbench.backends.base import child_env
-    from shotbench.read.run.runner import DriverProc, inventory as list_files
+    from shotbench.read.run.runner import DriverProc
+    from shotbench.read.run.runner import inventory as list_files
 
     cls = registry.get("kerchunk")
     loc, cfg, objs = staged_shots

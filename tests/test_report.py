@@ -14,8 +14,18 @@ import pandas as pd
 import pytest
 
 from golden import (
-    MANY_SHOT_GROUPS, MANY_SHOT_REPORT_FIGURES, REFERENCE_REPORT_FIGURES, ROOT, RUN_FIXTURE as RUN, RUN_REPORT_FIGURES,
-    SINGLE_OLD as OLD, assert_published,
+    MANY_SHOT_GROUPS,
+    MANY_SHOT_REPORT_FIGURES,
+    REFERENCE_REPORT_FIGURES,
+    ROOT,
+    RUN_REPORT_FIGURES,
+    assert_published,
+)
+from golden import (
+    RUN_FIXTURE as RUN,
+)
+from golden import (
+    SINGLE_OLD as OLD,
 )
 from shotbench.cli import main
 from shotbench.reports.htmlcheck import external_resources, figure_count
@@ -103,6 +113,7 @@ def test_usage_mistakes_are_one_sentence(
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.notebook
 @pytest.mark.slow
 def test_reports_renders_runs_and_writes_the_index(tmp_path: Path) -> None:
     root = tmp_path / "checkout"

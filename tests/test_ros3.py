@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from shotbench.hdf5 import ros3open as ros3
+
 from shotbench.builds import envs
 from shotbench.builds.specs import BUILDS
+from shotbench.hdf5 import ros3open as ros3
 from shotbench.store.s3 import S3Config, without_s3_settings
 
 SERVER_CFG = S3Config(endpoint_url="http://127.0.0.1:9000", region="us-east-1", access_key="AKIAEXAMPLE", secret_key="s3cr3t")

@@ -109,7 +109,7 @@ def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
     by_case: dict[str, list[dict[str, str]]] = {}
     for w in workers:
         by_case.setdefault(w["case-id"], []).append(w)
-    for cid, rows in by_case.items():
+    for rows in by_case.values():
         if rows[0]["backend"] == "raw-get":
             continue
         assert len({r["total-runtime"] for r in rows}) == 1

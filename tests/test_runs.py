@@ -14,7 +14,7 @@ import pytest
 
 from shotbench.errors import UserError
 from shotbench.read.plan.matrix import Matrix, plan_cases
-from shotbench.runs import SCHEMA, RunKind, RunFolder, interleave, kind_of, latest_run, read_meta, run_folders
+from shotbench.runs import SCHEMA, RunFolder, RunKind, interleave, kind_of, latest_run, read_meta, run_folders
 from shotbench.transfer import runner as transfer
 from shotbench.transfer.matrix import MiB, Row
 

@@ -8,8 +8,8 @@ import io
 import json
 import os
 import socket
-import statistics
 import stat
+import statistics
 import subprocess
 import sys
 import time

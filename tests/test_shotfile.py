@@ -13,6 +13,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+
 from shotbench.hdf5.shotfile import looks_like_hdf5, read_signal, shot_ids, signal_names
 from shotbench.hdf5.synth import make_dataset
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
-import os
 import uuid
 from pathlib import Path
 

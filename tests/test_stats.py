@@ -25,8 +25,9 @@ def test_median_interval_is_scipys_bca_and_repeats() -> None:
 def test_bca_covers_the_true_median_about_as_often_as_it_says() -> None:
     """Coverage on skewed data, as runtimes are: 200 samples of 30 from a lognormal."""
     rng = np.random.default_rng(2)
-    hits = sum(stats.median_interval(rng.lognormal(0, 0.5, 30), n_resamples=1000, seed=i).contains(1.0)
-               for i in range(200))
+    hits = sum(
+        stats.median_interval(rng.lognormal(0, 0.5, 30), n_resamples=1000, seed=i).contains(1.0) for i in range(200)
+    )
     assert 0.88 <= hits / 200 <= 0.99
 
 

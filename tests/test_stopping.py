@@ -30,8 +30,12 @@ def test_tight_cap_or_more() -> None:
 
 
 def test_only_groups_that_asked_for_more_get_another_trial() -> None:
-    rows = [{"case-id": "t1-a-shots", "trial": "1", "stop": "more"}, {"case-id": "t2-a-shots", "trial": "2", "stop": "more"},
-            {"case-id": "t1-b-shots", "trial": "1", "stop": "tight"}, {"case-id": "t3-c-shots", "trial": "3", "stop": "cap"}]
+    rows = [
+        {"case-id": "t1-a-shots", "trial": "1", "stop": "more"},
+        {"case-id": "t2-a-shots", "trial": "2", "stop": "more"},
+        {"case-id": "t1-b-shots", "trial": "1", "stop": "tight"},
+        {"case-id": "t3-c-shots", "trial": "3", "stop": "cap"},
+    ]
     assert stopping.groups_to_extend(rows) == {"a-shots": 3}
 
 
@@ -62,8 +66,13 @@ def test_a_run_with_precision_adds_rounds_until_tight_or_capped(tmp_path) -> Non
 
     cfg = tmp_path / "tiny.toml"
     cfg.write_text(TINY.format(backends=json.dumps(["local", "fsspec"])).replace("workers = [1, 2]", "workers = [1]"))
-    proc = subprocess.run(bench_cmd(cfg, tmp_path / "shots", tmp_path / "runs", "--precision", "0.05", "--max-trials", "3"),
-                          env=bench_env(tmp_path / "state"), capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        bench_cmd(cfg, tmp_path / "shots", tmp_path / "runs", "--precision", "0.05", "--max-trials", "3"),
+        env=bench_env(tmp_path / "state"),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = only_run(tmp_path / "runs")
     rows = read_csv(run / "cases.csv")

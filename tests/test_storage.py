@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from h5py import h5d, h5o
 
+from shotbench.backends.meters import case_columns
+from shotbench.hdf5 import storage
+from shotbench.hdf5.synth import make_shot_file
 from shotbench.read.plan import matrix as plan
 from shotbench.read.run import runner
-from shotbench.hdf5 import storage
-from shotbench.backends.meters import case_columns
-from shotbench.hdf5.synth import make_shot_file
 
 
 def _chunk_bytes(d: h5py.Dataset) -> int:
@@ -85,8 +85,10 @@ def test_unknown_storage_gives_no_number() -> None:
 
 
 def test_case_columns_keep_the_payload_apart_and_divide_by_what_is_needed() -> None:
-    raw = [{"bytes": 100, "client-gets": 2, "client-heads": 1, "client-bytes": 4000, "request-ms": [1.0, 3.0]},
-           {"bytes": 300, "client-gets": 1, "client-heads": 0, "client-bytes": 6000, "request-ms": [2.0]}]
+    raw = [
+        {"bytes": 100, "client-gets": 2, "client-heads": 1, "client-bytes": 4000, "request-ms": [1.0, 3.0]},
+        {"bytes": 300, "client-gets": 1, "client-heads": 0, "client-bytes": 6000, "request-ms": [2.0]},
+    ]
     cols = case_columns(raw, needed=5000)
     assert cols["bytes-returned"] == 400 and cols["bytes-needed"] == 5000 and cols["amplification"] == 2.0
     assert case_columns([{"bytes": 5}], needed=7) == {"bytes-returned": 5, "bytes-needed": 7}  # local: no meter
@@ -117,8 +119,18 @@ def test_the_readme_example(tmp_path) -> None:
             d.dims[0].attach_scale(t)
     with h5py.File(path) as f:
         (sf,) = runner.describe(f, "ex.h5", path.stat().st_size, ["1"])
-        headers = sum(storage.header_bytes(o) for o in (f, f["shots"], f["shots/1"], f["shots/1/signals"], f["shots/1/time"],
-                                                         f["shots/1/signals/a"], f["shots/1/signals/b"]))
+        headers = sum(
+            storage.header_bytes(o)
+            for o in (
+                f,
+                f["shots"],
+                f["shots/1"],
+                f["shots/1/signals"],
+                f["shots/1/time"],
+                f["shots/1/signals/a"],
+                f["shots/1/signals/b"],
+            )
+        )
     one, two = plan.needed_bytes(plan.shots_tasks(sf, 1), [sf]), plan.needed_bytes(plan.shots_tasks(sf, 2), [sf])
     assert one == 48 + headers + 1_600_000
     # two tasks, one signal each: the second opens the file too and reads the shared scale again
@@ -142,8 +154,13 @@ def test_a_fresh_run_needs_what_the_files_say_and_moves_at_least_that(tmp_path) 
     cfg = tmp_path / "tiny.toml"
     cfg.write_text(TINY.format(backends=json.dumps(["local", "fsspec", "obstore", "raw-get"])))
     shots = tmp_path / "shots"
-    proc = subprocess.run(bench_cmd(cfg, shots, tmp_path / "runs"), env=bench_env(tmp_path / "state"),
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        bench_cmd(cfg, shots, tmp_path / "runs"),
+        env=bench_env(tmp_path / "state"),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = only_run(tmp_path / "runs")
     cases = read_csv(run / "cases.csv")

@@ -15,6 +15,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+
 from shotbench import cli
 from shotbench.hdf5.synth import CATALOG, COMPRESS_ABOVE, make_dataset
 

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from shotbench.cli import main as cli_main
 from shotbench.transfer import analysis, verify
 from shotbench.transfer.matrix import Row, ensure_files, parse_rows, size_label
-from shotbench.units import KiB, MiB
-from shotbench.transfer.runner import Case, RunContext, TransferPlan, case_order, run_transfer, seed_source
 from shotbench.transfer.programs import Target, make_tools
+from shotbench.transfer.runner import Case, RunContext, TransferPlan, case_order, run_transfer, seed_source
+from shotbench.units import KiB, MiB
 
 TINY = [Row(3, 64 * KiB), Row(1, 192 * KiB)]
 
@@ -160,8 +161,8 @@ def test_sweep_rows_are_added_only_where_asked():
 
 @pytest.mark.slow
 def test_notebook_renders_tables_and_plots_offline(tmp_path, s3_server, s3_bucket):
-    from shotbench.reports.htmlcheck import external_resources, figure_count
     from shotbench.paths import repo_root
+    from shotbench.reports.htmlcheck import external_resources, figure_count
     from shotbench.reports.render import render_notebook
 
     ctx = _ctx(tmp_path, s3_server, s3_bucket)

@@ -24,8 +24,8 @@ COMMANDS: dict[str, str] = {
     "report": "shotbench.reports.render",
     "reports": "shotbench.reports.render",
     "transfer": "shotbench.transfer.cli",
-    "compare": "shotbench.read.analyse.compare",
-    "repeat": "shotbench.read.analyse.repeat",
+    "compare": "shotbench.read.cli",
+    "repeat": "shotbench.read.cli",
     "anatomy": "shotbench.anatomy.cli",
 }
 

@@ -15,8 +15,8 @@ import os
 import signal
 import socket
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT = 5.0  # seconds a stopped server gets to finish in-flight requests before SIGKILL

@@ -13,7 +13,7 @@ import secrets
 import subprocess
 import time
 import urllib.request
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from shotbench.paths import repo_root
@@ -21,12 +21,12 @@ from shotbench.paths import repo_root
 
 def new_run_id() -> str:
     """Sortable and unique: UTC second plus 6 random hex digits."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{secrets.token_hex(3)}"
 
 
 def utc_iso(t: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if t is None else t, timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(time.time() if t is None else t, UTC).isoformat(timespec="seconds")
 
 
 def machine_info() -> dict[str, Any]:

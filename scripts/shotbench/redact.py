@@ -32,3 +32,10 @@ def scrub(text: str, secrets: Iterable[str | None] | None = None) -> str:
         if value and len(value) >= MIN_SECRET_CHARS:
             text = text.replace(value, MASK)
     return text
+
+
+def mask(key: str | None) -> str | None:
+    """The only form of an access key that may appear in output: first 4 characters."""
+    if not key:
+        return None
+    return key[:4] + "…"

@@ -146,7 +146,7 @@ class RunFolder:
         self.details_csv = self.path / kind.details_csv
 
     @classmethod
-    def create(cls, path: Path, kind: RunKind, meta: dict[str, Any]) -> "RunFolder":
+    def create(cls, path: Path, kind: RunKind, meta: dict[str, Any]) -> RunFolder:
         """A new run folder (refused if it exists): empty tables with their headers, then run.json."""
         Path(path).mkdir(parents=True, exist_ok=False)
         folder = cls(path, kind)
@@ -193,7 +193,7 @@ class RunFolder:
             fh.flush()
             os.fsync(fh.fileno())
 
-    def _append(self, file: Path, rows: list[CsvRow]) -> None:
+    def _append(self, file: Path, rows: Sequence[CsvRow]) -> None:
         """Rows under the file's own header (unknown keys left out, missing ones empty), fsynced."""
         self.cut_torn_tail(file)
         columns = self._header(file)
@@ -206,7 +206,7 @@ class RunFolder:
             fh.flush()
             os.fsync(fh.fileno())
 
-    def append_case(self, details: list[CsvRow], case_row: CsvRow) -> None:
+    def append_case(self, details: Sequence[CsvRow], case_row: CsvRow) -> None:
         """A case's detail rows, then its case row (the commit mark)."""
         if details:
             self._append(self.details_csv, details)

@@ -50,17 +50,6 @@ def uv() -> Path:
     raise ToolMissing("uv is not installed; run `make venv` (scripts/bootstrap.sh installs it from PyPI into the cache).")
 
 
-def python_for_builds(preferred: str = "python3.11") -> str:
-    """The interpreter the libhdf5/h5py environments are made with: an absolute path."""
-    found = shutil.which(preferred)
-    if found:
-        return found
-    major_minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    if preferred == major_minor:
-        return sys.executable
-    raise ToolMissing(f"{preferred} is not installed; install it (e.g. `apt-get install {preferred}`) and retry.")
-
-
 def chromium() -> Path:
     """Headless Chromium for report screenshots and the browser tests (Debian's package)."""
     for name in ("chromium", "chromium-browser", "google-chrome"):

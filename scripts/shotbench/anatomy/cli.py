@@ -17,7 +17,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -56,9 +55,9 @@ def one_cert_bundle(folder: Path) -> Path:
     return path
 
 
-def _median(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    return round(statistics.median(values), 3) if values else None
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 3) if known else None
 
 
 def summarize(clean: dict[str, Any], traced: list[dict[str, Any]], small_ca: dict[str, Any] | None) -> dict[str, Any]:
@@ -93,10 +92,10 @@ def summarize(clean: dict[str, Any], traced: list[dict[str, Any]], small_ca: dic
 def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, opens: int,
                 strace: bool = True, say: Any = print) -> dict[str, Any]:
     from shotbench import which
-    from shotbench.backends.meters import endpoint_port
     from shotbench.anatomy.strace import TRACE, phases
     from shotbench.backends import registry
     from shotbench.backends.base import child_env
+    from shotbench.backends.meters import endpoint_port
     from shotbench.store import tls as _tls
 
     port, _ = endpoint_port(s3.endpoint_url)
@@ -114,7 +113,7 @@ def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, 
             private_ca = getattr(s3, "ca_bundle", None)
 
             def wrap(c: list[str]) -> list[str]:
-                return _tls.with_system_bundle(_tls.trusting(private_ca, folder), c) if ros3 and private_ca else c
+                return _tls.with_system_bundle(_tls.trusting(private_ca, folder), c) if ros3 and private_ca else c  # noqa: B023 - called within this iteration only
 
             say(f"  {name}: clean run ({opens} opens)")
             clean = _run(wrap(cmd), env, name)
@@ -206,9 +205,9 @@ def _target(args: argparse.Namespace, say: Any) -> tuple[Any, str, str, int, Any
         if not objs:
             raise UserError(f"no object found at {args.data}; name one HDF5 shot file.")
         return s3, loc.bucket, objs[0].key, int(objs[0].size), contextlib.nullcontext()
+    from shotbench.hdf5.synth import make_dataset
     from shotbench.store.server import embedded_server
     from shotbench.store.stage import stage
-    from shotbench.hdf5.synth import make_dataset
 
     shots = state_dir() / "anatomy-shots"
     make_dataset(shots, shots=1, seed=0)
@@ -258,9 +257,3 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-strace", action="store_true", help="skip the traced run")
     p.add_argument("--tls", action="store_true", help="serve the embedded server over https (private CA)")
     p.set_defaults(func=cmd_anatomy)
-
-
-if __name__ == "__main__":
-    from shotbench.cli import main
-
-    sys.exit(main(["anatomy", *sys.argv[1:]]))

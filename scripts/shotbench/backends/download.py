@@ -22,7 +22,7 @@ class DownloadBackend(Backend):
 
     def setup(self, s3: Any) -> None:
         super().setup(s3)
-        import obstore  # noqa: F401
+        import obstore  # noqa: F401 - imported in setup, before any clock starts, so a missing library fails here
 
         self.store = make_store(s3, self.source.bucket)
         self._copies: dict[str, Any] = {}

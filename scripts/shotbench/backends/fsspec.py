@@ -16,7 +16,6 @@ from shotbench.backends.base import Backend
 from shotbench.store.clients import s3fs_filesystem
 from shotbench.units import MiB
 
-
 _FILESYSTEMS: dict[tuple[Any, ...], Any] = {}
 
 

@@ -33,8 +33,9 @@ import statistics
 import struct
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from shotbench.units import MiB
@@ -51,7 +52,7 @@ class Counts:
     bytes: int = 0
     request_ms: list[float] = field(default_factory=list)
 
-    def add(self, other: "Counts") -> None:
+    def add(self, other: Counts) -> None:
         self.gets += other.gets
         self.heads += other.heads
         self.bytes += other.bytes

@@ -114,7 +114,7 @@ class ObstoreBackend(Backend):
 
     def setup(self, s3: Any) -> None:
         super().setup(s3)
-        import obstore  # noqa: F401
+        import obstore  # noqa: F401 - imported in setup, before any clock starts, so a missing library fails here
 
         self.store = make_store(s3, self.source.bucket)
 

@@ -21,7 +21,7 @@ class PyfiveBackend(ReadersBackend):
     defaults = {"block_size": MiB, "cache_type": "blockcache"}
 
     def setup(self, s3: Any) -> None:
-        import pyfive  # noqa: F401
+        import pyfive  # noqa: F401 - imported in setup, before any clock starts, so a missing library fails here
 
         from shotbench.backends.fsspec import make_filesystem
 
@@ -44,7 +44,7 @@ class PyfiveBackend(ReadersBackend):
                             block_size=int(self.options["block_size"]), cache_type=str(self.options["cache_type"]))
         try:
             return pyfive.File(fobj)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             fobj.close()
             raise translate(self.reader, exc) from exc
 
@@ -54,8 +54,8 @@ class PyfiveBackend(ReadersBackend):
         if not scales:
             return out
         try:
-            scales = [scale for dim in dset.dims for scale in dim]
+            found = [scale for dim in dset.dims for scale in dim]
         except ValueError as exc:  # pyfive's dereference walks the tree and may not find a scale
             raise Unsupported(f"pyfive: dimension scale of {name} ({exc})") from exc
-        out.extend(scale[()] for scale in scales)
+        out.extend(scale[()] for scale in found)
         return out

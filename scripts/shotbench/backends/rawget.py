@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from shotbench.backends.base import Backend
-from shotbench.backends.obstore import nbytes, get_object, make_store
+from shotbench.backends.obstore import get_object, make_store, nbytes
 
 
 class RawGetBackend(Backend):
@@ -22,7 +22,7 @@ class RawGetBackend(Backend):
         self.s3 = s3
         self.meter = self.make_meter(s3)
         if self.source.kind == "s3":
-            import obstore  # noqa: F401
+            import obstore  # noqa: F401 - imported in setup, before any clock starts, so a missing library fails here
 
             self.store = make_store(s3, self.source.bucket)
 

@@ -47,7 +47,7 @@ class ReadersBackend(Backend):
     def read_signal(self, fh: Any, shot: str, name: str) -> tuple[int, int]:
         try:
             out = self.arrays(fh, shot, name)
-        except Exception as exc:  # noqa: BLE001 - a missing format feature becomes `unsupported`
+        except Exception as exc:
             raise translate(self.reader, exc) from exc
         return len(out), sum(int(a.nbytes) if a.size else 0 for a in out)
 
@@ -57,7 +57,7 @@ class ReadersBackend(Backend):
 
         try:
             out = self.arrays(fh, shot, name)
-        except Exception as exc:  # noqa: BLE001 - a missing format feature becomes `unsupported`
+        except Exception as exc:
             raise translate(self.reader, exc) from exc
         return (len(out), *arrays_crc(out))
 
@@ -75,7 +75,7 @@ class Handle:
         self.obj = obj
         self._close = close
 
-    def __enter__(self) -> "Handle":
+    def __enter__(self) -> Handle:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -24,7 +24,7 @@ class RemfileBackend(ReadersBackend):
     def setup(self, s3: Any) -> None:
         super().setup(s3)
         self.meter = None  # remfile's own HTTP requests offer no hook: client columns stay empty
-        import remfile  # noqa: F401
+        import remfile  # noqa: F401 - imported in setup, before any clock starts, so a missing library fails here
 
         from shotbench.store.s3 import S3Config
 
@@ -50,7 +50,7 @@ class RemfileBackend(ReadersBackend):
 
         try:
             return read_signal(fh, shot, name)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - re-raised without the URL's query (a presigned signature)
             raise RuntimeError(_QUERY.sub("?…", f"{type(exc).__name__}: {exc}")) from None
 
     def read_signal_crc(self, fh: Any, shot: str, name: str) -> tuple[int, int, int]:
@@ -58,5 +58,5 @@ class RemfileBackend(ReadersBackend):
 
         try:
             return read_signal_crc(fh, shot, name)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - re-raised without the URL's query (a presigned signature)
             raise RuntimeError(_QUERY.sub("?…", f"{type(exc).__name__}: {exc}")) from None

@@ -21,6 +21,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from shotbench import which
 from shotbench.builds import specs
 from shotbench.builds.specs import (
     AWS_CMAKE_OPTIONS,
@@ -29,7 +30,6 @@ from shotbench.builds.specs import (
     BuildSpec,
     Source,
 )
-from shotbench import which
 from shotbench.errors import UserError
 from shotbench.locks import exclusive
 from shotbench.paths import cache_dir
@@ -369,7 +369,7 @@ def build(spec: BuildSpec, force: bool = False) -> BuildResult:
         }
         (root / "build.json").write_text(json.dumps(manifest, indent=2))
         say(spec.name, f"built in {manifest['build_seconds']:.0f} s → {root}")
-        return BuildResult(spec, manifest["key"], root, prefix, wheel, manifest)
+        return BuildResult(spec, str(manifest["key"]), root, prefix, wheel, manifest)
 
 
 def build_h5py(spec: BuildSpec, prefix: Path, out: Path, logs: Path) -> Path:
@@ -399,7 +399,3 @@ def build_h5py(spec: BuildSpec, prefix: Path, out: Path, logs: Path) -> Path:
     if not wheels:
         raise UserError(f"{spec.name}: the h5py build produced no wheel; see {logs / 'h5py-wheel.log'}.")
     return wheels[-1]
-
-
-def prefix_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())

@@ -16,13 +16,14 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from shotbench import which
 from shotbench.builds import build as builder
 from shotbench.builds import specs
 from shotbench.builds.specs import BuildSpec
-from shotbench import which
 from shotbench.errors import UserError
 from shotbench.paths import cache_dir, envs_dir, repo_root
 
@@ -35,13 +36,8 @@ try:
     import h5py
     out.update(hdf5_version=h5py.version.hdf5_version, h5py_version=h5py.version.version,
                ros3=bool(h5py.get_config().ros3))
-    libs = set()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.split()[-1]
-            if "libhdf5." in path.rsplit("/", 1)[-1] and "_hl" not in path:
-                libs.add(path)
-    out["libhdf5"] = sorted(libs)
+    from shotbench.hdf5.library import mapped_libhdf5
+    out["libhdf5"] = mapped_libhdf5()
     import shotbench
     out["shotbench"] = shotbench.__file__
 except Exception as exc:
@@ -267,7 +263,7 @@ def _info(name: str, result: builder.BuildResult | None, found: dict | None, sta
     )
 
 
-def build_envs(names: list[str] | None = None, force: bool = False, extra: list[BuildSpec] = ()) -> list[EnvInfo]:
+def build_envs(names: list[str] | None = None, force: bool = False, extra: Sequence[BuildSpec] = ()) -> list[EnvInfo]:
     """Build what is missing (in parallel: each build is mostly single-threaded), then envs."""
     known = all_specs()
     for spec in extra:
@@ -298,8 +294,8 @@ def build_envs(names: list[str] | None = None, force: bool = False, extra: list[
             except UserError as exc:
                 errors.append(exc)
     if errors:
-        for exc in errors[1:]:
-            print(f"shotbench: {exc}", flush=True)
+        for other in errors[1:]:
+            print(f"shotbench: {other}", flush=True)
         raise errors[0]
     return [results[n] for n in wanted]
 

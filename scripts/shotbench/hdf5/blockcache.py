@@ -34,12 +34,10 @@ def loaded_libhdf5() -> str:
     """Path of the libhdf5 shared library mapped into this process (h5py imported first)."""
     import h5py  # noqa: F401 - maps libhdf5 into the process
 
-    with open("/proc/self/maps") as fh:
-        for line in fh:
-            path = line.split()[-1] if len(line.split()) >= 6 else ""
-            name = os.path.basename(path)
-            if name.startswith("libhdf5.so") or (name.startswith("libhdf5-") and ".so" in name):
-                return path
+    from shotbench.hdf5.library import mapped_libhdf5
+
+    for path in mapped_libhdf5():
+        return path
     raise RuntimeError("h5py is imported but no libhdf5 shared library is mapped into this process")
 
 

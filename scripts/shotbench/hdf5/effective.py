@@ -94,7 +94,8 @@ class PartReadback:
         """One value per column (distinct values joined by "|"); statistics empty without a page buffer."""
         out: dict[str, Any] = {c: "|".join(str(v) for v in vals) if len(vals) > 1 else (vals[0] if vals else "")
                                for c, vals in self.settings.items()}
-        for prefix, counters in zip(("pb-meta", "pb-raw"), self.stats or [None, None]):
+        pairs: list[Any] = list(self.stats) if self.stats else [None, None]
+        for prefix, counters in zip(("pb-meta", "pb-raw"), pairs):
             if counters is None:
                 out.update({f"{prefix}-accesses": "", f"{prefix}-hitrate": "", f"{prefix}-evicts": ""})
                 continue

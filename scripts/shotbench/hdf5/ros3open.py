@@ -15,22 +15,29 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shotbench.errors import UserError
-from shotbench.redact import CREDENTIAL_VARS
 from shotbench.hdf5.shotfile import HDF5_SIGNATURE
-from shotbench.store.s3 import mask
+from shotbench.redact import CREDENTIAL_VARS, mask
 
 if TYPE_CHECKING:
     import h5py
 
 
 class S3Settings(Protocol):
-    """The fields of `shotbench.store.s3.S3Config` this module uses."""
+    """What this module uses of `shotbench.store.s3.S3Config` (a protocol: hdf5/ does not import store/)."""
 
-    endpoint_url: str | None
-    region: str
-    access_key: str | None
-    secret_key: str | None
-    session_token: str | None
+    @property
+    def endpoint_url(self) -> str | None: ...
+    @property
+    def region(self) -> str: ...
+    @property
+    def access_key(self) -> str | None: ...
+    @property
+    def secret_key(self) -> str | None: ...
+    @property
+    def session_token(self) -> str | None: ...
+
+    def boto3_client(self, max_pool_connections: int = 10, read_timeout: float = 60.0, retries: int = 2) -> Any:
+        """A signed client with bounded waits (only used to explain a failed open)."""
 
 
 CONNECT_TIMEOUT = 3.0
@@ -194,16 +201,7 @@ def open_ros3(
 
 def _client(cfg: S3Settings) -> Any:
     """A signed client that fails fast: one attempt, short timeouts (used only to explain)."""
-    from shotbench.store.s3 import S3Config
-
-    s3cfg = cfg if isinstance(cfg, S3Config) else S3Config(
-        endpoint_url=cfg.endpoint_url,
-        region=cfg.region,
-        access_key=cfg.access_key,
-        secret_key=cfg.secret_key,
-        session_token=cfg.session_token,
-    )
-    return s3cfg.boto3_client(read_timeout=READ_TIMEOUT, retries=1)
+    return cfg.boto3_client(read_timeout=READ_TIMEOUT, retries=1)
 
 
 def check_object(cfg: S3Settings, bucket: str, key: str) -> str | None:

@@ -76,7 +76,7 @@ def arrays_crc(arrays: Any) -> tuple[int, int]:
         if not values.size:
             continue
         payload += int(values.nbytes)
-        crc = zlib.crc32(values.view(np.uint8).reshape(-1), crc)
+        crc = zlib.crc32(values.view(np.uint8).reshape(-1).data, crc)
     return payload, crc
 
 

@@ -335,7 +335,7 @@ def _waveform(sig: Signal, t: np.ndarray | None, plan: ShotPlan, seed: int) -> n
         return _quantize(amp * (env * 0.6 * mode + 0.08 * noise), amp, 12).astype(sig.dtype)
     wobble = 1 + 0.05 * np.sin(2 * np.pi * rng.uniform(2, 8) * t + phase)
     if sig.family == "profile":
-        axis = np.asarray(AXES[sig.axis].values)  # type: ignore[index]
+        axis = np.asarray(list(AXES[sig.axis].values))  # type: ignore[index]
         rho = (axis - axis.min()) / max(float(np.ptp(axis)), 1e-9)
         shape = np.clip(1 - (2 * rho - 1) ** 2, 0, None) ** rng.uniform(0.7, 1.5)
         saw = 1 + 0.04 * ((t * rng.uniform(80, 150)) % 1.0)  # sawteeth

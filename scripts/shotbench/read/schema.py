@@ -6,7 +6,7 @@ transfer benchmark; on resume a case row is the commit mark, so every case appea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from shotbench.hdf5.effective import COLUMNS as EFFECTIVE_COLUMNS
@@ -119,6 +119,6 @@ def harness_overhead(raw: Iterable[dict[str, Any]], total: float) -> float:
 RUN_KIND = RunKind("read", CASE_COLUMNS, WORKER_COLUMNS)
 
 
-def measured(row: dict[str, str]) -> bool:
+def measured(row: Mapping[str, Any]) -> bool:
     """A case row a resume keeps: ok. Failed and partial cases run again."""
     return row_status(row) == OK

@@ -143,13 +143,13 @@ def figures(html: str) -> list[FigureInfo]:
         _objects(doc, objs)
 
         def get(ref: Any) -> dict:
-            return objs.get(ref.get("id"), {}) if isinstance(ref, dict) else {}
+            return objs.get(str(ref.get("id")), {}) if isinstance(ref, dict) else {}  # noqa: B023 - called within this iteration only
 
         for fig in (o for o in objs.values() if o["name"] == "Figure"):
             a = fig.get("attributes", {})
             axes = {side: [get(r) for r in a.get(side, [])] for side in ("below", "above", "left", "right", "center")}
-            label = lambda side: next(  # noqa: E731
-                (str(x["attributes"].get("axis_label") or "") for x in axes[side] if x.get("name", "").endswith("Axis")), ""
+            label = lambda side: next(  # noqa: E731 - a one-line helper over this iteration's axes
+                (str(x["attributes"].get("axis_label") or "") for x in axes[side] if x.get("name", "").endswith("Axis")), ""  # noqa: B023 - called within this iteration only
             )
             colors: dict[str, str] = {}
             looks: dict[str, tuple[Any, ...]] = {}

@@ -14,14 +14,15 @@ import logging
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
-from shotbench.read.analyse import analysis, multishot
 from shotbench.errors import UserError
-from shotbench.reports.htmlcheck import external_resources, figure_count
 from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir, transfer_runs_dir
+from shotbench.read.analyse import analysis, multishot
+from shotbench.reports.htmlcheck import external_resources, figure_count
 from shotbench.runs import DETAILS_CSV, latest_run, read_meta, run_folders
 
 KERNEL_NAME = "shotbench"

@@ -37,7 +37,7 @@ class RequestStats:
     get_bytes: int | None = 0  # bytes the server logged for those GETs; None: some counts never came
     requests: int = 0  # every S3 request
 
-    def __add__(self, other: "RequestStats") -> "RequestStats":
+    def __add__(self, other: RequestStats) -> RequestStats:
         both = None if self.get_bytes is None or other.get_bytes is None else self.get_bytes + other.get_bytes
         return RequestStats(self.gets + other.gets, both, self.requests + other.requests)
 

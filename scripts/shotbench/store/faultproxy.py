@@ -202,7 +202,7 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
                 **({"Content-Length": str(len(body))} if head else {})})
         try:
             return await forward(request, kind)
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError, OSError):
             # The server is gone (or the client): the client's connection ends without an
             # answer, as it would without the proxy, never with an HTTP error the health check
             # between cases would take for a live server.

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from shotbench.errors import UserError
 from shotbench.hdf5.shotfile import HDF5_SIGNATURE, looks_like_hdf5
+from shotbench.redact import mask
 
 DEFAULT_REGION = "us-east-1"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")
@@ -26,13 +27,6 @@ PREFLIGHT_READ_TIMEOUT = 10.0  # a listing of a prefix answers well within this
 SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 S3_ENV_PREFIXES = ("AWS_", "S3_")  # variables through which clients pick up S3 settings (S3_*: s5cmd)
-
-
-def mask(key: str | None) -> str | None:
-    """The only form of an access key that may appear in output: first 4 characters."""
-    if not key:
-        return None
-    return key[:4] + "…"
 
 
 def without_s3_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -65,7 +59,7 @@ class S3Config:
         return (self.secret_key, self.session_token, self.access_key)
 
     @classmethod
-    def from_env(cls) -> "S3Config":
+    def from_env(cls) -> S3Config:
         """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles."""
         import boto3
 
@@ -77,7 +71,7 @@ class S3Config:
             try:
                 scoped = session._session.get_scoped_config()  # profile's endpoint_url
                 endpoint = (scoped.get("s3") or {}).get("endpoint_url") or scoped.get("endpoint_url")
-            except Exception:  # a broken profile is reported by the request that needs it
+            except Exception:  # noqa: BLE001 - a broken profile is reported by the request that needs it
                 endpoint = None
         return cls(
             endpoint_url=endpoint or None,
@@ -218,7 +212,7 @@ def _s3_objects(loc: Location, cfg: S3Config, client: Any = None) -> list[ShotOb
                 if obj["Key"].endswith("/"):
                     continue
                 out.append(ShotObject(obj["Key"], int(obj["Size"]), (obj.get("ETag") or "").strip('"') or None))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
     return sorted(out, key=lambda o: o.key)
 
@@ -349,7 +343,7 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
     try:
         body = client.get_object(Bucket=loc.bucket, Key=shots[0].key, Range=f"bytes=0-{SIGNATURE_PROBE_BYTES - 1}")["Body"]
         head = body.read()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
     _check_signature(f"s3://{loc.bucket}/{shots[0].key}", head)
     return shots

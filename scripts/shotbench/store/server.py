@@ -30,10 +30,11 @@ from shotbench.errors import UserError
 from shotbench.locks import exclusive
 from shotbench.paths import state_dir
 from shotbench.processes import die_with_parent, free_port, pid_alive, terminate
+from shotbench.redact import mask
 from shotbench.store import network
 from shotbench.store import tls as _tls
 from shotbench.store.faultproxy import MODULE as FAULT_PROXY_MODULE
-from shotbench.store.s3 import DEFAULT_REGION, S3Config, mask
+from shotbench.store.s3 import DEFAULT_REGION, S3Config
 
 HEALTH_PATH = "/health"
 IO_BUFFER_SIZE = 65536  # the 1 MiB default costs ~2.5x CPU per small ranged GET
@@ -203,7 +204,7 @@ def _launch_byte_counter(st: Path, private: bool) -> tuple[subprocess.Popen, int
 
 def _launch(
     binary: Path, st: Path, port: int, access: str, secret: str, private: bool, statsd_port: int,
-    tls: "_tls.TlsFiles | None" = None,
+    tls: _tls.TlsFiles | None = None,
 ) -> subprocess.Popen:
     root = st / "data"
     root.mkdir(parents=True, exist_ok=True)
@@ -274,7 +275,7 @@ def start(
 
 
 def _start_locked(
-    st: Path, port: int, network: str, network_profile: "_network.Profile | None", private: bool, tls: bool = False
+    st: Path, port: int, network: str, network_profile: _network.Profile | None, private: bool, tls: bool = False
 ) -> ServerInfo:
     from shotbench import gobuild as tools
 
@@ -345,7 +346,7 @@ def _start_locked(
 _network = network  # the module; `start()` has a parameter with the same name
 
 
-def _start_proxies(st: Path, upstream: int, profile: "network.Profile", private: bool, scheme: str) -> dict[str, Any]:
+def _start_proxies(st: Path, upstream: int, profile: network.Profile, private: bool, scheme: str) -> dict[str, Any]:
     """client -> toxiproxy (the network) -> fault proxy (the server's HTTP errors) -> versitygw;
     either is left out when the profile has nothing for it. The record's fields for server.json."""
     from shotbench.store import faultproxy
@@ -369,7 +370,7 @@ def _start_proxies(st: Path, upstream: int, profile: "network.Profile", private:
     return rec
 
 
-def _check_network(name: str) -> "network.Profile | None":
+def _check_network(name: str) -> network.Profile | None:
     if name not in network.NETWORK_PROFILES:
         raise UserError(f"unknown network profile '{name}'; choose one of: {', '.join(network.NETWORK_PROFILES)}.")
     return network.NETWORK_PROFILES[name]
@@ -403,7 +404,7 @@ def stop(state: Path | None = None) -> bool:
     st = _state(state)
     with exclusive(st / ".lock"):  # one start/stop at a time per state directory
         rec = _read_state(st)
-        was_running = bool(rec) and pid_alive(rec["pid"], "versitygw")
+        was_running = bool(rec and pid_alive(rec["pid"], "versitygw"))
         _cleanup_stale(st)
         with contextlib.suppress(FileNotFoundError):
             env_file(st).unlink()

@@ -149,7 +149,7 @@ def stage(
     try:
         ensure_bucket(client, loc, cfg, create_bucket)
         remote = _existing(client, loc)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
 
     def key_of(p: Path) -> str:
@@ -184,7 +184,7 @@ def stage(
             ]
             for fut in futures:
                 fut.result()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
     finally:
         bar.close()

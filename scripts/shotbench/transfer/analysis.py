@@ -119,7 +119,10 @@ def markdown(table: pd.DataFrame) -> str:
     head = [table.index.name or ""] + [str(c) for c in table.columns]
     rows = [[str(i)] + [str(v) for v in r] for i, r in zip(table.index, table.values)]
     widths = [max(len(x[k]) for x in [head] + rows) for k in range(len(head))]
-    fmt = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    def fmt(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
     return "\n".join([fmt(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [fmt(r) for r in rows])
 
 

@@ -94,7 +94,7 @@ def _check_bucket(cfg, loc) -> None:
             raise UserError(f"The credentials (access key {cfg.public()['access_key']}) are not allowed to use "
                             f"bucket {loc.bucket}; check AWS_PROFILE / AWS_ACCESS_KEY_ID or the bucket policy.") from None
         raise explain(exc, loc, cfg) from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
 
 
@@ -116,7 +116,7 @@ def s3_target(data: str | None) -> Iterator[tuple]:
         yield cfg, loc.bucket, base, {"location": f"s3://{loc.bucket}/{base}", "embedded": False, **cfg.public()}
         return
     from shotbench.gobuild import VERSITYGW_VERSION
-    from shotbench.store.s3 import mask
+    from shotbench.redact import mask
     from shotbench.store.server import embedded_server
 
     parent = cache_dir() / "transfer" / "server"
@@ -147,11 +147,11 @@ def install_only(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from shotbench.transfer.analysis import terminal_summary
     from shotbench.provenance import new_run_id
     from shotbench.runs import read_meta
-    from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
+    from shotbench.transfer.analysis import terminal_summary
     from shotbench.transfer.programs import make_tools
+    from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
 
     t0 = time.monotonic()
     if args.install_only:

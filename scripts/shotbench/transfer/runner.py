@@ -9,14 +9,14 @@ import platform
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from shotbench.errors import UserError
 from shotbench.provenance import git_commit, machine_info, utc_iso
-from shotbench.runs import RUN_JSON, CsvRow, RunFolder, RunKind, interleave
 from shotbench.redact import scrub
+from shotbench.runs import RUN_JSON, CsvRow, RunFolder, RunKind, interleave
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
@@ -77,7 +77,7 @@ class TransferPlan:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "TransferPlan":
+    def from_json(cls, d: dict) -> TransferPlan:
         d = dict(d)
         for k in ("rows", "sweep_rows"):
             d[k] = [Row(r["count"], r["size"]) for r in d.get(k, [])]
@@ -202,15 +202,15 @@ def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[Fi
             t0 = time.perf_counter()
             outcome = tool.upload(files, src, target, cfg, case.concurrency)
             seconds = time.perf_counter() - t0
-        except Exception as exc:  # any tool failure is a result, not a crash of the run
+        except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash of the run
             error = _one_line(exc, cfg)
         try:
             checks = verify.verify_sizes(files, list_sizes(cfg, target.bucket, target.prefix))
-        except Exception as exc:  # the store could not even list what was uploaded
+        except Exception as exc:  # noqa: BLE001 - the store could not even list what was uploaded
             checks, error = [], error or f"verification failed: {_one_line(exc, cfg)}"
         try:
             delete_prefix(cfg, target.bucket, target.prefix)
-        except Exception:  # leftovers under a per-case prefix do not affect later cases
+        except Exception:  # noqa: BLE001 - leftovers under a per-case prefix do not affect later cases
             pass
     else:
         dest = ctx.scratch / f"{case.case_id}-t{trial}"
@@ -220,7 +220,7 @@ def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[Fi
             t0 = time.perf_counter()
             outcome = tool.download(files, src_target, dest, cfg, case.concurrency)
             seconds = time.perf_counter() - t0
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash of the run
             error = _one_line(exc, cfg)
         try:
             outcome.finish_digests()
@@ -287,12 +287,12 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
     files: dict[Row, list[FileSpec]] = {}
     sources: dict[Row, Target] = {}
     for row in dict.fromkeys([*plan.rows, *plan.sweep_rows]):
-        t = time.perf_counter()
+        t_row = time.perf_counter()
         files[row] = ensure_files(row, ctx.files_root, plan.seed)
         sources[row] = Target(ctx.bucket, f"{ctx.base_prefix}src/{row.key}-s{plan.seed}/")
         if "download" in plan.directions:
             seed_source(ctx.cfg, sources[row], files[row])
-        progress(f"ready: {row.label} ({size_label(row.total)}) in {time.perf_counter() - t:.1f} s")
+        progress(f"ready: {row.label} ({size_label(row.total)}) in {time.perf_counter() - t_row:.1f} s")
 
     try:
         for i, (trial, case) in enumerate(order):

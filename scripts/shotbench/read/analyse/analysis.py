@@ -9,16 +9,17 @@ summary is a vectorised groupby, whatever the number of rows.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import cast
 
 import numpy as np
 import pandas as pd
 
-from shotbench.read.analyse import multishot, stats
 from shotbench.errors import UserError
 from shotbench.hdf5.effective import STATS_COLUMNS
+from shotbench.read.analyse import multishot, stats
 from shotbench.read.plan.matrix import MODES, UPSTREAM_PAGE_BUFFER
 from shotbench.read.schema import UPSTREAM_COLUMNS
 from shotbench.read.status import OK, error_count, legacy_case_status
@@ -141,7 +142,7 @@ def _case_effective(workers: pd.DataFrame) -> pd.Series:
     return per_case.apply(lambda r: effective_label(r.to_dict()), axis=1)
 
 
-def effective_table(ds: "Dataset") -> pd.DataFrame:
+def effective_table(ds: Dataset) -> pd.DataFrame:
     """Per series, mode and requested page buffer: what libhdf5 ran and how its page buffer fared.
 
     Settings are the distinct read-back values; the page-buffer statistics are medians over the
@@ -368,7 +369,7 @@ def from_frames(frames: Mapping[str, pd.DataFrame]) -> Dataset:
 
 def load(spec: str | Iterable[str] | Mapping[str, str | Path] | list[Input]) -> Dataset:
     """Load and normalise every input; the only place that knows the two file layouts."""
-    inputs = spec if isinstance(spec, list) and spec and isinstance(spec[0], Input) else parse_inputs(spec)
+    inputs = spec if isinstance(spec, list) and spec and isinstance(spec[0], Input) else parse_inputs(cast("str | Iterable[str] | Mapping[str, str | Path]", spec))
     frames, case_frames, notes, runs = [], [], [], {}
     for inp in inputs:
         if inp.kind == "run":
@@ -528,11 +529,6 @@ def summary(inputs: Dataset | str | Iterable[str] | Mapping[str, str | Path], ba
     return out[SUMMARY_COLUMNS].reset_index(drop=True)
 
 
-def mode_table(table: pd.DataFrame, mode: str) -> pd.DataFrame:
-    """Rows of one access pattern; the two patterns never share a plot or a ratio."""
-    return table[table["obj-type"] == mode].reset_index(drop=True)
-
-
 def modes(ds: Dataset) -> list[str]:
     present = set(ds.cases["obj-type"].unique())
     return [m for m in MODES if m in present]
@@ -653,32 +649,6 @@ def write_summary(table: pd.DataFrame, out_dir: Path) -> Path:
     path = out_dir / "summary.csv"
     table.to_csv(path, index=False)
     return path
-
-
-def synthetic_workers(rows: int, seed: int = 0) -> pd.DataFrame:
-    """Upstream-schema rows at scale, for measuring that summaries stay vectorised."""
-    rng = np.random.default_rng(seed)
-    workers = rng.choice([1, 2, 4, 8, 16, 32, 64], rows)
-    mode = rng.choice(np.array(["shots", "signals"]), rows)
-    pb = rng.choice([0, 268435456], rows)
-    t = rng.gamma(2.0, 0.1, rows)
-    runtime = (100.0 / workers + pb / 2**30).round(6)
-    return pd.DataFrame(
-        {
-            "worker#": rng.integers(1, 65, rows),
-            "obj-id": rng.integers(1_160_000_000, 1_161_000_000, rows),
-            "open+read-data-time": t * 60,
-            "wrkr-num-objs": 60,
-            "mean-obj-time": t,
-            "num-dsets": 120,
-            "mean-dset-time": t / 2,
-            "pb-size": pb,
-            "num-workers": workers,
-            "obj-type": mode,
-            "tot-num-obj": np.where(mode == "shots", 500, 61),
-            "total-runtime": runtime,
-        }
-    )
 
 
 def describe_table(ds: Dataset, mode: str) -> pd.DataFrame:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def break_even_reads(index_time: float, indexed_read: float, baseline_read: float) -> float | None:
@@ -33,8 +34,8 @@ def per_file_read_time(workers: Iterable[dict[str, Any]], backend: str, mode: st
     """Median seconds per file read (`mean-obj-time`) of error-free rows of one backend and mode."""
     vals = [_num(r.get("mean-obj-time")) for r in workers
             if r.get("backend") == backend and r.get("obj-type") == mode and not r.get("error")]
-    vals = [v for v in vals if v is not None]
-    return statistics.median(vals) if vals else None
+    known = [v for v in vals if v is not None]
+    return statistics.median(known) if known else None
 
 
 def per_file_index_time(workers: Iterable[dict[str, Any]], backend: str) -> float | None:

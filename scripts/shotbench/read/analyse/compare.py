@@ -1,4 +1,4 @@
-"""`shotbench compare A B`: did B get slower than A, case by case (in the spirit of `asv compare`).
+"""The statistics of `shotbench compare A B`: did B get slower than A, case by case (in the spirit of `asv compare`).
 
 A and B are two run folders (matching cases: backend, mode, workers, page buffer; each side may be
 several runs, comma-separated, pooled: made in turn, A, B, A, B, …, a busy machine's drift falls
@@ -14,17 +14,14 @@ Mann-Whitney p-value, adjusted over the cases (Holm, or Benjamini-Hochberg with
 
 from __future__ import annotations
 
-import argparse
-import html
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from shotbench.read.analyse import analysis, decision, stats
 from shotbench.errors import UserError
-from shotbench.runs import kind_of
+from shotbench.read.analyse import analysis, decision, stats
 
 ALPHA = 0.05
 THRESHOLD = 1.10  # the regression a gate fails on: 10 % slower
@@ -41,11 +38,11 @@ class Side:
     cases: pd.DataFrame
     tasks: pd.DataFrame  # one row per task of a usable case: the case keys and TASK_TIME
 
-    def where(self, backend: str) -> "Side":
+    def where(self, backend: str) -> Side:
         return Side(self.cases[self.cases["backend"] == backend], self.tasks[self.tasks["backend"] == backend])
 
 
-def _load(path: Path) -> Side:
+def load(path: Path) -> Side:
     ds = analysis.load([f"{path.name}={path}"])
     c = decision.usable_cases(ds.cases).copy()
     c["total-runtime"] = pd.to_numeric(c["total-runtime"], errors="coerce")
@@ -108,124 +105,14 @@ def compare(a: Side, b: Side, keys: list[str], threshold: float | None = THRESHO
     return table[COLUMNS]
 
 
-def _flag(table: pd.DataFrame) -> list[str]:
+def flags(table: pd.DataFrame) -> list[str]:
+    """SLOWER / OVER LIMIT / "" per row: what the text and the page show."""
     return ["SLOWER" if s else "OVER LIMIT" if o else "" for s, o in table[["slower", "over-limit"]].to_numpy()]
 
 
-def _text(table: pd.DataFrame) -> str:
-    t = table.assign(
-        ratio=[f"{r:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(lo) else f"{r:.3f}" for r, lo, hi in table[["ratio", "ci-low", "ci-high"]].to_numpy()],
-        **{"p-adjusted": table["p-adjusted"].map(lambda p: f"{p:.3g}"), "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
-           "flag": _flag(table)},
-    )
-    return t[["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "flag"]].to_string(
-        index=False, float_format=lambda v: f"{v:.4g}")
-
-
-def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "", correction: str = "holm") -> Path:
-    """A small offline page: the table and one plot of the ratios with their CIs."""
-    import holoviews as hv
-
-    from shotbench.read.figures import plots
-    from shotbench import display as figures
-
-    setup = figures.setup().text
-    df = table.assign(neg=(table["ratio"] - table["ci-low"]).fillna(0), pos=(table["ci-high"] - table["ratio"]).fillna(0))
-    case = hv.Dimension("case", label="Case (backend, mode, workers, page buffer)")
-    ratio = hv.Dimension("ratio", label="Median task time B ÷ A (>1: B slower)")
-    fig = (hv.HLine(1).opts(color="grey") * hv.Scatter(df, case, [ratio, "p-adjusted"]).opts(size=8, color=plots.PALETTE[0], tools=["hover"])
-           * hv.ErrorBars(df, case, ["ratio", "neg", "pos"]).opts(color=plots.PALETTE[0])).opts(
-        hv.opts.Overlay(title="Median ratio per case, 95 % BCa bootstrap interval", xlabel=case.label, ylabel=ratio.label,
-                        width=max(600, 60 * len(df)), height=420, xrotation=30, show_legend=False, show_grid=True))
-    shown = table.assign(flag=_flag(table))
-    body = shown.drop(columns=["slower", "over-limit"]).to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)
-    how = "Holm" if correction == "holm" else "Benjamini-Hochberg"
-    intro = (f"<p>{html.escape(title)}. Per case: median task read time of B ÷ A over every task of every trial "
-             f"(<code>unit</code> says where only trial runtimes were there), BCa bootstrap 95 % interval, two-sided "
-             f"Mann-Whitney p, adjusted over the cases ({how}); <code>runtime-ratio</code> is the ratio of median "
-             f"case runtimes; <code>vs-copy</code> = B's runtime ÷ the raw-GET time of the same bytes. "
-             f"{html.escape(gates)}</p>")
-    path.write_text(
-        f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>{setup}"
-        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;white-space:nowrap}</style></head>"
-        f"<body><h1>shotbench compare</h1>{intro}{body}{figures.show(fig).text}</body></html>\n", encoding="utf-8")
-    return path
-
-
-def _pooled(paths: list[Path]) -> Side:
+def pooled(paths: list[Path]) -> Side:
     """Several runs of one side as one: their cases and tasks pooled (runs made in turn with the
     other side's, so drift of the machine falls on both sides alike)."""
-    sides = [_load(p) for p in paths]
+    sides = [load(p) for p in paths]
     return Side(pd.concat([s.cases for s in sides], ignore_index=True),
                 pd.concat([s.tasks for s in sides], ignore_index=True))
-
-
-def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
-    if args.run:
-        run = Path(args.run)
-        if kind_of(run) != "read":
-            raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
-        side = _load(run)
-        known = sorted(set(side.cases["backend"]))
-        for name in (args.a, args.b):
-            if name not in known:
-                raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
-        keys = CASE_KEYS[1:]
-        return side.where(args.a), side.where(args.b), keys, f"{args.b} vs {args.a} ({run.name})"
-    groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
-    for p in groups[0] + groups[1]:
-        if kind_of(p) != "read":
-            raise UserError(f"{p} is not a run folder; pass two run folders (or comma-separated lists of them), "
-                            "or two backends with --run DIR.")
-    names = ["+".join(p.name for p in g) for g in groups]
-    return _pooled(groups[0]), _pooled(groups[1]), CASE_KEYS, f"{names[1]} vs {names[0]}"
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    if args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
-        raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
-    a, b, keys, title = _sides(args)
-    table = compare(a, b, keys, args.threshold, args.limit_ratio, args.correction)
-    from shotbench.paths import reports_dir
-
-    out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "compare.csv", index=False)
-    how = "Holm" if args.correction == "holm" else "FDR"
-    gates = " ".join(g for g in (
-        f"Gate: SLOWER when the ratio is at least {args.threshold} with its interval above 1 and {how}-adjusted p < {ALPHA}.",
-        f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline." if args.limit_ratio else "") if g)
-    write_html(table, f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}", out / "compare.html", gates,
-               args.correction)
-    print(f"{title}: median task time ratio B ÷ A per case (95 % BCa interval), Mann-Whitney p ({how}-adjusted over "
-          f"{len(table)} cases)")
-    print(_text(table))
-    print(gates)
-    print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
-    bad = table[table["slower"] | table["over-limit"]]
-    if bad.empty:
-        return 0
-    for _, r in bad.iterrows():
-        why = (f"{r['ratio']:.2f}× slower (95 % interval {r['ci-low']:.2f}–{r['ci-high']:.2f}, adjusted p={r['p-adjusted']:.3g})"
-               if r["slower"] else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×")
-        print(f"FAIL {r['case']}: {why}")
-    return 1
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "compare", help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
-        description="Median task time ratio B ÷ A per matching case over every task of every trial, BCa bootstrap "
-                    "interval and Mann-Whitney p-value adjusted over the cases.",
-    )
-    p.add_argument("a", metavar="A", help="the baseline: a run folder (or several, comma-separated, pooled), or a backend with --run")
-    p.add_argument("b", metavar="B", help="the candidate: a run folder (or several, comma-separated, pooled), or a backend with --run")
-    p.add_argument("--run", metavar="DIR", help="compare two backends of this run folder")
-    p.add_argument("--threshold", type=float, metavar="RATIO", default=THRESHOLD,
-                   help=f"exit 1 when a case of B is at least RATIO × slower with its interval above 1 and adjusted "
-                        f"p < {ALPHA} (default {THRESHOLD})")
-    p.add_argument("--correction", choices=sorted(stats.ADJUSTMENTS), default="holm",
-                   help="how p-values are adjusted for many cases: holm (family-wise, default) or fdr (Benjamini-Hochberg)")
-    p.add_argument("--limit-ratio", type=float, metavar="K", help="exit 1 when a case of B takes more than K × its copy (raw-GET) baseline")
-    p.add_argument("--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)")
-    p.set_defaults(func=cmd_compare)

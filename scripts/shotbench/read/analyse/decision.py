@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.read.analyse import analysis, stats, stopping
 from shotbench.errors import UserError
+from shotbench.read.analyse import analysis, stats, stopping
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
 LOCAL = "local"
@@ -212,8 +212,8 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
         "workers": t["num-workers"],
         "rank": t["rank"].astype(object).where(t["rank"].notna(), "—"),
         "backend": t["name"],
-        "median runtime [s] (95 % CI)": [_interval(*v, "s") for v in t[["runtime", "runtime-ci-low", "runtime-ci-high"]].to_numpy()],
-        "× fastest (95 % CI)": [_interval(*v, ".2f", "×") for v in t[["vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"]].to_numpy()],
+        "median runtime [s] (95 % CI)": [_interval(v[0], v[1], v[2], "s") for v in t[["runtime", "runtime-ci-low", "runtime-ci-high"]].to_numpy()],
+        "× fastest (95 % CI)": [_interval(v[0], v[1], v[2], ".2f", "×") for v in t[["vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"]].to_numpy()],
         "verdict": t["verdict"],
         "failed cases": [f"{int(n)} of {int(n) + int(k)}" if n else "—" for n, k in zip(t["failed"], t["trials"])],
         "× limit": [_plain(v, ".2f", "×") for v in t["vs-limit"]],
@@ -231,7 +231,7 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
     return out.reset_index(drop=True)
 
 
-def styled(frame: pd.DataFrame) -> "pd.io.formats.style.Styler":
+def styled(frame: pd.DataFrame) -> pd.io.formats.style.Styler:
     """`display_table` for HTML: one line per row, names left-aligned, verdicts told apart."""
     def tone(v: str) -> str:
         return {FASTEST: "font-weight: bold", UNCLEAR: "color: #555; font-style: italic", LIMIT_ROW: "color: #777"}.get(v, "")
@@ -482,7 +482,8 @@ def findings(
                 f"{mode}: {name} is {shown:.2f}× {how} with {_workers(int(ws[-1]))} than with {ws[0]} "
                 f"({pct} % CI {slo:.2f}–{shi:.2f}×).")))
     found.sort(key=lambda x: -x[0])
-    out, per = [], {}
+    out: list[str] = []
+    per: dict[tuple[str, str], int] = {}
     for _, mode, kind, text in found:
         if per.get((mode, kind), 0) >= PER_TOPIC:
             continue

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats as st
@@ -39,7 +39,7 @@ class Interval:
         """True when `value` is inside; an unknown interval contains nothing."""
         return self.known and self.low <= value <= self.high
 
-    def overlaps(self, other: "Interval") -> bool:
+    def overlaps(self, other: Interval) -> bool:
         return self.known and other.known and self.low <= other.high and other.low <= self.high
 
     @property
@@ -71,8 +71,9 @@ def _ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.median(x, axis=axis) / np.median(y, axis=axis)
 
 
-def _bootstrap(samples: tuple[np.ndarray, ...], statistic, estimate: float, level: float, n_resamples: int,
-               seed: int) -> Interval:
+def _bootstrap(
+    samples: tuple[np.ndarray, ...], statistic, estimate: float, level: float, n_resamples: int, seed: int
+) -> Interval:
     """BCa interval; the percentile interval where BCa is undefined (e.g. every jackknife median
     equal); a zero-width interval when every resample gives the same value."""
     if all(np.all(s == s[0]) for s in samples):
@@ -80,16 +81,24 @@ def _bootstrap(samples: tuple[np.ndarray, ...], statistic, estimate: float, leve
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = st.bootstrap(samples, statistic, n_resamples=n_resamples, vectorized=True, confidence_level=level,
-                               method=method, rng=np.random.default_rng(seed))
+            res = st.bootstrap(
+                samples,
+                statistic,
+                n_resamples=n_resamples,
+                vectorized=True,
+                confidence_level=level,
+                method=method,
+                rng=np.random.default_rng(seed),
+            )
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if not (math.isnan(lo) or math.isnan(hi)):
             return Interval(estimate, lo, hi, level)
     return Interval(estimate, math.nan, math.nan, level)
 
 
-def median_interval(values: Sequence[float] | np.ndarray, level: float = LEVEL, n_resamples: int = RESAMPLES,
-                    seed: int = SEED) -> Interval:
+def median_interval(
+    values: Sequence[float] | np.ndarray, level: float = LEVEL, n_resamples: int = RESAMPLES, seed: int = SEED
+) -> Interval:
     """The median with a BCa bootstrap interval; NaN bounds with fewer than two values."""
     x = _values(values)
     if len(x) == 0:
@@ -100,8 +109,13 @@ def median_interval(values: Sequence[float] | np.ndarray, level: float = LEVEL, 
     return _bootstrap((x,), _median, est, level, n_resamples, seed)
 
 
-def ratio_interval(num: Sequence[float] | np.ndarray, den: Sequence[float] | np.ndarray, level: float = LEVEL,
-                   n_resamples: int = RESAMPLES, seed: int = SEED) -> Interval:
+def ratio_interval(
+    num: Sequence[float] | np.ndarray,
+    den: Sequence[float] | np.ndarray,
+    level: float = LEVEL,
+    n_resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Interval:
     """median(num) ÷ median(den) with a BCa bootstrap interval, resampling the two independent
     samples separately; NaN bounds unless each has two values."""
     x, y = _values(num), _values(den)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import holoviews as hv
 import pandas as pd
 
+from shotbench.display import use_bokeh
 from shotbench.read.analyse import multishot
 from shotbench.read.figures import plots
-from shotbench.display import use_bokeh
 
 PAIR_COLORS = {
     ("shot", "shots"): "#1f77b4", ("signal", "signals"): "#2ca02c",

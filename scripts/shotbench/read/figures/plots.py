@@ -6,13 +6,14 @@ with the transfer report; the read notebooks and tests reach them through this m
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import holoviews as hv
 import pandas as pd
 
-from shotbench.read.analyse.analysis import pb_label
 from shotbench.display import count_figures, setup, show, use_bokeh  # noqa: F401  the read notebooks' display
+from shotbench.read.analyse.analysis import pb_label
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#393b79", "#bcbd22")
 # grey and black draw references (y = 1, linear scaling, whiskers), never a series
@@ -199,7 +200,7 @@ def _rank(palette: dict[str, str], name: str) -> tuple[int, int]:
 
 def _box_legend(plot: Any, element: hv.Overlay) -> None:
     """Hook: one legend entry per series of boxes (HoloViews draws BoxWhisker without one)."""
-    from bokeh.models import Legend, LegendItem
+    from bokeh.models import Legend, LegendItem  # type: ignore[attr-defined]  # exported lazily
 
     items = []
     for sub in plot.subplots.values():

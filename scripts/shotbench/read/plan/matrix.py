@@ -350,12 +350,6 @@ def plan_cases(
     return cases
 
 
-def rawget_case_id(case: Case) -> str:
-    """The raw-get case measuring the same work as `case`."""
-    fam = f"{case.family}-" if case.family else ""
-    return f"t{case.trial}-{fam}raw-get-{case.mode}-w{case.workers}-pb0-cc0"
-
-
 def task_to_json(task: Task) -> dict[str, Any]:
     return asdict(task)
 

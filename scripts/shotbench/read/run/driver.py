@@ -14,15 +14,39 @@ import logging
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from shotbench.read.plan.matrix import Task
 from shotbench.read.run.protocol import (
-    PROTOCOL_VERSION, Close, Done, Failed, Gather, GatherReply, Hello, HelloReply, Prepare, PrepareReply, Quit,
-    Reply, Request, Row, Run, RunReply, Spec, Upstream, UpstreamReply, read_request,
+    PROTOCOL_VERSION,
+    Close,
+    Done,
+    Failed,
+    Gather,
+    GatherReply,
+    Hello,
+    HelloReply,
+    Prepare,
+    PrepareReply,
+    Quit,
+    Reply,
+    Request,
+    Row,
+    Run,
+    RunReply,
+    Spec,
+    Upstream,
+    UpstreamReply,
+    read_request,
 )
 from shotbench.read.run.worker import (
-    gather_time, index_files, list_file, run_task, run_task_released, versions, warm,
+    gather_time,
+    index_files,
+    list_file,
+    run_task,
+    run_task_released,
+    versions,
+    warm,
 )
 from shotbench.redact import scrub
 from shotbench.units import MiB
@@ -191,7 +215,7 @@ class Driver:
             while len(conns) < len(tasks):
                 try:
                     conn, _ = lsock.accept()
-                except socket.timeout:
+                except TimeoutError:
                     bad = [f for f in futs if f.status == "error"]
                     if bad:
                         bad[0].result()
@@ -225,7 +249,7 @@ class Driver:
             pending = len(conns)
             while pending:
                 for key, _ in sel.select(timeout=1.0):
-                    c = key.fileobj
+                    c = cast(socket.socket, key.fileobj)
                     data = c.recv(MiB)
                     buf = buffers[c.fileno()]
                     buf += data

@@ -15,13 +15,13 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from shotbench.read.plan import matrix as planmod
-from shotbench.read.plan import profiles
 from shotbench.backends import registry
-from shotbench.read.run.prepare import check_envs, prepare, say
-from shotbench.read.run.protocol import Prepare, Run, Spec, Upstream
 from shotbench.paths import data_dir, state_dir
 from shotbench.provenance import new_run_id
+from shotbench.read.plan import matrix as planmod
+from shotbench.read.plan import profiles
+from shotbench.read.run.prepare import check_envs, prepare, say
+from shotbench.read.run.protocol import Prepare, Run, Spec, Upstream
 from shotbench.read.schema import efficiency, task_time_sum
 from shotbench.runs import interleave
 from shotbench.units import MiB

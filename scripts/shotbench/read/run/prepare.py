@@ -48,11 +48,12 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
     with contextlib.ExitStack() as stack:
         access_log: Path | None = None
         fault_stats: Path | None = None
+        s3: S3Config | None
         made: set[str] | None = None  # the files a `layouts` run made (its keys below the prefix)
         if data is None:
+            from shotbench.hdf5.synth import make_dataset
             from shotbench.store.server import embedded_server
             from shotbench.store.stage import stage
-            from shotbench.hdf5.synth import make_dataset
 
             stack.enter_context(server_lock(state_dir() / ("bench-server-tls" if tls else "bench-server")))  # before touching its files
             if cfg.families:

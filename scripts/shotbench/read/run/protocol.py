@@ -133,7 +133,7 @@ class Reply(Message):
     def from_json(cls: type[M], data: Any) -> M:
         if isinstance(data, dict) and data.get("ok") is True:
             data = {k: v for k, v in data.items() if k != "ok"}
-        return super().from_json(data)  # type: ignore[misc]
+        return super().from_json(data)
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,7 @@ class Request(Message, Generic[R]):
             if data["op"] != cls.OP:  # type: ignore[attr-defined]
                 raise skew(f"{cls.WHAT} arrived as {data['op']!r}")
             data = {k: v for k, v in data.items() if k != "op"}
-        return super().from_json(data)  # type: ignore[misc]
+        return super().from_json(data)
 
 
 @dataclass(frozen=True)

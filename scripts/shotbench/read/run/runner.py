@@ -19,30 +19,46 @@ import statistics
 import subprocess
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
-from shotbench.read.plan import matrix as planmod
-from shotbench.read.analyse import stopping
 from shotbench.backends import registry
-from shotbench.backends.meters import case_columns
 from shotbench.backends.base import Backend, Source, child_env
+from shotbench.backends.meters import case_columns
 from shotbench.errors import UserError
+from shotbench.paths import state_dir
+from shotbench.processes import die_with_parent
+from shotbench.provenance import utc_iso
+from shotbench.read.analyse import stopping
+from shotbench.read.plan import matrix as planmod
+from shotbench.read.plan.matrix import Case, ShotFile
 from shotbench.read.run.checksums import Checksums
 from shotbench.read.run.faultcount import InjectedFaults
-from shotbench.processes import die_with_parent
-from shotbench.paths import state_dir
-from shotbench.read.plan.matrix import Case, ShotFile
-from shotbench.provenance import utc_iso
 from shotbench.read.run.protocol import (
-    PROTOCOL_VERSION, Close, Failed, Gather, Hello, Prepare, ProtocolMismatch, Quit, Reply, Request, Run, RunReply,
-    Spec, read_reply,
+    PROTOCOL_VERSION,
+    Close,
+    Failed,
+    Gather,
+    Hello,
+    Prepare,
+    ProtocolMismatch,
+    Quit,
+    Reply,
+    Request,
+    Run,
+    RunReply,
+    Spec,
+    read_reply,
+)
+from shotbench.read.schema import (
+    efficiency,
+    harness_overhead,
+    task_time_sum,
+    worker_rows,
 )
 from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
-from shotbench.read.schema import (
-    efficiency, harness_overhead, task_time_sum, worker_rows,
-)
 from shotbench.runs import RunFolder
 from shotbench.units import MiB
 
@@ -277,7 +293,7 @@ class Runner:
                     self._samples.setdefault(stopping.group_of(r["case-id"]), []).append(float(r["open+read-data-time"]))
         return self._samples
 
-    def _stop(self, res: "CaseResult") -> None:
+    def _stop(self, res: CaseResult) -> None:
         """The group's interval after this case, and whether it needs another trial (case row columns)."""
         row = res.case_row
         if row["status"] != OK:
@@ -614,10 +630,10 @@ def payload_bytes(fh: Any, shot: str, name: str) -> int:
 
 def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Callable[[str], None] = print) -> None:
     """Local copies for the `local` backend when the data lives only in S3 (untimed)."""
-    from shotbench.backends.obstore import make_store
     import obstore
 
     from shotbench import diskspace
+    from shotbench.backends.obstore import make_store
 
     missing = [o for o in objs if not (Path(source.local_path(o.key)).exists()
                                        and Path(source.local_path(o.key)).stat().st_size == o.size)]
@@ -641,7 +657,7 @@ def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Ca
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
     """Per backend and mode, over ok cases only: median total runtime, ratio to raw-get, GETs, MB."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
         if row_status(r) != OK:
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 from shotbench.errors import UserError
 from shotbench.transfer.programs.base import Outcome, Target, Tool, ToolFailed, _pkg_version
 from shotbench.transfer.programs.boto import Boto3TransferManager, Boto3UploadFile, RawGet, Shotbench
+from shotbench.transfer.programs.crt import AwsCrt
 from shotbench.transfer.programs.external import (
     AWSCLI_VERSION,
     S5CMD_VERSION,
@@ -21,7 +22,6 @@ from shotbench.transfer.programs.external import (
     ensure_awscli,
     ensure_s5cmd,
 )
-from shotbench.transfer.programs.crt import AwsCrt
 from shotbench.transfer.programs.fs import ObstoreAsync, ObstoreSync, S3fsAsync, S3fsSync
 
 __all__ = [

@@ -10,10 +10,10 @@ import asyncio
 import hashlib
 import importlib.metadata
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from shotbench.store.s3 import S3Config
 from shotbench.transfer.matrix import FileSpec
@@ -69,7 +69,7 @@ def _import_reason(*modules: str) -> str | None:
     for mod in modules:
         try:
             __import__(mod)
-        except Exception as exc:  # ImportError, or a broken native extension
+        except Exception as exc:  # noqa: BLE001 - ImportError, or a broken native extension
             return f"not installed: cannot import {mod} ({type(exc).__name__}: {exc})"[:300]
     return None
 

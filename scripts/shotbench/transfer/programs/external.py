@@ -113,7 +113,7 @@ class AwsS3Sync(CliTool):
 
     name = "aws-s3-sync"
     family = "awscli"
-    subcommand = ("sync",)
+    subcommand: tuple[str, ...] = ("sync",)
     describe = {"upload": "aws s3 sync <dir> s3://…/", "download": "aws s3 sync s3://…/ <dir>"}
 
     def ensure(self) -> Path:
