@@ -84,8 +84,8 @@ def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, 
     """A ROS3 case through its environment's driver: real Dask workers, that env's libhdf5."""
     from shotbench.backends.base import child_env
     from shotbench.read.plan import matrix as plan
+    from shotbench.read.run.drivers import DriverProc
     from shotbench.read.run.protocol import Prepare, Run, Spec
-    from shotbench.read.run.runner import DriverProc
 
     cls = registry.get(name)
     try:
@@ -95,7 +95,7 @@ def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, 
     if not Path(python).exists():
         pytest.skip(f".envs/{cls.env} is not built; `make test` builds it first")
     loc, cfg, objs = staged_shots
-    from shotbench.read.run.runner import inventory
+    from shotbench.read.run.inventory import inventory
 
     source = Source("s3", loc.bucket, loc.prefix, str(shot_dir))
     files = inventory(source, objs, cfg)

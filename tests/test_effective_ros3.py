@@ -30,7 +30,9 @@ def run_cases(
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Run a matrix through `shotbench.read.run.runner` on s3://bucket/prefix; (workers rows, case rows).
     `signals` mode reads a seeded sample of `signals_files` files and `signals_names` names (0: all)."""
-    from shotbench.read.run.runner import Drivers, Runner, Workload, inventory
+    from shotbench.read.run.drivers import Drivers
+    from shotbench.read.run.inventory import Workload, inventory
+    from shotbench.read.run.runner import Runner
     from shotbench.store.s3 import list_shot_files, parse_location
 
     s3 = server.s3config()

@@ -16,8 +16,8 @@ from shotbench.read.plan import matrix as plan
 from shotbench.read.plan import profiles
 from shotbench.read.plan.families import NAMES
 from shotbench.read.run import worker
+from shotbench.read.run.inventory import inventory
 from shotbench.read.run.protocol import Spec
-from shotbench.read.run.runner import inventory
 
 SMALL = {"signals": 12, "file_size": 2_000_000, "page_size": 1_000_000}
 

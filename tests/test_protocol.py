@@ -168,7 +168,7 @@ def main_driver(tmp_path: Path) -> Iterator[Any]:
     import sys
 
     from shotbench.backends.base import child_env
-    from shotbench.read.run.runner import DriverProc
+    from shotbench.read.run.drivers import DriverProc
 
     drv = DriverProc("main", Path(sys.executable), child_env({}), tmp_path / "driver.log", None)
     yield drv
@@ -228,7 +228,7 @@ def test_a_worker_that_died_between_cases_is_waited_for_and_named(main_driver: A
 def shots(tmp_path_factory: pytest.TempPathFactory) -> list[plan.ShotFile]:
     """Two real synthetic single-shot files and what the inventory pass finds in them."""
     from shotbench.hdf5.synth import make_dataset
-    from shotbench.read.run.runner import inventory
+    from shotbench.read.run.inventory import inventory
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SHOTBENCH_STATE", str(tmp_path_factory.mktemp("state")))

@@ -129,9 +129,9 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     down to the CRC-32 of every signal the rows carry when verifying."""
     from shotbench.backends.base import child_env
     from shotbench.read.plan import matrix as plan
+    from shotbench.read.run.drivers import DriverProc
+    from shotbench.read.run.inventory import inventory as list_files
     from shotbench.read.run.protocol import Prepare, Run, Spec
-    from shotbench.read.run.runner import DriverProc
-    from shotbench.read.run.runner import inventory as list_files
 
     cls = registry.get("kerchunk")
     loc, cfg, objs = staged_shots

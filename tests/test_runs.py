@@ -165,3 +165,10 @@ def test_commands_refuse_a_run_from_a_newer_shotbench_in_one_sentence(tmp_path: 
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "newer than this shotbench reads" in err and "update shotbench" in err
+
+
+@pytest.mark.parametrize("schema", [0, -1, "1", True, None])
+def test_run_format_no_shotbench_wrote_is_one_sentence(tmp_path: Path, schema: object) -> None:
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "odd", "schema": schema}))
+    with pytest.raises(UserError, match=r"which no shotbench wrote \(formats start at 1\); fix its `schema` field"):
+        read_meta(tmp_path)

@@ -71,7 +71,10 @@ def read_meta(folder: Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise json.JSONDecodeError("run.json holds no JSON object", text, 0)
     schema = meta.get("schema", 1)
-    if not isinstance(schema, int) or isinstance(schema, bool) or schema > SCHEMA:
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+        raise UserError(f"{path} has run format {schema!r}, which no shotbench wrote (formats start at 1); "
+                        "fix its `schema` field or start a new run.")
+    if schema > SCHEMA:
         raise UserError(f"{path} has run format {schema!r}, newer than this shotbench reads (up to {SCHEMA}); "
                         "update shotbench (git pull, then make venv) to read it.")
     return meta

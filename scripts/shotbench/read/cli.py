@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,13 +108,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench(args, runs, resume_dir)
 
 
-def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
-    from shotbench.read.run.faultcount import InjectedFaults
-    from shotbench.read.run.faultcount import summary_lines as fault_lines
-    from shotbench.read.run.runner import Drivers, Runner, summary_table
-    from shotbench.read.status import COMPLETE, INTERRUPTED, OK, RUNNING, error_count, row_status, run_status
+@dataclass
+class _Settings:
+    """What a bench run is asked to do: from the command line, or from the run.json it resumes."""
+
+    cfg: profiles.BenchConfig
+    meta: dict[str, Any]
+    data_arg: str | None
+    network: str
+    tls: bool
+    scheduler: str | None
+    shots_dir: Path | None
+    local_copies: Path | None
+
+
+def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
+    """The settings of a new run (checked), or those the resumed run was started with."""
     from shotbench.store.network import FAULTS, check_tls
 
+    meta: dict[str, Any] = {}
     if resume_dir is not None:
         meta = _read_resume_meta(resume_dir)
         try:
@@ -142,6 +155,29 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
             cfg.verify = True
         shots_dir = Path(args.shots_dir) if args.shots_dir else None
         local_copies = Path(args.local_copies) if args.local_copies else None
+    return _Settings(cfg, meta, data_arg, network, tls, scheduler, shots_dir, local_copies)
+
+
+def _selection(cfg: profiles.BenchConfig, wl: Any) -> dict[str, Any]:
+    """Which files, signals and shots the plan reads: recorded, and compared on --resume."""
+    return {
+        "signals_files": [f.key for f in wl.signal_files],
+        "signals": planmod.all_signals(wl.signal_files),
+        "shots": {f"t{t}-w{w}": planmod.pick_shot(wl.files, cfg.seed, t, w).key
+                  for t in range(1, cfg.trials + 1) for w in cfg.workers},
+        "files": [f.key for f in wl.files],
+    }
+
+
+def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
+    from shotbench.read.run.drivers import Drivers
+    from shotbench.read.run.faultcount import InjectedFaults
+    from shotbench.read.run.runner import Runner
+    from shotbench.read.status import COMPLETE, INTERRUPTED, RUNNING
+
+    st = _settings(args, resume_dir)
+    cfg, meta, data_arg, network, tls, scheduler = st.cfg, st.meta, st.data_arg, st.network, st.tls, st.scheduler
+    shots_dir, local_copies = st.shots_dir, st.local_copies
     if scheduler:
         check_scheduler(scheduler)
     else:
@@ -155,13 +191,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
         matrix = cfg.matrix()
         matrix.backends = prep.backends
         cases = planmod.plan_cases(matrix, cfg.seed, reads, {b: registry.get(b).has_block_cache for b in prep.backends})
-        selection = {
-            "signals_files": [f.key for f in wl.signal_files],
-            "signals": planmod.all_signals(wl.signal_files),
-            "shots": {f"t{t}-w{w}": planmod.pick_shot(wl.files, cfg.seed, t, w).key
-                      for t in range(1, cfg.trials + 1) for w in cfg.workers},
-            "files": [f.key for f in wl.files],
-        }
+        selection = _selection(cfg, wl)
         if resume_dir is not None:
             folder = RunFolder(resume_dir, RUN_KIND)
             if meta.get("selection", {}).get("files") != selection["files"]:
@@ -177,18 +207,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
             say(f"resuming run {run_id}: {len(done)} of {len(cases)} cases done")
         else:
             run_id = new_run_id()
-            meta = {
-                "run_id": run_id, "started": utc_iso(), "finished": None, "status": RUNNING,
-                "config": {"bench": cfg.to_dict(), "profile": cfg.profile, "data": data_arg,
-                           "network": network, "tls": tls, "scheduler": scheduler,
-                           "shots_dir": str(shots_dir) if shots_dir else None,
-                           "local_copies": str(local_copies) if local_copies else None,
-                           "backends": prep.backends, "cases": len(cases)},
-                "seed": cfg.seed, "machine": machine_info(),
-                "versions": {"python": platform.python_version(), "shotbench": __version__, "packages": {}, "backends": {}},
-                "git_commit": git_commit(), "data": prep.data, "selection": selection,
-                "plan": [c.to_dict() for c in cases],
-            }
+            meta = _new_meta(run_id, st, prep, cases, selection)
             done = set()
             pending = cases
         log_dir = state_dir() / "logs" / run_id
@@ -216,11 +235,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                                 stop_rule=stopping.Rule(cfg.precision, cfg.max_trials, 60 * cfg.max_minutes),
                                 checksums=Checksums(wl.source) if cfg.verify else None,
                                 faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}))
-                for name in prep.backends:
-                    v = drivers.drivers[registry.get(name).env_key()].versions
-                    meta["versions"]["backends"][name] = {"python": v.get("python", ""), "hdf5": v.get("hdf5", ""),
-                                                          "h5py": v.get("h5py", ""), "env": registry.get(name).env_key(),
-                                                          "packages": v}
+                _record_backend_versions(meta, drivers, prep.backends)
                 folder.write_meta(meta)
                 say(f"run {run_id}: {len(pending)} cases -> {folder.path}")
                 status = INTERRUPTED
@@ -237,23 +252,68 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                     status = "failed"
                     raise
                 finally:
-                    rows = folder.cases()
-                    if status == COMPLETE:
-                        status = run_status(row_status(r) for r in rows)
-                    meta["status"] = status
-                    meta["errors"] = sum(1 for r in rows if row_status(r) != OK)  # cases that are not measurements
-                    meta["failed_tasks"] = sum(error_count(r.get("errors")) for r in rows)
-                    meta["finished"] = utc_iso()
-                    injected = runner.faults.record()
-                    if injected is not None:
-                        meta["faults_injected"] = injected
-                    folder.write_meta(meta)
+                    status = _finish_meta(folder, meta, status, runner)
             finally:
                 drivers.stop(timeout=20.0 if status == COMPLETE else 2.0)
         if getattr(args, "anatomy", False) and status == COMPLETE:
             from shotbench.anatomy.cli import after_bench
 
             after_bench(folder.path, prep.backends, wl, 10, say)
+    return _report(args, folder, meta)
+
+
+def _new_meta(run_id: str, st: _Settings, prep: Any, cases: list[Any], selection: dict[str, Any]) -> dict[str, Any]:
+    """run.json of a new run: its settings, machine, versions, data and the whole plan."""
+    from shotbench.read.status import RUNNING
+
+    cfg = st.cfg
+    return {
+        "run_id": run_id, "started": utc_iso(), "finished": None, "status": RUNNING,
+        "config": {"bench": cfg.to_dict(), "profile": cfg.profile, "data": st.data_arg,
+                   "network": st.network, "tls": st.tls, "scheduler": st.scheduler,
+                   "shots_dir": str(st.shots_dir) if st.shots_dir else None,
+                   "local_copies": str(st.local_copies) if st.local_copies else None,
+                   "backends": prep.backends, "cases": len(cases)},
+        "seed": cfg.seed, "machine": machine_info(),
+        "versions": {"python": platform.python_version(), "shotbench": __version__, "packages": {}, "backends": {}},
+        "git_commit": git_commit(), "data": prep.data, "selection": selection,
+        "plan": [c.to_dict() for c in cases],
+    }
+
+
+def _record_backend_versions(meta: dict[str, Any], drivers: Any, backends: list[str]) -> None:
+    """run.json's versions of each backend's environment, as its driver reported them."""
+    for name in backends:
+        v = drivers.drivers[registry.get(name).env_key()].versions
+        meta["versions"]["backends"][name] = {"python": v.get("python", ""), "hdf5": v.get("hdf5", ""),
+                                              "h5py": v.get("h5py", ""), "env": registry.get(name).env_key(),
+                                              "packages": v}
+
+
+def _finish_meta(folder: RunFolder, meta: dict[str, Any], status: str, runner: Any) -> str:
+    """run.json at the end of a run, however it ended: status, failure counts, injected faults."""
+    from shotbench.read.status import COMPLETE, OK, error_count, row_status, run_status
+
+    rows = folder.cases()
+    if status == COMPLETE:
+        status = run_status(row_status(r) for r in rows)
+    meta["status"] = status
+    meta["errors"] = sum(1 for r in rows if row_status(r) != OK)  # cases that are not measurements
+    meta["failed_tasks"] = sum(error_count(r.get("errors")) for r in rows)
+    meta["finished"] = utc_iso()
+    injected = runner.faults.record()
+    if injected is not None:
+        meta["faults_injected"] = injected
+    folder.write_meta(meta)
+    return status
+
+
+def _report(args: argparse.Namespace, folder: RunFolder, meta: dict[str, Any]) -> int:
+    """What the terminal shows after a run: the summary, break-even, reliability under faults."""
+    from shotbench.read.run.faultcount import summary_lines as fault_lines
+    from shotbench.read.run.progress import summary_table
+    from shotbench.store.network import FAULTS
+
     rows = folder.cases()
     say("")
     say(summary_table(rows))

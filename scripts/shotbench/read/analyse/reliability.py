@@ -25,24 +25,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shotbench.read.schema import RUN_KIND
+from shotbench.read.schema import RUN_KIND, configuration_key
 from shotbench.read.status import OK, row_status
-from shotbench.runs import RunFolder
+from shotbench.runs import RunFolder, read_meta
 from shotbench.store.faultproxy import KINDS
 
 COLUMNS = ["backend", "rows", "failed", "timeouts", "retries", "injected", "server-extra", "wrong-bytes",
            "verified", "slowdown"]
 
 
-def _case_key(row: dict[str, str]) -> tuple[str, ...]:
-    return (row["backend"], row["obj-type"], row["num-workers"], row["pb-size"], row.get("chunk-cache", ""))
-
-
 def _median_runtimes(rows: list[dict[str, str]]) -> dict[tuple[str, ...], float]:
     groups: dict[tuple[str, ...], list[float]] = defaultdict(list)
     for r in rows:
         if row_status(r) == OK:
-            groups[_case_key(r)].append(float(r["total-runtime"]))
+            groups[configuration_key(r)].append(float(r["total-runtime"]))
     return {k: statistics.median(v) for k, v in groups.items()}
 
 
@@ -176,7 +172,7 @@ class Section:
 
 def _meta(run: Path) -> dict[str, Any]:
     try:
-        return json.loads((run / "run.json").read_text())
+        return read_meta(run)
     except (OSError, ValueError):
         return {}
 

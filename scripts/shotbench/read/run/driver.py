@@ -382,5 +382,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":  # how the orchestrator starts an environment's driver (read/run/runner.py)
+if __name__ == "__main__":  # how the orchestrator starts an environment's driver (read/run/drivers.py)
     sys.exit(main())

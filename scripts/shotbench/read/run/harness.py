@@ -43,7 +43,7 @@ def default_backends() -> list[str]:
 
 
 def cmd_harness(args: argparse.Namespace) -> int:
-    from shotbench.read.run.runner import Drivers
+    from shotbench.read.run.drivers import Drivers
 
     backends = args.backends or default_backends()
     overrides = {"backends": backends, "workers": args.workers, "trials": args.trials,

@@ -41,7 +41,7 @@ class Prepared:
 def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir: Path | None,
             local_copies: Path | None, tls: bool = False) -> Iterator[Prepared]:
     """Server (if embedded), files, staging, pre-flight, inventory; yields the workload."""
-    from shotbench.read.run.runner import Workload, inventory, mirror_locally
+    from shotbench.read.run.inventory import Workload, inventory, mirror_locally
     from shotbench.store.s3 import S3Config, parse_location, preflight
 
     backends = list(cfg.backends)

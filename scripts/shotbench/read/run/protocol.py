@@ -1,6 +1,6 @@
 """The messages between the orchestrator and each environment's driver, one JSON object a line.
 
-The orchestrator (`read/run/runner.py`, main environment) starts `<env python> -m shotbench.read.run.driver
+The orchestrator (`read/run/drivers.py`, main environment) starts `<env python> -m shotbench.read.run.driver
 --serve` once per backend environment; every request it sends gets one reply. Both sides import
 this module, so it imports nothing heavy (no h5py, no Dask).
 

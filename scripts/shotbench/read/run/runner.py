@@ -8,51 +8,35 @@ to warm a cluster, marks the S3 access log, starts the case, and writes the rows
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import http.client
-import json
-import os
-import select
-import signal
-import statistics
-import subprocess
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from shotbench.backends import registry
-from shotbench.backends.base import Backend, Source, child_env
+from shotbench.backends.base import Backend
 from shotbench.backends.meters import case_columns
 from shotbench.errors import UserError
-from shotbench.paths import state_dir
-from shotbench.processes import die_with_parent
 from shotbench.provenance import utc_iso
 from shotbench.read.analyse import stopping
 from shotbench.read.plan import matrix as planmod
 from shotbench.read.plan.matrix import Case, ShotFile
 from shotbench.read.run.checksums import Checksums
+from shotbench.read.run.drivers import PREPARE_TIMEOUT, DriverError, DriverProc, Drivers, DriverTimeout
 from shotbench.read.run.faultcount import InjectedFaults
+from shotbench.read.run.inventory import Workload
+from shotbench.read.run.progress import case_line
 from shotbench.read.run.protocol import (
-    PROTOCOL_VERSION,
-    Close,
-    Failed,
     Gather,
-    Hello,
     Prepare,
-    ProtocolMismatch,
-    Quit,
-    Reply,
-    Request,
     Run,
     RunReply,
     Spec,
-    read_reply,
 )
 from shotbench.read.schema import (
+    CaseRow,
+    WorkerRow,
     efficiency,
     harness_overhead,
     task_time_sum,
@@ -60,15 +44,6 @@ from shotbench.read.schema import (
 )
 from shotbench.read.status import FAILED, OK, TIMEOUT, case_status, row_status
 from shotbench.runs import RunFolder
-from shotbench.units import MiB
-
-
-class DriverError(RuntimeError):
-    """The driver process of an environment failed (or exited)."""
-
-
-class DriverTimeout(DriverError):
-    """The driver did not answer within the deadline; its process group has been ended."""
 
 
 class ServerDown(UserError):
@@ -77,187 +52,15 @@ class ServerDown(UserError):
     exit_code = 1
 
 
-HELLO_TIMEOUT = 180.0  # a driver imports h5py, numpy and dask before it answers
 HEALTH_TIMEOUT = 5.0  # the server's answer to one HEAD between cases
 HEALTH_ATTEMPTS = 3
 DEADLINE_SLACK = 10.0  # seconds past the task deadline for the driver to report back
-PREPARE_TIMEOUT = 300.0  # starting and warming a LocalCluster (bounded; a dead scheduler ends here)
-
-R = TypeVar("R", bound=Reply)
-
-
-class DriverProc:
-    """`<env python> -m shotbench.read.run.driver --serve`, spoken to with `read/run/protocol.py`'s messages."""
-
-    def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
-                 prefix: list[str] | None = None) -> None:
-        self.name, self.python, self.env, self.log, self.scheduler = name, python, env, log, scheduler
-        self.prefix = list(prefix or [])  # e.g. a mount namespace that trusts a private CA
-        self.proc: subprocess.Popen[str] | None = None
-        self.versions: dict[str, str] = {}
-
-    def start(self) -> None:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [*self.prefix, str(self.python), "-m", "shotbench.read.run.driver", "--serve"]
-        if self.scheduler:
-            cmd += ["--scheduler", self.scheduler]
-        self._logfh = open(self.log, "a")
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._logfh,
-            text=True, env=self.env, start_new_session=True, bufsize=1,
-            preexec_fn=die_with_parent(),
-        )
-        self.versions = self.request(Hello(PROTOCOL_VERSION), timeout=HELLO_TIMEOUT).versions
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def request(self, req: Request[R], timeout: float | None = None) -> R:
-        """One request, one reply line; with `timeout`, a driver that has not answered in time
-        is ended (with its Dask processes) and `DriverTimeout` raised. A driver whose reply
-        shows another version of shotbench is ended too (`ProtocolMismatch`, naming `make envs`)."""
-        if not self.alive() and not isinstance(req, Hello):
-            self.start()
-        assert self.proc and self.proc.stdin and self.proc.stdout
-        try:
-            self.proc.stdin.write(json.dumps(req.to_json()) + "\n")
-            self.proc.stdin.flush()
-            if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
-                self.kill()
-                raise DriverTimeout(f"no answer from the {self.name} driver within {timeout:.0f} s")
-            line = self.proc.stdout.readline()
-        except (BrokenPipeError, OSError):
-            line = ""
-        if not line:
-            raise DriverError(f"the {self.name} driver exited; see {self.log}")
-        try:
-            reply = read_reply(req, json.loads(line))
-        except ProtocolMismatch as exc:
-            self.kill()
-            raise ProtocolMismatch(f"the {self.name} environment: {exc}") from None
-        if isinstance(reply, Failed):
-            raise DriverError(reply.error)
-        return reply
-
-    def stop(self, timeout: float = 20.0) -> None:
-        """Ask the driver to quit (it closes its clusters); if it is busy mid-case, end its
-        process group (the driver and the Dask processes it started)."""
-        if self.proc is None:
-            return
-        try:
-            if self.alive():
-                assert self.proc.stdin
-                self.proc.stdin.write(json.dumps(Quit().to_json()) + "\n")
-                self.proc.stdin.flush()
-                self.proc.stdin.close()
-                self.proc.wait(timeout=timeout)
-        except Exception:  # noqa: BLE001 - fall through to ending the group
-            pass
-        self.kill()
-
-    def kill(self) -> None:
-        """End the driver's process group (the driver and the Dask processes it started)."""
-        if self.proc is None:
-            return
-        if self.alive():
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, sig)
-                try:
-                    self.proc.wait(timeout=5)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        self.proc = None
-
-
-class Drivers:
-    """One driver per environment, started on first use; keeps warm clusters within a budget."""
-
-    def __init__(self, s3: Any, log_dir: Path, scheduler: str | None, max_live_workers: int, backends: list[str]) -> None:
-        self.s3, self.log_dir, self.scheduler = s3, log_dir, scheduler
-        self.max_live = max_live_workers
-        self.drivers: dict[str, DriverProc] = {}
-        self.live: OrderedDict[tuple[str, int], int] = OrderedDict()
-        self.backends = backends
-
-    def for_backend(self, cls: type[Backend]) -> DriverProc:
-        key = cls.env_key()
-        drv = self.drivers.get(key)
-        if drv is None:
-            extra = dict(self.s3.env_vars()) if self.s3 is not None else {}
-            if self.s3 is not None:
-                for name in self.backends:
-                    other = registry.get(name)
-                    if other.env_key() == key:
-                        extra.update(other.process_env(self.s3))
-            drv = DriverProc(key, cls.python(), child_env(extra), self.log_dir / f"driver-{key}.log", self.scheduler,
-                             self._trust_prefix(cls))
-            drv.start()
-            self.drivers[key] = drv
-        elif not drv.alive():
-            self.live = OrderedDict((k, v) for k, v in self.live.items() if k[0] != key)
-            drv.start()
-        return drv
-
-    def _trust_prefix(self, cls: type[Backend]) -> list[str]:
-        """ROS3 drivers trust only the system CA bundle: over https to the embedded server they
-        run in a mount namespace whose system bundle also holds its private CA."""
-        ca = getattr(self.s3, "ca_bundle", None)
-        if not ca or not cls.name.startswith("ros3"):
-            return []
-        from shotbench.store import tls
-
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        return tls.with_system_bundle(tls.trusting(ca, self.log_dir), [])
-
-    def reserve(self, env_key: str, workers: int) -> None:
-        """Evict least recently used warm clusters so idle processes stay within budget."""
-        k = (env_key, workers)
-        if k in self.live:
-            self.live.move_to_end(k)
-            return
-        if self.scheduler is None:
-            while self.live and sum(self.live.values()) + workers > self.max_live:
-                (ek, w), _ = self.live.popitem(last=False)
-                drv = self.drivers.get(ek)
-                if drv and drv.alive():
-                    drv.request(Close(w))
-        self.live[k] = workers
-
-    def stop(self, timeout: float = 20.0) -> None:
-        for drv in self.drivers.values():
-            drv.stop(timeout)
-
-
-@dataclass
-class Workload:
-    """The files a run reads and where: fixed for the whole run (and its resumes)."""
-
-    source: Source
-    files: list[ShotFile]  # every file (shots mode picks from these)
-    signal_files: list[ShotFile]  # the seeded sample read in signals mode
-    s3: Any  # S3Config or None (local data)
-    access_log: Path | None
-    bucket: str | None
-    families: dict[str, Any] = field(default_factory=dict)  # name -> families.Family (`layouts` runs)
-    family_files: dict[str, tuple[list[ShotFile], list[ShotFile]]] = field(default_factory=dict)
-
-    def files_for(self, mode: str, family: str = "") -> list[ShotFile]:
-        """The files a case reads; a family's own files (and signals sample) in a `layouts` run."""
-        files, signal_files = self.family_files[family] if family else (self.files, self.signal_files)
-        return signal_files if mode == "signals" else files
-
-    def shape(self, family: str) -> tuple[str, str]:
-        """(layout, family) as the rows record them; ("", "") for the one-workload runs."""
-        fam = self.families.get(family)
-        return (fam.layout, fam.name) if fam is not None else ("", "")
 
 
 @dataclass
 class CaseResult:
-    case_row: dict[str, Any]
-    rows: list[dict[str, Any]]
+    case_row: CaseRow
+    rows: list[WorkerRow]
     dashboard: str = ""
 
 
@@ -293,18 +96,17 @@ class Runner:
                     self._samples.setdefault(stopping.group_of(r["case-id"]), []).append(float(r["open+read-data-time"]))
         return self._samples
 
-    def _stop(self, res: CaseResult) -> None:
+    def _stop(self, res: CaseResult) -> CaseResult:
         """The group's interval after this case, and whether it needs another trial (case row columns)."""
         row = res.case_row
-        if row["status"] != OK:
-            return
-        g = stopping.group_of(row["case-id"])
+        if row.status != OK:
+            return res
+        g = stopping.group_of(str(row.case_id))
         samples = self._group_samples().setdefault(g, [])
-        samples += [float(r["open+read-data-time"]) for r in res.rows if r.get("status", OK) == OK]
+        samples += [float(r.open_read_data_time) for r in res.rows if (r.status or OK) == OK]
         self._trials[g] = self._trials.get(g, 0) + 1
         width, verdict = self.stop_rule.verdict(samples, self._trials[g])
-        row["ci-half-width"] = "" if width != width else round(width, 5)
-        row["stop"] = verdict
+        return replace(res, case_row=replace(row, ci_half_width="" if width != width else round(width, 5), stop=verdict))
 
     def spec(self, case: Case, backend: str | None = None) -> Spec:
         """The case's backend with its settings; with `backend` (the raw-get ceiling), that one with none."""
@@ -399,12 +201,12 @@ class Runner:
         files = self.workload.files_for(case.mode, case.family)
         layout, family = self.workload.shape(case.family)
         started = time.time()
-        base = {
-            "run-id": self.run_id, "case-id": case.case_id, "trial": case.trial, "order": case.order,
-            "backend": case.backend, "obj-type": case.mode, "num-workers": case.workers,
-            "pb-size": case.pb_size, "chunk-cache": case.chunk_cache, "layout": layout, "file-family": family,
-            "block-cache": "" if case.block_cache is None else case.block_cache,
-        }
+        base = CaseRow(
+            run_id=self.run_id, case_id=case.case_id, trial=case.trial, order=case.order,
+            backend=case.backend, obj_type=case.mode, num_workers=case.workers,
+            pb_size=case.pb_size, chunk_cache=case.chunk_cache, layout=layout, file_family=family,
+            block_cache="" if case.block_cache is None else case.block_cache,
+        )
         many = planmod.is_many_shot(files) and cls.reads_hdf5
         tasks: list[Any] = []
         v: dict[str, str] = {}
@@ -428,7 +230,7 @@ class Runner:
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
         rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                            run_id=self.run_id, hdf5=hdf5, h5py_version=h5v, layout=layout, family=family, gather=gather)
-        errors = [r["error"] for r in rows if r["error"]]
+        errors = [r.error for r in rows if r.error]
         ceiling_error = ""
         rg: float | None = total if not cls.reads_hdf5 else None
         if rg is None and not errors:
@@ -439,24 +241,24 @@ class Runner:
                 ceiling_error = f"raw-get: {exc}"
         first = errors[0] if errors else ceiling_error
         tsum = task_time_sum(raw)
-        row = {
-            **base, "n-tasks": len(tasks), "total-runtime": total, "task-time-sum": tsum,
-            "harness-efficiency": efficiency(tsum, case.workers, total),
-            "harness-overhead": harness_overhead(raw, total),
-            "raw-get-runtime": "" if rg is None else rg,
-            "gets": "" if stats is None else stats.gets, "get-bytes": "" if stats is None or stats.get_bytes is None else stats.get_bytes,
-            "hdf5-version": hdf5, "h5py-version": h5v,
-            "errors": len(errors) + bool(ceiling_error),
-            "status": case_status([r["status"] for r in rows], bool(ceiling_error)),
-            "first-error": " ".join(first.split())[:500],
-            "started": utc_iso(out.started), "finished": utc_iso(out.finished),
-            **case_columns(raw, planmod.needed_bytes(tasks, files) if cls.reads_hdf5
-                           else sum(int(r["bytes"]) for r in raw)),  # raw-get: the ranges it fetched
-            "gather-time": "" if gather is None else gather,
-        }
+        row = replace(
+            base, n_tasks=len(tasks), total_runtime=total, task_time_sum=tsum,
+            harness_efficiency=efficiency(tsum, case.workers, total),
+            harness_overhead=harness_overhead(raw, total),
+            raw_get_runtime="" if rg is None else rg,
+            gets="" if stats is None else stats.gets, get_bytes="" if stats is None or stats.get_bytes is None else stats.get_bytes,
+            hdf5_version=hdf5, h5py_version=h5v,
+            errors=len(errors) + bool(ceiling_error),
+            status=case_status([r.status for r in rows], bool(ceiling_error)),
+            first_error=" ".join(first.split())[:500],
+            started=utc_iso(out.started), finished=utc_iso(out.finished),
+            **CaseRow.by_column(case_columns(raw, planmod.needed_bytes(tasks, files) if cls.reads_hdf5
+                                              else sum(int(r["bytes"]) for r in raw))),  # raw-get: the ranges it fetched
+            gather_time="" if gather is None else gather,
+        )
         return CaseResult(row, rows)
 
-    def run(self, cases: list[Case], done_before: int = 0, total_cases: int | None = None) -> list[dict[str, Any]]:
+    def run(self, cases: list[Case], done_before: int = 0, total_cases: int | None = None) -> list[CaseRow]:
         """Run `cases` in order, appending each; prints progress with an ETA."""
         total_cases = total_cases or len(cases) + done_before
         t0 = time.time()
@@ -465,28 +267,14 @@ class Runner:
             self.check_server()
             with self.faults.case(case.case_id):
                 res = self.run_case(case)
-            self._stop(res)
-            self.folder.append_case(res.rows, res.case_row)
-            if res.case_row["status"] != OK:
+            res = self._stop(res)
+            self.folder.append_case([r.to_csv() for r in res.rows], res.case_row.to_csv())
+            if res.case_row.status != OK:
                 self.check_server()  # a dead server ends the run now; --resume reruns failed cases
             out.append(res.case_row)
             elapsed = time.time() - t0
             eta = elapsed / i * (len(cases) - i)
-            r = res.case_row
-            if r["status"] == OK:
-                what = f"{float(r['total-runtime']):.3f}s eff {float(r['harness-efficiency']):.2f}"
-                if r.get("gets", "") != "":
-                    what += f" GETs {r['gets']}"
-                if r.get("client-gets", "") != "":
-                    amp = r.get("amplification", "")
-                    what += f" client GETs {r['client-gets']}" + (f" amp {float(amp):.1f}x" if amp != "" else "")
-            else:
-                what = f"{r['status'].upper()} ({r['errors']} errors)  [{r['first-error'][:120]}]"
-            self.say(
-                f"[{done_before + i}/{total_cases}] {case.family + ' ' if case.family else ''}{case.backend:<9} {case.mode:<7} w={case.workers:<2} "
-                f"pb={_mib(case.pb_size):<7}{_bc(case.block_cache)} t{case.trial}  {what}  "
-                f"elapsed {_dur(elapsed)} ETA {_dur(eta)}"
-            )
+            self.say(case_line(case, res.case_row, done_before + i, total_cases, elapsed, eta))
         return out
 
 
@@ -510,185 +298,16 @@ def answers(url: str, timeout: float, ca_bundle: str | None = None) -> None:
         conn.close()
 
 
-def failed_row(base: dict[str, Any], n_tasks: int, errors: int, error: str, started: float) -> dict[str, Any]:
+def failed_row(base: CaseRow, n_tasks: int, errors: int, error: str, started: float) -> CaseRow:
     """The case row of a case that produced no measurement."""
-    return {**base, "n-tasks": n_tasks, "errors": errors, "status": FAILED,
-            "first-error": " ".join(error.split())[:500], "started": utc_iso(started), "finished": utc_iso()}
+    return replace(base, n_tasks=n_tasks, errors=errors, status=FAILED,
+                   first_error=" ".join(error.split())[:500], started=utc_iso(started), finished=utc_iso())
 
 
 def timeout_rows(tasks: list[Any], case: Case, error: str, files: list[ShotFile], run_id: str,
-                 hdf5: str, h5py_version: str) -> list[dict[str, Any]]:
+                 hdf5: str, h5py_version: str) -> list[WorkerRow]:
     """One `timeout` row per part of every task that did not report before the deadline."""
     raw = [{"worker#": t.index, "obj-id": p.obj_id, "time": 0.0, "objs": 0, "dsets": 0, "bytes": 0,
             "open": 0.0, "error": error, "status": TIMEOUT} for t in tasks for p in t.parts]
     return worker_rows(raw, case=case, total=0.0, tot_num_obj=planmod.tot_num_obj(case.mode, files),
                        run_id=run_id, hdf5=hdf5, h5py_version=h5py_version)
-
-
-def _mib(n: int) -> str:
-    return "default" if n < 0 else f"{n // MiB}MiB" if n else "0"
-
-
-def _bc(n: int | None) -> str:
-    return "" if n is None else f" bc={_mib(n)}"
-
-
-def _dur(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 60}m{s % 60:02d}s"
-
-
-# --------------------------------------------------------------------------------------
-# Inventory: which shot/signals each file holds (the upstream gather-info pass, untimed).
-
-
-def _inventory_key(source: Source, objs: list[Any]) -> str:
-    h = hashlib.sha256(json.dumps(
-        ["v4", source.to_dict()] + [[o.key, o.size, getattr(o, "etag", None)] for o in objs]).encode())
-    return h.hexdigest()[:16]
-
-
-def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], None] = print) -> list[ShotFile]:
-    """Open every file once to list its shot and signals; cached by (location, sizes, etags)."""
-    cache = state_dir() / "inventory" / f"{_inventory_key(source, objs)}.json"
-    if cache.exists():
-        data = json.loads(cache.read_text())
-        return [ShotFile(d["key"], d["size"], d["shot"], tuple(d["signals"]), tuple(d.get("weights", ())),
-                         d.get("file_meta", 0), d.get("shot_meta", 0), tuple(tuple(p) for p in d.get("datasets", ())),
-                         tuple((p, n) for p, n in d.get("stored", ()))) for d in data]
-    from shotbench.backends.base import ReadSettings
-    from shotbench.hdf5.shotfile import shot_ids
-
-    local_ok = source.local_dir or source.kind == "local"
-    if local_ok:
-        from shotbench.backends.local import LocalBackend
-
-        reader: Backend = LocalBackend(source, ReadSettings())
-    else:
-        from shotbench.backends.obstore import ObstoreBackend
-
-        reader = ObstoreBackend(source, ReadSettings(options={"block_size": MiB}))
-    reader.setup(s3)
-    out: list[ShotFile] = []
-    t0 = time.time()
-    for i, o in enumerate(objs, 1):
-        try:
-            with reader.open(o.key, o.size) as fh:
-                shots = shot_ids(fh)
-                if not shots:
-                    raise UserError(f"{o.key} holds no /shots/<id> group; point --data at single-shot HDF5 files.")
-                out += describe(fh, o.key, int(o.size), shots)
-        except (OSError, KeyError, ValueError) as exc:
-            raise unreadable(o.key, o.size, exc) from None
-        if len(objs) > 20 and (i % 50 == 0 or i == len(objs)):
-            say(f"  listing signals: {i}/{len(objs)} files ({time.time() - t0:.0f}s)")
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps([{"key": f.key, "size": f.size, "shot": f.shot, "signals": list(f.signals),
-                                  "weights": list(f.weights), "file_meta": f.file_meta, "shot_meta": f.shot_meta,
-                                  "datasets": [list(p) for p in f.datasets], "stored": [list(s) for s in f.stored]}
-                                 for f in out]))
-    return out
-
-
-def unreadable(key: str, size: int, exc: BaseException) -> UserError:
-    """One sentence for a shot file the inventory cannot read, naming a cut-short file as such."""
-    text = " ".join(str(exc).split())
-    if size == 0:
-        return UserError(f"{key} is an empty (0-byte) file; remove it or upload it again.")
-    if "truncated" in text.lower():
-        return UserError(f"{key} is truncated ({size} bytes, shorter than its HDF5 metadata says); "
-                         "remove it or upload it again.")
-    return UserError(f"{key} cannot be read as an HDF5 shot file ({text[:160]}); remove it or replace it.")
-
-
-def describe(fh: Any, key: str, size: int, shots: list[str]) -> list[ShotFile]:
-    """What the inventory records of one open file: per shot (one for single-shot files, every
-    shot of a many-shot file) its signals, their payload, and what reading each must touch."""
-    from shotbench.hdf5 import storage
-    from shotbench.hdf5.shotfile import signal_names
-
-    meta = storage.file_metadata(fh)
-    out = []
-    for shot in shots:
-        names = tuple(signal_names(fh, shot))
-        touched = [storage.signal_datasets(fh, shot, n) for n in names]
-        stored = {p: b for t in touched for p, b in t.items()}
-        out.append(ShotFile(key, size, shot, names, tuple(payload_bytes(fh, shot, n) for n in names), meta,
-                            storage.shot_metadata(fh, shot), tuple(tuple(t) for t in touched), tuple(stored.items())))
-    return out
-
-
-def payload_bytes(fh: Any, shot: str, name: str) -> int:
-    """In-memory bytes of a signal plus its scales, from metadata only (no data read)."""
-    dset = fh[f"shots/{shot}/signals/{name}"]
-    total = int(dset.size or 0) * dset.dtype.itemsize
-    for dim in dset.dims:
-        for scale in dim.values():
-            total += int(scale.size or 0) * scale.dtype.itemsize
-    return total
-
-
-def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Callable[[str], None] = print) -> None:
-    """Local copies for the `local` backend when the data lives only in S3 (untimed)."""
-    import obstore
-
-    from shotbench import diskspace
-    from shotbench.backends.obstore import make_store
-
-    missing = [o for o in objs if not (Path(source.local_path(o.key)).exists()
-                                       and Path(source.local_path(o.key)).stat().st_size == o.size)]
-    diskspace.require(dest, sum(o.size for o in missing), "local copies for the local backend",
-                      "free space, pass --local-copies on a bigger disk, or drop the local backend")
-    store = make_store(s3, source.bucket)
-    for i, o in enumerate(objs, 1):
-        path = Path(source.local_path(o.key))
-        if path.exists() and path.stat().st_size == o.size:
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".part")
-        tmp.write_bytes(memoryview(obstore.get(store, o.key).bytes()))
-        os.replace(tmp, path)
-        if i % 25 == 0 or i == len(objs):
-            say(f"  local copies: {i}/{len(objs)}")
-
-
-# --------------------------------------------------------------------------------------
-
-
-def summary_table(rows: list[dict[str, Any]]) -> str:
-    """Per backend and mode, over ok cases only: median total runtime, ratio to raw-get, GETs, MB."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        if row_status(r) != OK:
-            continue
-        groups.setdefault((r.get("file-family") or "", r["backend"], r["obj-type"]), []).append(r)
-    width = max([len(k[0]) for k in groups] + [0])
-    fam = f"{'family':<{width}} " if width else ""
-    lines = [f"{fam}{'backend':<10} {'mode':<12} {'cases':>5} {'median s':>9} {'x raw-get':>9} {'GETs':>7} {'MB':>8} {'eff':>5}"]
-
-    def med(vals: list[float]) -> float | None:
-        vals = [v for v in vals if v == v]
-        return statistics.median(vals) if vals else None
-
-    def num(v: Any) -> float:
-        try:
-            return float(v)
-        except (TypeError, ValueError):
-            return float("nan")
-
-    for (family, backend, mode), rs in sorted(groups.items()):
-        tot = med([num(r["total-runtime"]) for r in rs])
-        ratio = med([num(r["total-runtime"]) / num(r["raw-get-runtime"]) for r in rs
-                     if num(r.get("raw-get-runtime")) > 0])
-        gets = med([num(r.get("gets")) for r in rs])
-        mb = med([num(r.get("get-bytes")) / 1e6 for r in rs])
-        eff = med([num(r.get("harness-efficiency")) for r in rs])
-
-        def f(v: float | None, fmt: str) -> str:
-            return "-" if v is None else format(v, fmt)
-
-        lines.append(
-            f"{f'{family:<{width}} ' if width else ''}{backend:<10} {mode:<12} {len(rs):>5} {f(tot, '.3f'):>9} {f(ratio, '.2f'):>9} "
-            f"{f(gets, '.0f'):>7} {f(mb, '.1f'):>8} {f(eff, '.2f'):>5}"
-        )
-    return "\n".join(lines)
