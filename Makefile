@@ -21,8 +21,8 @@ TOOL_DEPS    := strace openssl util-linux
 bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(HTTP),--no-tls) \
              $(if $(FAULTS),--faults $(FAULTS) --keep-going)
 
-.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-readers bench-harness anatomy \
-        bench-transfer report reports report-reference compare lab lint test test-fast fuzz bench-chaos rehearse clean
+.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-readers bench-repeat \
+        bench-harness anatomy bench-transfer report reports report-reference compare lab lint test test-fast fuzz bench-chaos rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -60,6 +60,9 @@ bench-direction: envs tools ## Ablation: move one knob at a time (page buffer, w
 
 bench-readers: envs tools ## Every reader on the compat and the default files (shots, signals; 1, 2 workers), then its report
 	@$(SB) bench --profile readers $(if $(NETWORK),--network $(NETWORK))
+
+bench-repeat: envs tools ## The bench matrix N times back to back (N=3; PROFILE=, CONFIG=, …): how far ratios move, how often intervals cover
+	@$(SB) repeat --times $(or $(N),3) -- $(bench_args)
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))

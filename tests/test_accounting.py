@@ -82,16 +82,16 @@ def test_debug_lines_of_the_2x_driver_are_parsed() -> None:
     assert accounting.parse_debug_line("distributed.worker - INFO - started\n") is None
 
 
-def test_case_columns_sum_tasks_and_divide_by_the_payload() -> None:
+def test_case_columns_sum_tasks_and_divide_by_what_is_needed() -> None:
     raw = [
         {"bytes": 100, "client-gets": 2, "client-heads": 1, "client-bytes": 4000, "request-ms": [1.0, 3.0]},
         {"bytes": 300, "client-gets": 1, "client-heads": 0, "client-bytes": 6000, "request-ms": [2.0]},
     ]
-    cols = accounting.case_columns(raw)
+    cols = accounting.case_columns(raw, needed=400)
     assert cols["client-gets"] == 3 and cols["client-heads"] == 1 and cols["client-bytes"] == 10000
     assert cols["bytes-needed"] == 400 and cols["amplification"] == 25.0
     assert cols["request-p50-ms"] == 2.0 and 2.9 < cols["request-p99-ms"] <= 3.0
-    assert accounting.case_columns([{"bytes": 5}]) == {}
+    assert accounting.case_columns([{"bytes": 5}]) == {"bytes-returned": 5, "bytes-needed": ""}
 
 
 # ------------------------------------------------------------------ slow: real bench runs

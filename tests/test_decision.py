@@ -127,3 +127,29 @@ def test_a_backend_whose_only_case_failed_has_a_row() -> None:
     assert list(decision.display_table(t, "shots")["failed cases"]) == ["—", "1 of 1"]
     assert decision.answers(t)[0].startswith("shots: fsspec")
     assert decision.findings(ds, t) is not None
+
+
+def test_the_answer_names_every_backend_tied_with_the_leader() -> None:
+    """Three runs of quick gave a different fastest backend each time: where intervals overlap the
+    answer is the group, and the decision table calls the same rows "no clear difference"."""
+    ds = _cases({"ros3-1.14": [1.00, 1.10, 1.05, 0.98], "obstore": [1.02, 1.08, 1.12, 1.00],
+                 "fsspec": [2.0, 2.1, 2.2, 2.05]})
+    t = decision.decision_table(ds)
+    assert list(t["verdict"]) == [decision.FASTEST, decision.UNCLEAR, decision.SLOWER]
+    (answer,) = decision.answer_records(t)
+    assert answer.names == ("ros3-1.14", "obstore")
+    spread = np.median([1.02, 1.08, 1.12, 1.00]) / np.median([1.00, 1.10, 1.05, 0.98]) - 1
+    assert answer.spread == pytest.approx(spread) and answer.within == 3
+    (line,) = decision.answers(t)
+    assert line.startswith("shots: ros3-1.14 and obstore with 1 worker are within 3 % of one another")
+    assert "pick on cost or simplicity" in line and "fsspec" not in line
+    assert decision.one_line(t).startswith("shots: ros3-1.14 and obstore (tied) with 1 workers")
+    # the findings say the clear difference and nothing about the tied pair
+    found = " ".join(decision.findings(ds, t))
+    assert "fsspec takes" in found and "obstore takes" not in found
+
+
+def test_a_clear_winner_is_named_alone() -> None:
+    t = decision.decision_table(_cases({"a": [1.0, 1.01, 0.99, 1.0], "b": [1.5, 1.52, 1.49, 1.51]}))
+    (answer,) = decision.answer_records(t)
+    assert answer.tied == () and answer.text.startswith("shots: a with 1 worker, 1 s")

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "reports": "shotbench.reports.render",
     "transfer": "shotbench.transfer.cli",
     "compare": "shotbench.read.cli",
+    "repeat": "shotbench.read.cli",
     "anatomy": "shotbench.anatomy.cli",
     "direction": "shotbench.read.run.direction",
     "chaos": "shotbench.read.run.chaos",

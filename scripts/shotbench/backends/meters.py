@@ -393,19 +393,24 @@ def percentile(values: list[float], q: float) -> float | None:
     return float(statistics.quantiles(values, n=100, method="inclusive")[max(1, min(99, round(q))) - 1])
 
 
-def case_columns(raw: list[dict[str, Any]]) -> dict[str, Any]:
-    """cases.csv accounting columns from a case's raw task rows (empty where not counted)."""
+def case_columns(raw: list[dict[str, Any]], needed: int | None = None) -> dict[str, Any]:
+    """cases.csv accounting columns from a case's raw task rows (empty where not counted).
+
+    `bytes-returned` is the payload the tasks handed back (decompressed, in memory);
+    `bytes-needed` the stored bytes the reads cannot avoid (plan.needed_bytes; None: unknown), and
+    amplification is the bytes the client moved ÷ those."""
+    returned = sum(int(r["bytes"]) for r in raw)
+    out: dict[str, Any] = {"bytes-returned": returned, "bytes-needed": "" if needed is None else needed}
     counted = [r for r in raw if r.get("client-gets") not in (None, "")]
     if not counted:
-        return {}
+        return out
     gets = sum(int(r["client-gets"]) for r in counted)
     heads = sum(int(r.get("client-heads") or 0) for r in counted)
     nbytes = sum(int(r["client-bytes"]) for r in counted)
-    needed = sum(int(r["bytes"]) for r in raw)
     times = [float(t) for r in counted for t in (r.get("request-ms") or [])]
     p50, p99 = percentile(times, 50), percentile(times, 99)
     return {
-        "client-gets": gets, "client-heads": heads, "client-bytes": nbytes, "bytes-needed": needed,
+        **out, "client-gets": gets, "client-heads": heads, "client-bytes": nbytes,
         "amplification": (nbytes / needed) if needed else "",
         "request-p50-ms": "" if p50 is None else round(p50, 3),
         "request-p99-ms": "" if p99 is None else round(p99, 3),

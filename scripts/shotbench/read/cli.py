@@ -19,6 +19,7 @@ from shotbench.backends import registry
 from shotbench.errors import UserError, interrupt_exit
 from shotbench.paths import runs_dir, state_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
+from shotbench.read.analyse import stopping
 from shotbench.read.plan import matrix as planmod
 from shotbench.read.plan import profiles
 from shotbench.read.run.prepare import check_envs, prepare, say
@@ -27,6 +28,8 @@ from shotbench.runs import RunFolder, kind_of, latest_run
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from shotbench.read.analyse.compare import Side
 
 REPORTING_PROFILES = ("readers",)  # profiles whose run renders its report when it ends, as `--report`
 
@@ -37,7 +40,8 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
         "page_buffers": args.page_buffers, "chunk_caches": args.chunk_cache, "trials": args.trials,
         "block_caches": args.block_caches,
         "seed": args.seed, "signals_files": args.signals_files, "signals_names": args.signals_names,
-        "shots": args.shots,
+        "shots": args.shots, "precision": args.precision, "max_trials": args.max_trials,
+        "max_minutes": args.max_minutes,
     }
     notes: list[str] = []
     cfg = profiles.load(args.profile, Path(args.config) if args.config else None, overrides, notes)
@@ -285,7 +289,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                     f"{', '.join(map(str, folder.set_aside))}; copied to {folder.set_aside_csv}); their cases run again")
             run_id = meta["run_id"]
             pending = [c for c in cases if c.case_id not in done]
-            if not pending:
+            if not pending and not (cfg.precision and stopping.groups_to_extend(folder.cases())):
                 say(f"run {run_id} is already complete ({len(done)} cases); nothing to resume.")
                 return 0
             meta.setdefault("resumed", []).append(utc_iso())
@@ -318,6 +322,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
 
                 runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say,
                                 task_timeout=float(cfg.task_timeout),
+                                stop_rule=stopping.Rule(cfg.precision, cfg.max_trials, 60 * cfg.max_minutes),
                                 checksums=Checksums(wl.source) if cfg.verify else None,
                                 faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}))
                 _record_backend_versions(meta, drivers, prep.backends)
@@ -329,6 +334,8 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                 status = INTERRUPTED
                 try:
                     runner.run(pending, done_before=len(done), total_cases=len(cases))
+                    if runner.stop_rule.adaptive:
+                        more_rounds(runner, folder, matrix, cfg.seed, reads, prep.backends, meta)
                     status = COMPLETE
                 except KeyboardInterrupt as exc:
                     raise UserError(f"interrupted; the cases finished so far are kept in {folder.path}; "
@@ -437,6 +444,32 @@ def _report(args: argparse.Namespace, folder: RunFolder, meta: dict[str, Any]) -
     return 0
 
 
+def more_rounds(runner: Any, folder: RunFolder, matrix: planmod.Matrix, seed: int, reads: dict[str, bool],
+                backends: list[str], meta: dict[str, Any]) -> None:
+    """Interleaved rounds of the case groups whose interval is still wider than the target, each at
+    its next trial, until every group is tight or capped, or the time cap is spent (stopping.py)."""
+    import time
+
+    rule, t0 = runner.stop_rule, time.monotonic()
+    block = {b: registry.get(b).has_block_cache for b in backends}
+    while True:
+        want = stopping.groups_to_extend(folder.cases())
+        if not want:
+            break
+        if rule.max_seconds and time.monotonic() - t0 > rule.max_seconds:
+            say(f"time cap of {rule.max_seconds / 60:.0f} min reached with {len(want)} case groups not yet tight; "
+                "they are marked noisy")
+            break
+        top = max(want.values())
+        matrix.trials = top
+        round_cases = [c for c in planmod.plan_cases(matrix, seed, reads, block)
+                       if want.get(stopping.group_of(c.case_id)) == c.trial]
+        say(f"another round: {len(round_cases)} case groups not yet within ±{rule.precision:.0%}")
+        meta.setdefault("plan", []).extend(c.to_dict() for c in round_cases)
+        folder.write_meta(meta)
+        runner.run(round_cases)
+
+
 def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backends", nargs="+", metavar="NAME", help=f"subset of: {' '.join(registry.names())}")
     p.add_argument("--modes", nargs="+", choices=list(planmod.ALL_MODES))
@@ -451,6 +484,11 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--signals-files", type=int, metavar="N", help="files read in signals mode (0 = all)")
     p.add_argument("--signals-names", type=int, metavar="N", help="signal names read in signals mode (0 = all)")
     p.add_argument("--shots", type=int, metavar="N", help="synthetic files to make when no --data is given")
+    p.add_argument("--precision", type=float, metavar="FRACTION",
+                   help="after --trials rounds, run more interleaved rounds of each case until the 95 %% interval of its "
+                        "median task time is within ±FRACTION (e.g. 0.05), up to --max-trials")
+    p.add_argument("--max-trials", type=int, metavar="N", help="the cap on trials with --precision")
+    p.add_argument("--max-minutes", type=float, metavar="M", help="the cap on the extra rounds' wall time with --precision")
 
 
 def register(subparsers: Any) -> None:
@@ -488,6 +526,7 @@ def register(subparsers: Any) -> None:
     add_matrix_args(p)
     p.set_defaults(func=cmd_bench)
     register_compare(subparsers)
+    register_repeat(subparsers)
 
 
 # `shotbench compare A B`: the statistics are read.analyse.compare, the page read.figures.compare.
@@ -496,77 +535,165 @@ def register(subparsers: Any) -> None:
 def _compare_text(table: pd.DataFrame) -> str:
     import numpy as np
 
+    from shotbench.read.analyse import compare as stats
+
     t = table.assign(
         ratio=[f"{r:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(lo) else f"{r:.3f}" for r, lo, hi in table[["ratio", "ci-low", "ci-high"]].to_numpy()],
-        **{"p-value": table["p-value"].map(lambda p: f"{p:.3g}"), "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
-           "flag": ["SLOWER" if s else "OVER LIMIT" if o else "" for s, o in table[["slower", "over-limit"]].to_numpy()]},
+        **{"p-adjusted": table["p-adjusted"].map(lambda p: f"{p:.3g}"), "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
+           "flag": stats.flags(table)},
     )
-    return t[["case", "n-a", "n-b", "median-a", "median-b", "ratio", "p-value", "vs-copy", "flag"]].to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    return t[["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "flag"]].to_string(
+        index=False, float_format=lambda v: f"{v:.4g}")
 
 
-def _sides(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, list[str], str]:
+def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
     from shotbench.read.analyse import compare as stats
 
     if args.run:
         run = Path(args.run)
         if kind_of(run) != "read":
             raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
-        c = stats.cases(run)
-        known = sorted(set(c["backend"]))
+        side = stats.load(run)
+        known = sorted(set(side.cases["backend"]))
         for name in (args.a, args.b):
             if name not in known:
                 raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
         keys = stats.CASE_KEYS[1:]
-        return c[c["backend"] == args.a], c[c["backend"] == args.b], keys, f"{args.b} vs {args.a} ({run.name})"
-    paths = [Path(args.a), Path(args.b)]
-    for p in paths:
+        return side.where(args.a), side.where(args.b), keys, f"{args.b} vs {args.a} ({run.name})"
+    groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
+    for p in groups[0] + groups[1]:
         if kind_of(p) != "read":
-            raise UserError(f"{p} is not a run folder; pass two run folders, or two backends with --run DIR.")
-    return stats.cases(paths[0]), stats.cases(paths[1]), stats.CASE_KEYS, f"{paths[1].name} vs {paths[0].name}"
+            raise UserError(f"{p} is not a run folder; pass two run folders (or comma-separated lists of them), "
+                            "or two backends with --run DIR.")
+    names = ["+".join(p.name for p in g) for g in groups]
+    return stats.pooled(groups[0]), stats.pooled(groups[1]), stats.CASE_KEYS, f"{names[1]} vs {names[0]}"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from shotbench.read.analyse import compare as stats
     from shotbench.read.figures import compare as compare_page
 
-    if args.threshold is not None and args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
+    if args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
         raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
     a, b, keys, title = _sides(args)
-    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio)
+    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio, args.correction)
     from shotbench.paths import reports_dir
 
     out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "compare.csv", index=False)
+    how = "Holm" if args.correction == "holm" else "FDR"
     gates = " ".join(g for g in (
-        f"Gate: SLOWER when the ratio is at least {args.threshold} with CI above 1 and p < {stats.ALPHA}." if args.threshold else "",
+        f"Gate: SLOWER when the ratio is at least {args.threshold} with its interval above 1 and {how}-adjusted p < {stats.ALPHA}.",
         f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline." if args.limit_ratio else "") if g)
-    compare_page.write_html(table, f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}", out / "compare.html", gates)
-    print(f"{title}: runtime ratio B ÷ A per case (95 % CI), Mann-Whitney p over trials")
+    compare_page.write_html(table, f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}", out / "compare.html", gates,
+               args.correction)
+    print(f"{title}: median task time ratio B ÷ A per case (95 % BCa interval), Mann-Whitney p ({how}-adjusted over "
+          f"{len(table)} cases)")
     print(_compare_text(table))
+    print(gates)
     print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
     bad = table[table["slower"] | table["over-limit"]]
     if bad.empty:
         return 0
     for _, r in bad.iterrows():
-        why = (f"{r['ratio']:.2f}× slower (CI {r['ci-low']:.2f}–{r['ci-high']:.2f}, p={r['p-value']:.3g})" if r["slower"]
-               else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×")
+        why = (f"{r['ratio']:.2f}× slower (95 % interval {r['ci-low']:.2f}–{r['ci-high']:.2f}, adjusted p={r['p-adjusted']:.3g})"
+               if r["slower"] else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×")
         print(f"FAIL {r['case']}: {why}")
     return 1
 
 
 def register_compare(subparsers: Any) -> None:
-    from shotbench.read.analyse.compare import ALPHA
+    from shotbench.read.analyse import stats as statistics
+    from shotbench.read.analyse.compare import ALPHA, THRESHOLD
 
     p = subparsers.add_parser(
         "compare", help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
-        description="Median runtime ratio B ÷ A per matching case, bootstrap CI and Mann-Whitney p-value.",
+        description="Median task time ratio B ÷ A per matching case over every task of every trial, BCa bootstrap "
+                    "interval and Mann-Whitney p-value adjusted over the cases.",
     )
-    p.add_argument("a", metavar="A", help="the baseline: a run folder, or a backend with --run")
-    p.add_argument("b", metavar="B", help="the candidate: a run folder, or a backend with --run")
+    p.add_argument("a", metavar="A", help="the baseline: a run folder (or several, comma-separated, pooled), or a backend with --run")
+    p.add_argument("b", metavar="B", help="the candidate: a run folder (or several, comma-separated, pooled), or a backend with --run")
     p.add_argument("--run", metavar="DIR", help="compare two backends of this run folder")
-    p.add_argument("--threshold", type=float, metavar="RATIO",
-                   help=f"exit 1 when a case of B is at least RATIO × slower with CI above 1 and p < {ALPHA} (e.g. 1.10)")
+    p.add_argument("--threshold", type=float, metavar="RATIO", default=THRESHOLD,
+                   help=f"exit 1 when a case of B is at least RATIO × slower with its interval above 1 and adjusted "
+                        f"p < {ALPHA} (default {THRESHOLD})")
+    p.add_argument("--correction", choices=sorted(statistics.ADJUSTMENTS), default="holm",
+                   help="how p-values are adjusted for many cases: holm (family-wise, default) or fdr (Benjamini-Hochberg)")
     p.add_argument("--limit-ratio", type=float, metavar="K", help="exit 1 when a case of B takes more than K × its copy (raw-GET) baseline")
     p.add_argument("--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)")
     p.set_defaults(func=cmd_compare)
+
+
+# `shotbench repeat`: the statistics are read.analyse.repeat.
+
+
+def _new_run(where: Path, before: set[Path]) -> Path:
+    made = sorted({p for p in where.iterdir() if p.is_dir()} - before)
+    if not made:
+        raise UserError(f"a bench run made no run folder in {where}; see its output above.")
+    return made[-1]
+
+
+def cmd_repeat(args: argparse.Namespace) -> int:
+    import json
+    import subprocess
+    import sys
+    from dataclasses import asdict
+
+    import pandas as pd
+
+    from shotbench.paths import reports_dir
+    from shotbench.read.analyse import repeat
+
+    if args.runs:
+        folders = [Path(p) for p in args.runs]
+        bad = [p for p in folders if kind_of(p) != "read"]
+        if bad:
+            raise UserError(f"{bad[0]} is not a run folder; pass read runs such as data/runs/<run-id>.")
+        if len(folders) < 2:
+            raise UserError("repeatability needs at least two runs; pass two or more with --runs.")
+    else:
+        if args.times < 2:
+            raise UserError("--times must be at least 2: repeatability compares runs with each other.")
+        rest = [a for a in args.bench_args if a != "--"]
+        where = Path(rest[rest.index("--runs-dir") + 1]) if "--runs-dir" in rest else runs_dir()
+        where.mkdir(parents=True, exist_ok=True)
+        folders = []
+        for i in range(args.times):
+            print(f"repeat: run {i + 1} of {args.times}: shotbench bench {' '.join(rest)}", flush=True)
+            before = set(p for p in where.iterdir() if p.is_dir())
+            done = subprocess.run([sys.executable, "-m", "shotbench.cli", "bench", *rest])
+            if done.returncode != 0:
+                raise UserError(f"run {i + 1} of {args.times} failed (exit {done.returncode}); the runs so far are in {where}.",
+                                exit_code=done.returncode)
+            folders.append(_new_run(where, before))
+    table = pd.concat([repeat.ratios(f, args.baseline, args.unit) for f in folders], ignore_index=True)
+    cases, summary = repeat.score(table)
+    text = repeat.report(cases, summary, args.baseline, args.unit)
+    out = Path(args.output) if args.output else reports_dir() / "repeat" / folders[-1].name
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "ratios.csv", index=False)
+    cases.to_csv(out / "repeat.csv", index=False)
+    (out / "repeat.json").write_text(json.dumps({"runs": [str(f) for f in folders], "baseline": args.baseline,
+                                                 **asdict(summary)}, indent=2) + "\n")
+    print(text)
+    print(f"Wrote {out / 'repeat.csv'}, {out / 'ratios.csv'} and {out / 'repeat.json'}.")
+    return 0
+
+
+def register_repeat(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "repeat", help="run the bench matrix N times back to back and say how far its ratios move",
+        description="Runs `shotbench bench` with the given arguments N times (or scores --runs), then per case: each "
+                    "backend ÷ baseline ratio per run, how far it moves between runs, and how often one run's "
+                    "95 %% interval covers the other runs' ratios.",
+    )
+    p.add_argument("--times", type=int, default=3, metavar="N", help="runs to make (default 3)")
+    p.add_argument("--baseline", default="local", help="the backend every ratio divides by (default local)")
+    p.add_argument("--unit", choices=["task", "case"], default="task",
+                   help="samples of a ratio: every task's read time (default) or each trial's case runtime")
+    p.add_argument("--runs", nargs="+", metavar="RUN_DIR", help="score these runs instead of making new ones")
+    p.add_argument("--output", metavar="DIR", help="where repeat.csv, ratios.csv and repeat.json go (default reports/repeat/<last run>/)")
+    p.add_argument("bench_args", nargs=argparse.REMAINDER, help="after --: arguments for each `shotbench bench`")
+    p.set_defaults(func=cmd_repeat)

@@ -139,7 +139,8 @@ class CaseRow(Table):
     started: Cell = column("started")
     finished: Cell = column("finished")
     harness_overhead: Cell = column("harness-overhead", "s")
-    # client-side sums; bytes-needed = signal payload bytes the tasks returned
+    # client-side sums; bytes-needed = stored bytes the reads must touch (hdf5/storage.py),
+    # amplification = client-bytes ÷ bytes-needed (≥ 1)
     client_gets: Cell = column("client-gets")
     client_heads: Cell = column("client-heads")
     client_bytes: Cell = column("client-bytes", "B")
@@ -158,6 +159,13 @@ class CaseRow(Table):
     block_cache: Cell = column("block-cache", "B")
     # stalls: tasks far beyond their peers (status.stalled); such a case is not a measurement
     stalls: Cell = column("stalls")
+    # the decompressed payload the tasks handed back (bytes-needed was this before)
+    bytes_returned: Cell = column("bytes-returned", "B")
+    # trials until the interval is tight (read/analyse/stopping.py): the half-width of the 95 %
+    # interval of the group's median task time after this trial (0.05: ±5 %), and tight / cap /
+    # more ("": fixed trials)
+    ci_half_width: Cell = column("ci-half-width")
+    stop: Cell = column("stop")
 
 
 UPSTREAM_COLUMNS: tuple[str, ...] = tuple(WorkerRow.columns()[:12])

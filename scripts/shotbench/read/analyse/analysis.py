@@ -20,7 +20,7 @@ import pandas as pd
 
 from shotbench.errors import UserError
 from shotbench.hdf5.effective import STATS_COLUMNS
-from shotbench.read.analyse import multishot
+from shotbench.read.analyse import multishot, stats
 from shotbench.read.plan.matrix import MODES, UPSTREAM_PAGE_BUFFER
 from shotbench.read.schema import UPSTREAM_COLUMNS, valid_case_row
 from shotbench.read.status import OK, UNSUPPORTED, error_count, legacy_case_status
@@ -623,28 +623,15 @@ def default_reference(ds: Dataset) -> str:
     return names[0]
 
 
-def bootstrap_ratio(ref: np.ndarray, other: np.ndarray, n_boot: int, level: float, rng: np.random.Generator) -> tuple[float, float]:
-    """Percentile bootstrap CI of median(ref) ÷ median(other), resampling trials of each side."""
-    if len(ref) < 2 or len(other) < 2:
-        return float("nan"), float("nan")
-    a = np.median(rng.choice(ref, (n_boot, len(ref))), axis=1)
-    b = np.median(rng.choice(other, (n_boot, len(other))), axis=1)
-    ratios = a / b
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(ratios, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
 def backend_ratios(
     ds: Dataset, reference: str | None = None, n_boot: int = 2000, level: float = 0.95, seed: int = 0
 ) -> pd.DataFrame:
-    """Speed of every series relative to a reference series, with bootstrap CIs across trials.
+    """Speed of every series relative to a reference series, with BCa bootstrap CIs across trials.
 
     ratio = median reference runtime ÷ median runtime (>1: faster than the reference), per
     (mode, page buffer, workers). CIs need two trials on each side; otherwise they are NaN.
     """
     ref_name = _find_series(runtimes(ds), reference) if reference else default_reference(ds)
-    rng = np.random.default_rng(seed)
     c = ds.cases[["series", "obj-type", "pb-size", "num-workers", "total-runtime"]]
     keys = ["obj-type", "pb-size", "num-workers"]
     groups = {k: g["total-runtime"].to_numpy(float) for k, g in c.groupby(["series"] + keys, sort=False)}
@@ -663,7 +650,8 @@ def backend_ratios(
             if len(candidates) != 1:
                 continue
             ref = candidates[0]
-        lo, hi = bootstrap_ratio(ref, values, n_boot, level, rng)
+        ci = stats.ratio_interval(ref, values, level, n_boot, seed)
+        lo, hi = ci.low, ci.high
         rows.append(
             {
                 "series": series,

@@ -1,7 +1,7 @@
 """The decision table: which backend, with how many workers, for each access pattern.
 
 Per (mode, workers) every backend configuration (series and page buffer) is ranked by median
-runtime over trials, with a percentile-bootstrap 95 % CI; its ratio to the fastest carries a CI
+runtime over trials, with a BCa bootstrap 95 % CI (read/analyse/stats.py); its ratio to the fastest carries a CI
 too, and a ratio whose CI contains 1 is "no clear difference". The *limit* is the speed that
 could not be beaten on this machine: max(local-disk runtime, raw-GET runtime of the same bytes).
 Costs come from the dated price table in prices.toml.
@@ -9,6 +9,7 @@ Costs come from the dated price table in prices.toml.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from shotbench.errors import UserError
-from shotbench.read.analyse import analysis
+from shotbench.read.analyse import analysis, stats, stopping
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
 LOCAL = "local"
@@ -34,7 +35,7 @@ COLUMNS = [
     "obj-type", "num-workers", "rank", "name", "series", "pb-size", "trials", "failed", "unsupported",
     "runtime", "runtime-ci-low", "runtime-ci-high",
     "vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high", "verdict",
-    "limit", "vs-limit", "gets", "bytes", "amplification",
+    "limit", "vs-limit", "gets", "bytes", "amplification", "noisy",
 ]
 
 
@@ -100,22 +101,12 @@ def _number(cases: pd.DataFrame, preferred: str, fallback: str | None) -> pd.Ser
     return out
 
 
-def bootstrap_median(values: np.ndarray, n_boot: int, level: float, rng: np.random.Generator) -> tuple[float, float]:
-    """Percentile bootstrap CI of the median; NaN with fewer than two values."""
-    if len(values) < 2:
-        return float("nan"), float("nan")
-    meds = np.median(rng.choice(values, (n_boot, len(values))), axis=1)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(meds, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
 def verdict(rank: int, lo: float, hi: float) -> str:
     if rank == 1:
         return FASTEST
     if np.isnan(lo) or np.isnan(hi):
         return ONE_TRIAL
-    return UNCLEAR if lo <= 1.0 <= hi else SLOWER
+    return UNCLEAR if stats.tied(stats.Interval(1.0, lo, hi)) else SLOWER
 
 
 def candidate_name(series: str, pb: int, several_pb: bool) -> str:
@@ -128,7 +119,6 @@ def decision_table(
 ) -> pd.DataFrame:
     """One row per (mode, workers, backend configuration), ranked fastest first."""
     prices = prices or load_prices()
-    rng = np.random.default_rng(seed)
     c = usable_cases(ds.cases).copy()
     failed = failed_counts(ds.failed)
     unsupported = failed_counts(ds.unsupported)  # same keys: cases the reader declared it cannot read
@@ -155,16 +145,21 @@ def decision_table(
             reference = g["backend"].iloc[0] in REFERENCES
             rank += 0 if reference else 1
             med = float(np.median(times))
-            lo, hi = bootstrap_median(times, n_boot, level, rng)
+            spread = stats.median_interval(times, level, n_boot, seed)
+            lo, hi = spread.low, spread.high
             if rank == 1 and not reference:
                 rlo = rhi = 1.0
             else:
-                rlo, rhi = analysis.bootstrap_ratio(times, fastest, n_boot, level, rng)
+                vs = stats.ratio_interval(times, fastest, level, n_boot, seed)
+                rlo, rhi = vs.low, vs.high
             # the raw-GET runtime measured for this case's bytes, else the raw-get backend's
             raw = float(g["_raw"].median()) if g["_raw"].notna().any() else raw_backend_time
             limit = np.nan if np.isnan(local_time) and np.isnan(raw) else float(np.nanmax([local_time, raw]))
             label = str(g["label"].iloc[0]) if "label" in g.columns else ""
             ranked.add((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb))
+            # trials until the interval is tight: the last trial's row says whether it got there
+            last = g[pd.to_numeric(g["trial"], errors="coerce") == pd.to_numeric(g["trial"], errors="coerce").max()]
+            noisy = bool("stop" in g.columns and last["stop"].astype(str).isin(stopping.NOISY).any())
             rows.append({
                 "obj-type": mode, "num-workers": int(workers), "rank": np.nan if reference else rank,
                 "name": candidate_name(series, pb, pbs.get(series, 1) > 1), "series": series, "pb-size": pb,
@@ -176,6 +171,7 @@ def decision_table(
                 "limit": limit, "vs-limit": med / limit if not np.isnan(limit) else np.nan,
                 "gets": float(g["_gets"].median()), "bytes": float(g["_bytes"].median()),
                 "amplification": float(g["_amp"].median()),
+                "noisy": noisy,
             })
     rows += _cannot_read_rows(ds.unsupported, unsupported)
     rows += unmeasured_rows(ds, failed, ranked)
@@ -273,6 +269,8 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
         "GETs": [_plain(v, ".0f") for v in t["gets"]],
         "MB moved": [_plain(v / 1e6, ",.1f") for v in t["bytes"]],
         "amplification": [_plain(v, ".2f", "×") for v in t["amplification"]],
+        "interval": ["noisy: stopped at the trial cap" if str(n) == "True" else "—"
+                     for n in t.get("noisy", pd.Series(False, index=t.index))],
         **{f"$/1k reads, {p}": [_plain(v, ".4f") for v in t[cost_column(p)]] for p in prices.transfer_per_gb},
     })
     # columns a dataset has nothing for (no limit, no request counts: upstream CSVs; no
@@ -313,15 +311,117 @@ def _best(table: pd.DataFrame, mode: str) -> pd.Series | None:
     return best if best is not None else _fastest(table, mode, reliable=False)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """The answer for one access pattern: the leader and every configuration tied with it.
+
+    `tied` holds the other configurations at the leader's worker count whose runtime shows no
+    clear difference from the leader's (stats.tied: the interval of their ratio to the fastest
+    contains 1, the decision table's "no clear difference"). When it is not empty the answer is
+    the group, not one winner."""
+
+    mode: str
+    leader: str
+    workers: int
+    runtime: float
+    vs_limit: float
+    costs: dict[str, float]  # $ per 1,000 reads by placement
+    tied: tuple[str, ...] = ()
+    spread: float = 0.0  # slowest ÷ fastest median runtime in the group, minus 1 (0.04: 4 %)
+    faster_failed: str = ""  # the clause naming a faster configuration whose cases failed
+    noisy: bool = False  # the leader's interval never got within the run's precision (stopping.py)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.leader, *self.tied)
+
+    @property
+    def within(self) -> int:
+        """The group's spread as a whole percent, rounded up (so "within" is true)."""
+        return max(1, math.ceil(round(self.spread * 100, 6)))
+
+    @property
+    def text(self) -> str:
+        w = _workers(self.workers)
+        if self.tied:
+            text = (f"{self.mode}: {_and(self.names)} with {w} are within {self.within} % of one another "
+                    f"(no clear difference at 95 %); pick on cost or simplicity. Fastest median: {self.leader}, "
+                    f"{self.runtime:.3g} s")
+        else:
+            text = f"{self.mode}: {self.leader} with {w}, {self.runtime:.3g} s"
+        if not np.isnan(self.vs_limit):
+            text += f", {self.vs_limit:.2f}× the limit"
+        if self.costs:
+            text += " (per 1,000 reads: " + ", ".join(f"${v:.4f} {p}" for p, v in self.costs.items()) + ")"
+        if self.noisy:
+            text += "; its runtime is noisy (its interval stayed wider than the target up to the trial cap)"
+        return text + self.faster_failed
+
+
+def _and(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+def _tied_rows(table: pd.DataFrame, leader: pd.Series) -> pd.DataFrame:
+    """The configurations at the leader's mode and worker count with no clear difference from it
+    (none of whose cases failed when the leader's did not)."""
+    t = table[(table["obj-type"] == leader["obj-type"]) & (table["num-workers"] == leader["num-workers"])
+              & table["rank"].notna()]
+    t = t[t.index != leader.name]
+    if "failed" in t.columns and not leader.get("failed", 0):
+        t = t[t["failed"].fillna(0) == 0]
+    ref = stats.Interval(float(leader["vs-fastest"]), float(leader["vs-fastest-ci-low"]),
+                         float(leader["vs-fastest-ci-high"]))
+
+    def tie(row: pd.Series) -> bool:
+        ci = stats.Interval(float(row["vs-fastest"]), float(row["vs-fastest-ci-low"]), float(row["vs-fastest-ci-high"]))
+        if leader["verdict"] == FASTEST:  # the decision table's own rule: the ratio's interval holds 1
+            return stats.tied(ci)
+        return ci.overlaps(ref)  # a leader that is not the fastest (the fastest failed cases)
+
+    mask = pd.Series([tie(r) for _, r in t.iterrows()], index=t.index, dtype=bool)
+    return t.loc[mask].sort_values("runtime", kind="stable")
+
+
+def answer_records(table: pd.DataFrame, prices: Prices | None = None) -> list[Answer]:
+    """Per mode: the fastest configuration over all worker counts none of whose cases failed, and
+    the configurations tied with it."""
+    prices = prices or load_prices()
+    out = []
+    for mode in analysis.MODES:
+        best = _best(table, mode)
+        if best is None:
+            continue
+        tied = _tied_rows(table, best)
+        runtimes = [float(best["runtime"]), *tied["runtime"].astype(float)]
+        costs = {p: float(best[cost_column(p)]) for p in prices.transfer_per_gb
+                 if cost_column(p) in best.index and not np.isnan(best[cost_column(p)])}
+        faster = ""
+        quicker = _fastest(table, mode, reliable=False)
+        if quicker is not None and quicker.name != best.name:  # .name: the row's index
+            n, k, qw = int(quicker["failed"]), int(quicker["trials"]), int(quicker["num-workers"])
+            faster = (f"; {quicker['name']} with {_workers(qw)} was faster ({quicker['runtime']:.3g} s) "
+                      f"but {n} of its {n + k} cases failed")
+        out.append(Answer(
+            mode=mode, leader=str(best["name"]), workers=int(best["num-workers"]), runtime=float(best["runtime"]),
+            vs_limit=float(best["vs-limit"]), costs=costs, tied=tuple(str(n) for n in tied["name"]),
+            spread=max(runtimes) / min(runtimes) - 1 if min(runtimes) > 0 else 0.0, faster_failed=faster,
+            noisy=str(best.get("noisy", False)) == "True"))
+    return out
+
+
 def one_line(table: pd.DataFrame) -> str:
-    """The index page's answer: per mode, the fastest, its workers, ratio to the limit, internet cost."""
+    """The index page's answer: per mode, the fastest (or the tied group), its workers, ratio to
+    the limit, internet cost."""
     parts = []
     internet = [c for c in table.columns if c.startswith("$/1000 reads ")][-1:]
     for mode in analysis.MODES:
         best = _best(table, mode)
         if best is None:
             continue
-        text = f"{mode}: {best['name']} with {int(best['num-workers'])} workers, {best['runtime']:.3g} s"
+        tied = tuple(str(n) for n in _tied_rows(table, best)["name"])
+        who = best["name"] if not tied else f"{_and((str(best['name']), *tied))} (tied)"
+        text = f"{mode}: {who} with {int(best['num-workers'])} workers, {best['runtime']:.3g} s"
         if pd.notna(best["vs-limit"]):
             text += f", {best['vs-limit']:.2f}× limit"
         if internet and pd.notna(best[internet[0]]):
@@ -340,30 +440,9 @@ def read_decision(folder: Path) -> pd.DataFrame | None:
 
 
 def answers(table: pd.DataFrame, prices: Prices | None = None) -> list[str]:
-    """One line per mode: the fastest configuration over all worker counts, its limit ratio and cost."""
-    prices = prices or load_prices()
-    lines = []
-    for mode in analysis.MODES:
-        t = table[table["obj-type"] == mode]
-        if t.empty:
-            continue
-        best = _best(table, mode)
-        if best is None:
-            continue
-        w = int(best["num-workers"])
-        text = f"{mode}: {best['name']} with {w} worker{'s' if w != 1 else ''}, {best['runtime']:.3g} s"
-        if not np.isnan(best["vs-limit"]):
-            text += f", {best['vs-limit']:.2f}× the limit"
-        costs = [f"${best[cost_column(p)]:.4f} {p}" for p in prices.transfer_per_gb if not np.isnan(best[cost_column(p)])]
-        if costs:
-            text += " (per 1,000 reads: " + ", ".join(costs) + ")"
-        quicker = _fastest(table, mode, reliable=False)
-        if quicker is not None and quicker.name != best.name:  # .name: the row's index
-            n, k, qw = int(quicker["failed"]), int(quicker["trials"]), int(quicker["num-workers"])
-            text += (f"; {quicker['name']} with {_workers(qw)} was faster ({quicker['runtime']:.3g} s) "
-                     f"but {n} of its {n + k} cases failed")
-        lines.append(text)
-    return lines
+    """One line per mode (Answer.text): the fastest configuration over all worker counts, or the
+    configurations tied with it, its limit ratio and cost."""
+    return [a.text for a in answer_records(table, prices)]
 
 
 MAX_FINDINGS = 8
@@ -375,14 +454,16 @@ def _workers(n: int) -> str:
 
 
 def _significant(lo: float, hi: float) -> bool:
-    return not (np.isnan(lo) or np.isnan(hi)) and not lo <= 1.0 <= hi
+    """A difference worth a sentence: a known interval that is not a tie (stats.tied)."""
+    ci = stats.Interval(1.0, lo, hi)
+    return ci.known and not stats.tied(ci)
 
 
 MIN_WORKER_COUNTS = 3
 
 
 def _across_workers(
-    t: pd.DataFrame, best: pd.Series, mode: str, n_boot: int, level: float, rng: np.random.Generator
+    t: pd.DataFrame, best: pd.Series, mode: str, n_boot: int, level: float, seed: int
 ) -> list[tuple[float, str, str, str]]:
     """Each configuration against the best one, over every worker count both ran.
 
@@ -395,7 +476,8 @@ def _across_workers(
         ratios = (part.set_index("num-workers")["runtime"] / ref).dropna().to_numpy(float)
         if len(ratios) < MIN_WORKER_COUNTS:
             continue
-        lo, hi = bootstrap_median(ratios, n_boot, level, rng)
+        ci = stats.median_interval(ratios, level, n_boot, seed)
+        lo, hi = ci.low, ci.high
         if not _significant(lo, hi):
             continue
         r = float(np.median(ratios))
@@ -414,7 +496,6 @@ def findings(
     at the best configuration's worker count, and each configuration's change from its fewest to
     its most workers.
     """
-    rng = np.random.default_rng(seed)
     pct = round(level * 100)
     found: list[tuple[float, str, str, str]] = []  # (effect, mode, kind, sentence)
     for mode in analysis.MODES:
@@ -428,7 +509,7 @@ def findings(
             found.append((abs(np.log(r)), mode, "rank", (
                 f"{mode}, {_workers(w)}: {row['name']} takes {r:.2f}× the runtime of {best['name']} "
                 f"({pct} % CI {lo:.2f}–{hi:.2f}×).")))
-        found += _across_workers(t, best, mode, n_boot, level, rng)
+        found += _across_workers(t, best, mode, n_boot, level, seed)
         c = usable_cases(ds.cases)
         c = c[(c["obj-type"] == mode) & ~c["backend"].isin(REFERENCES)]
         for (series, pb), g in c.groupby(["series", "pb-size"], sort=False):
@@ -437,7 +518,8 @@ def findings(
                 continue
             few = g.loc[g["num-workers"] == ws[0], "total-runtime"].to_numpy(float)
             many = g.loc[g["num-workers"] == ws[-1], "total-runtime"].to_numpy(float)
-            lo, hi = analysis.bootstrap_ratio(few, many, n_boot, level, rng)
+            ci = stats.ratio_interval(few, many, level, n_boot, seed)
+            lo, hi = ci.low, ci.high
             if not _significant(lo, hi):
                 continue
             r = float(np.median(few) / np.median(many))

@@ -12,12 +12,13 @@ from typing import Any
 
 import pandas as pd
 
-COLUMNS = ["client-gets", "client-heads", "client-bytes", "bytes-needed", "amplification",
+COLUMNS = ["client-gets", "client-heads", "client-bytes", "bytes-needed", "bytes-returned", "amplification",
            "request-p50-ms", "request-p99-ms", "total-runtime"]
 
 
 def request_table(cases: pd.DataFrame) -> pd.DataFrame:
-    """Per series, mode and workers (medians over trials): runtime, requests, MB moved vs needed."""
+    """Per series, mode and workers (medians over trials): runtime, requests, MB moved vs needed
+    (stored bytes the reads must touch) and returned (decompressed payload)."""
     c = cases.copy()
     for col in COLUMNS:
         c[col] = pd.to_numeric(c[col], errors="coerce") if col in c.columns else float("nan")
@@ -28,17 +29,18 @@ def request_table(cases: pd.DataFrame) -> pd.DataFrame:
     out = c.groupby(keys, sort=False)[COLUMNS].median().reset_index()
     out["client-MB"] = out.pop("client-bytes") / 1e6
     out["needed-MB"] = out.pop("bytes-needed") / 1e6
-    return out[keys + ["total-runtime", "client-gets", "client-heads", "client-MB", "needed-MB", "amplification",
+    out["returned-MB"] = out.pop("bytes-returned") / 1e6
+    return out[keys + ["total-runtime", "client-gets", "client-heads", "client-MB", "needed-MB", "returned-MB", "amplification",
                        "request-p50-ms", "request-p99-ms"]]
 
 
 def amplification_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> Any:
-    """Bytes the client fetched ÷ signal payload bytes, per case, vs workers (None if not counted)."""
+    """Bytes the client fetched ÷ stored bytes the reads must touch, per case, vs workers (None if not counted)."""
     from shotbench.read.figures import plots
 
     if "amplification" not in metrics.columns:
         return None
-    return plots.metric_plot(metrics, mode, "amplification", "Bytes fetched ÷ payload bytes",
+    return plots.metric_plot(metrics, mode, "amplification", "Bytes fetched ÷ stored bytes needed",
                              "byte amplification (client-counted)", palette, one_line=True)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from shotbench.runs import interleave
@@ -35,6 +35,11 @@ class ShotFile:
     shot: str
     signals: tuple[str, ...]
     weights: tuple[int, ...] = ()  # payload bytes per signal (with its scales); () = unknown
+    # what reads must touch (hdf5/storage.py), for bytes-needed; empty/0 = unknown
+    file_meta: int = 0  # superblock and the root and /shots headers
+    shot_meta: int = 0  # /shots/<shot> and its signals group's headers
+    datasets: tuple[tuple[str, ...], ...] = ()  # per signal: the dataset paths its read touches
+    stored: tuple[tuple[str, int], ...] = ()  # per dataset path: header + stored data bytes
 
 
 @dataclass(frozen=True)
@@ -141,7 +146,8 @@ def sample_signals(files: Sequence[ShotFile], limit: int, seed: int) -> list[Sho
     for f in files:
         idx = [i for i, s in enumerate(f.signals) if s in keep]
         weights = tuple(f.weights[i] for i in idx) if len(f.weights) == len(f.signals) else ()
-        out.append(ShotFile(f.key, f.size, f.shot, tuple(f.signals[i] for i in idx), weights))
+        datasets = tuple(f.datasets[i] for i in idx) if len(f.datasets) == len(f.signals) else ()
+        out.append(replace(f, signals=tuple(f.signals[i] for i in idx), weights=weights, datasets=datasets))
     return out
 
 
@@ -245,6 +251,37 @@ def _shaped_tasks(case: Case, files: Sequence[ShotFile], seed: int, reads_hdf5: 
     if case.mode in PARTIAL_MODES:
         return partial_tasks(case.mode, shot, case.workers, seed, case.trial)
     return many_shot_tasks(case.mode, files, case.workers, seed, case.trial)
+
+
+def needed_bytes(tasks: Sequence[Task], files: Sequence[ShotFile]) -> int | None:
+    """The stored bytes a case's reads cannot avoid (hdf5/storage.py): per task, each dataset it
+    touches once (a shared scale, a chunk read by two signals: once), the metadata of each file and
+    shot it opens once. None when the inventory did not record the files' storage."""
+    index = {(f.key, f.shot): f for f in files}
+    stored = {(f.key, f.shot): dict(f.stored) for f in files}
+    paths = {(f.key, f.shot): dict(zip(f.signals, f.datasets)) for f in files}
+    total = 0
+    for task in tasks:
+        seen_files: set[str] = set()
+        seen_shots: set[tuple[str, str]] = set()
+        seen: set[tuple[str, str]] = set()
+        for part in task.parts:
+            for item in part.items:
+                f = index.get((item.key, item.shot))
+                touched = paths.get((item.key, item.shot), {}).get(item.signal)
+                if f is None or not f.file_meta or touched is None:
+                    return None
+                if item.key not in seen_files:
+                    seen_files.add(item.key)
+                    total += f.file_meta
+                if (item.key, item.shot) not in seen_shots:
+                    seen_shots.add((item.key, item.shot))
+                    total += f.shot_meta
+                for path in touched:
+                    if (item.key, path) not in seen:
+                        seen.add((item.key, path))
+                        total += stored[(item.key, item.shot)][path]
+    return total
 
 
 def tot_num_obj(mode: str, files: Sequence[ShotFile]) -> int:

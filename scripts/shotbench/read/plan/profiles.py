@@ -63,6 +63,13 @@ class BenchConfig:
     family_many_file_size: int = 16_000_000  # payload budget per shot, as a single-shot file of this size
     family_many_page_size: int = 8_000_000  # file-space page size of the many-shot files
     family_many_page_buffers: list[int] = field(default_factory=list)  # [] = the run's page buffers
+    # trials until the interval is tight (stopping.py): after `trials` rounds, a case group runs
+    # more interleaved rounds until the 95 % interval of its median task time is within ±precision
+    # (0.05: ±5 %) or it has run max_trials; max_minutes caps the extra rounds' wall time.
+    # precision 0 (the default): exactly `trials`
+    precision: float = 0.0
+    max_trials: int = 0
+    max_minutes: float = 0.0
 
     def family_shapes(self) -> dict[str, Any]:
         sizes = fammod.Sizes(
@@ -330,6 +337,11 @@ def validate(cfg: BenchConfig) -> None:
     if any(v < 0 for v in cfg.family_many_page_buffers):
         raise UserError("family-many-page-buffers cannot be negative; use 0 or a size like 8000000.")
     _check_bounds(cfg, pbs)
+    if not 0 <= cfg.precision < 1 or cfg.max_minutes < 0:
+        raise UserError("precision is a fraction between 0 and 1 (0.05: ±5 %) and max-minutes 0 or more; fix them.")
+    if cfg.precision > 0 and cfg.max_trials < cfg.trials:
+        raise UserError(f"with precision set, max-trials ({cfg.max_trials}) is the cap on trials and must be at least "
+                        f"trials ({cfg.trials}); e.g. --max-trials 8.")
     for name, opts in cfg.options.items():
         known = registry.get(name).defaults
         unknown = sorted(set(opts) - set(known))

@@ -46,7 +46,7 @@ class Workload:
 
 def _inventory_key(source: Source, objs: list[Any]) -> str:
     h = hashlib.sha256(json.dumps(
-        ["v3", source.to_dict()] + [[o.key, o.size, getattr(o, "etag", None)] for o in objs]).encode())
+        ["v4", source.to_dict()] + [[o.key, o.size, getattr(o, "etag", None)] for o in objs]).encode())
     return h.hexdigest()[:16]
 
 
@@ -55,9 +55,11 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
     cache = state_dir() / "inventory" / f"{_inventory_key(source, objs)}.json"
     if cache.exists():
         data = json.loads(cache.read_text())
-        return [ShotFile(d["key"], d["size"], d["shot"], tuple(d["signals"]), tuple(d.get("weights", ()))) for d in data]
+        return [ShotFile(d["key"], d["size"], d["shot"], tuple(d["signals"]), tuple(d.get("weights", ())),
+                         d.get("file_meta", 0), d.get("shot_meta", 0), tuple(tuple(p) for p in d.get("datasets", ())),
+                         tuple((p, n) for p, n in d.get("stored", ()))) for d in data]
     from shotbench.backends.base import ReadSettings
-    from shotbench.hdf5.shotfile import shot_ids, signal_names
+    from shotbench.hdf5.shotfile import shot_ids
 
     local_ok = source.local_dir or source.kind == "local"
     if local_ok:
@@ -77,16 +79,16 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
                 shots = shot_ids(fh)
                 if not shots:
                     raise UserError(f"{o.key} holds no /shots/<id> group; point --data at single-shot HDF5 files.")
-                for shot in shots:  # one for single-shot files, every shot of a many-shot file
-                    names = tuple(signal_names(fh, shot))
-                    out.append(ShotFile(o.key, int(o.size), shot, names, tuple(payload_bytes(fh, shot, n) for n in names)))
+                out += describe(fh, o.key, int(o.size), shots)
         except (OSError, KeyError, ValueError) as exc:
             raise unreadable(o.key, o.size, exc) from None
         if len(objs) > 20 and (i % 50 == 0 or i == len(objs)):
             say(f"  listing signals: {i}/{len(objs)} files ({time.time() - t0:.0f}s)")
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps([{"key": f.key, "size": f.size, "shot": f.shot, "signals": list(f.signals),
-                                  "weights": list(f.weights)} for f in out]))
+                                  "weights": list(f.weights), "file_meta": f.file_meta, "shot_meta": f.shot_meta,
+                                  "datasets": [list(p) for p in f.datasets], "stored": [list(s) for s in f.stored]}
+                                 for f in out]))
     return out
 
 
@@ -99,6 +101,23 @@ def unreadable(key: str, size: int, exc: BaseException) -> UserError:
         return UserError(f"{key} is truncated ({size} bytes, shorter than its HDF5 metadata says); "
                          "remove it or upload it again.")
     return UserError(f"{key} cannot be read as an HDF5 shot file ({text[:160]}); remove it or replace it.")
+
+
+def describe(fh: Any, key: str, size: int, shots: list[str]) -> list[ShotFile]:
+    """What the inventory records of one open file: per shot (one for single-shot files, every
+    shot of a many-shot file) its signals, their payload, and what reading each must touch."""
+    from shotbench.hdf5 import storage
+    from shotbench.hdf5.shotfile import signal_names
+
+    meta = storage.file_metadata(fh)
+    out = []
+    for shot in shots:
+        names = tuple(signal_names(fh, shot))
+        touched = [storage.signal_datasets(fh, shot, n) for n in names]
+        stored = {p: b for t in touched for p, b in t.items()}
+        out.append(ShotFile(key, size, shot, names, tuple(payload_bytes(fh, shot, n) for n in names), meta,
+                            storage.shot_metadata(fh, shot), tuple(tuple(t) for t in touched), tuple(stored.items())))
+    return out
 
 
 def payload_bytes(fh: Any, shot: str, name: str) -> int:

@@ -20,6 +20,7 @@ from shotbench.backends.base import Backend
 from shotbench.backends.meters import case_columns
 from shotbench.errors import UserError
 from shotbench.provenance import utc_iso
+from shotbench.read.analyse import stopping
 from shotbench.read.plan import matrix as planmod
 from shotbench.read.plan.matrix import Case, ShotFile
 from shotbench.read.run.checksums import Checksums
@@ -81,6 +82,9 @@ class Runner:
     checksums: Checksums | None = None  # set: every signal read is checked against the local copy
     faults: InjectedFaults = field(default_factory=InjectedFaults)  # HTTP faults the proxy injected, per case
     gone: ServerGone | None = None  # set when the watchdog ended a case: the run stops after recording it
+    stop_rule: stopping.Rule = field(default_factory=stopping.Rule)  # trials until the interval is tight
+    _samples: dict[str, list[float]] | None = None  # per case group: task read times of its ok trials
+    _trials: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.drivers.watch = self.watchdog()
@@ -94,6 +98,31 @@ class Runner:
         if url is None and not self.drivers.scheduler:
             return None
         return Watchdog(url, getattr(s3, "ca_bundle", None), self.drivers.scheduler)
+
+    def _group_samples(self) -> dict[str, list[float]]:
+        """Task times of every ok case already in the folder (a resumed run continues them)."""
+        if self._samples is None:
+            self._samples = {}
+            ok = {r["case-id"] for r in self.folder.cases() if row_status(r) == OK}
+            for cid in ok:
+                g = stopping.group_of(cid)
+                self._trials[g] = self._trials.get(g, 0) + 1
+            for r in self.folder.details():
+                if r.get("case-id") in ok and r.get("open+read-data-time", "") != "":
+                    self._samples.setdefault(stopping.group_of(r["case-id"]), []).append(float(r["open+read-data-time"]))
+        return self._samples
+
+    def _stop(self, res: CaseResult) -> CaseResult:
+        """The group's interval after this case, and whether it needs another trial (case row columns)."""
+        row = res.case_row
+        if row.status != OK:
+            return res
+        g = stopping.group_of(str(row.case_id))
+        samples = self._group_samples().setdefault(g, [])
+        samples += [float(r.open_read_data_time) for r in res.rows if (r.status or OK) == OK]
+        self._trials[g] = self._trials.get(g, 0) + 1
+        width, verdict = self.stop_rule.verdict(samples, self._trials[g])
+        return replace(res, case_row=replace(row, ci_half_width="" if width != width else round(width, 5), stop=verdict))
 
     def spec(self, case: Case, backend: str | None = None) -> Spec:
         """The case's backend with its settings; with `backend` (the raw-get ceiling), that one with none."""
@@ -249,7 +278,8 @@ class Runner:
             status=case_status([r.status for r in rows], bool(ceiling_error)),
             first_error=" ".join(first.split())[:500], stalls=stalls,
             started=utc_iso(out.started), finished=utc_iso(out.finished),
-            **CaseRow.by_column(case_columns(raw)),
+            **CaseRow.by_column(case_columns(raw, planmod.needed_bytes(tasks, files) if cls.reads_hdf5
+                                              else sum(int(r["bytes"]) for r in raw))),  # raw-get: the ranges it fetched
             gather_time="" if gather is None else gather,
         )
         return CaseResult(row, rows)
@@ -263,6 +293,7 @@ class Runner:
             self.check_server()
             with self.faults.case(case.case_id):
                 res = self.run_case(case)
+            res = self._stop(res)
             self.folder.append_case([r.to_csv() for r in res.rows], res.case_row.to_csv())
             if self.gone is not None:  # the case is recorded as failed; the run stops here
                 raise self.gone
