@@ -61,9 +61,7 @@ def shot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def staged_shots(
-    s3_server, s3_bucket: str, shot_dir: Path
-) -> tuple[Location, S3Config, list[ShotObject]]:
+def staged_shots(s3_server, s3_bucket: str, shot_dir: Path) -> tuple[Location, S3Config, list[ShotObject]]:
     """`shot_dir` uploaded through the S3 API to s3://<s3_bucket>/shots/."""
     from shotbench.store.s3 import list_shot_files, parse_location
     from shotbench.store.stage import stage

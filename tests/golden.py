@@ -53,11 +53,18 @@ NEW_SHOTS_TOTAL = {1: 0.638936}
 SIGNALS_RATIO_RANGE = [1.18, 2.53]  # old ÷ new total runtime over signals-mode worker counts
 
 # The many-shot study: 1.14 on S3, one worker, 264 MB page buffer, seconds per (layout, order).
-MANY_SHOT_HEADLINE = {("shot", "shots"): 261, ("shot", "signals"): 2535, ("signal", "shots"): 1947, ("signal", "signals"): 750}
+MANY_SHOT_HEADLINE = {
+    ("shot", "shots"): 261,
+    ("shot", "signals"): 2535,
+    ("signal", "shots"): 1947,
+    ("signal", "signals"): 750,
+}
 MANY_SHOT_GROUPS = 80  # (file, order, page buffer, workers) groups across old and new
 
 # Figures each rendered report draws (what `htmlcheck.figure_count` finds in its HTML).
-REFERENCE_REPORT_FIGURES = 6  # single-shot reference, per mode: decision (runtime + CI), speed vs old, runtime vs workers
+REFERENCE_REPORT_FIGURES = (
+    6  # single-shot reference, per mode: decision (runtime + CI), speed vs old, runtime vs workers
+)
 RUN_REPORT_FIGURES = 10  # run fixture, per mode: decision, speed vs ros3-1.14, × limit, MB fetched, runtime vs workers
 MANY_SHOT_REPORT_FIGURES = 8
 

@@ -108,15 +108,17 @@ def _available(names: list[str]) -> list[str]:
     return names
 
 
-def _run(tmp_path: Path, shot_dir: Path, backends: list[str], env_extra: dict[str, str], *args: str,
-         config: str = TINY) -> Path:
+def _run(
+    tmp_path: Path, shot_dir: Path, backends: list[str], env_extra: dict[str, str], *args: str, config: str = TINY
+) -> Path:
     import subprocess
 
     cfg = tmp_path / "tiny.toml"
     cfg.write_text(config.format(backends=json.dumps(backends)))
     env = {**bench_env(tmp_path / "state"), **env_extra}
-    proc = subprocess.run(bench_cmd(cfg, shot_dir, tmp_path / "runs", *args), env=env,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        bench_cmd(cfg, shot_dir, tmp_path / "runs", *args), env=env, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return only_run(tmp_path / "runs")
 
@@ -136,8 +138,11 @@ def _bytes_agree(cases: list[dict[str, str]]) -> None:
 
 
 # 9 MB files: one ranged GET of a whole file is two HTTP GETs in aws-c-s3 (8 MiB parts)
-LARGER = (TINY.replace("file_size = 2000000", "file_size = 9000000").replace("shots = 4", "shots = 2")
-          .replace("signals_files = 3", "signals_files = 2"))
+LARGER = (
+    TINY.replace("file_size = 2000000", "file_size = 9000000")
+    .replace("shots = 4", "shots = 2")
+    .replace("signals_files = 3", "signals_files = 2")
+)
 
 
 @pytest.mark.slow

@@ -37,7 +37,12 @@ def reference() -> analysis.Dataset:
 
 
 def row(table: pd.DataFrame, label: str, mode: str, workers: int, backend: str = "") -> pd.Series:
-    hit = table[(table["label"] == label) & (table["obj-type"] == mode) & (table["num-workers"] == workers) & (table["backend"] == backend)]
+    hit = table[
+        (table["label"] == label)
+        & (table["obj-type"] == mode)
+        & (table["num-workers"] == workers)
+        & (table["backend"] == backend)
+    ]
     assert len(hit) == 1, hit
     return hit.iloc[0]
 
@@ -48,7 +53,9 @@ def test_summary_reproduces_the_published_figures(reference: analysis.Dataset) -
     # the seed's describe() table and head() (shots, one worker, new backend)
     assert_published(lambda label, mode, workers, column: row(s, label, mode, workers)[column])
     # ratios: each line against its smallest worker count, as upstream
-    assert row(s, "old", "signals", 24)["norm-tot-runtime"] == pytest.approx(OLD_SIGNALS_TOTAL[8] / OLD_SIGNALS_TOTAL[24], rel=1e-9)
+    assert row(s, "old", "signals", 24)["norm-tot-runtime"] == pytest.approx(
+        OLD_SIGNALS_TOTAL[8] / OLD_SIGNALS_TOTAL[24], rel=1e-9
+    )
     assert row(s, "new", "signals", 8)["norm-tot-runtime"] == 1.0
     assert set(s["trials"]) == {1}
     assert set(s["backend"]) == {""}
@@ -70,9 +77,13 @@ def test_legacy_defects_are_corrected_and_stated(reference: analysis.Dataset) ->
 
 def test_shared_baseline(reference: analysis.Dataset) -> None:
     s = analysis.summary(reference, baseline="old@8")
-    assert row(s, "new", "signals", 8)["norm-tot-runtime"] == pytest.approx(OLD_SIGNALS_TOTAL[8] / NEW_SIGNALS_TOTAL[8], rel=1e-9)
+    assert row(s, "new", "signals", 8)["norm-tot-runtime"] == pytest.approx(
+        OLD_SIGNALS_TOTAL[8] / NEW_SIGNALS_TOTAL[8], rel=1e-9
+    )
     assert row(s, "old", "signals", 8)["norm-tot-runtime"] == 1.0
-    assert row(s, "new", "shots", 1)["norm-tot-runtime"] == pytest.approx(OLD_SHOTS_TOTAL[8] / NEW_SHOTS_TOTAL[1], rel=1e-5)  # old, 8 workers
+    assert row(s, "new", "shots", 1)["norm-tot-runtime"] == pytest.approx(
+        OLD_SHOTS_TOTAL[8] / NEW_SHOTS_TOTAL[1], rel=1e-5
+    )  # old, 8 workers
     with pytest.raises(UserError, match="matches no input; choose one of: old, new"):
         analysis.summary(reference, baseline="ros3-9")
     with pytest.raises(UserError, match="no case with 3 workers"):
@@ -93,7 +104,22 @@ def _upstream_rows(mode: str, pb: int, workers: list[int], runtime: float, trial
     for trial in range(trials):
         for w in workers:
             for k in range(w):
-                rows.append([k + 1, f"obj{k}", 0.5, 1, 0.5 + 0.01 * k, 10, 0.05, pb, w, mode, 500 if mode == "shots" else 61, runtime / w + trial])
+                rows.append(
+                    [
+                        k + 1,
+                        f"obj{k}",
+                        0.5,
+                        1,
+                        0.5 + 0.01 * k,
+                        10,
+                        0.05,
+                        pb,
+                        w,
+                        mode,
+                        500 if mode == "shots" else 61,
+                        runtime / w + trial,
+                    ]
+                )
     return pd.DataFrame(rows, columns=list(analysis.UPSTREAM_COLUMNS))
 
 

@@ -51,9 +51,13 @@ def test_strace_phases_of_one_open(tmp_path: Path) -> None:
 def test_anatomy_runs_through_every_ros3_build(tmp_path: Path) -> None:
     backends = _available(["ros3-1.14", "ros3-2.0", "ros3-2.2", "obstore"])
     out = tmp_path / "anatomy"
-    proc = subprocess.run([sys.executable, "-m", "shotbench.cli", "anatomy", "--backends", *backends,
-                           "--opens", "3", "--out", str(out)],
-                          env=bench_env(tmp_path / "state"), capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "anatomy", "--backends", *backends, "--opens", "3", "--out", str(out)],
+        env=bench_env(tmp_path / "state"),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads((out / "anatomy.json").read_text())
     for name in backends:

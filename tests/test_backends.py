@@ -37,7 +37,16 @@ def expected(staged_shots, shot_dir):
 
 
 def test_registry_lists_every_backend() -> None:
-    assert set(registry.names()) >= {"ros3-1.14", "ros3-2.0", "ros3-2.2", "fsspec", "obstore", "download", "local", "raw-get"}
+    assert set(registry.names()) >= {
+        "ros3-1.14",
+        "ros3-2.0",
+        "ros3-2.2",
+        "fsspec",
+        "obstore",
+        "download",
+        "local",
+        "raw-get",
+    }
     assert registry.get("raw-get").reads_hdf5 is False
     assert registry.get("ros3-2.0").env == "hdf5-2.0"
     assert registry.get("fsspec").python() == Path(sys.executable)

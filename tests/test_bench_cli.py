@@ -12,13 +12,18 @@ import pytest
 from shotbench.store.s3 import without_s3_settings
 
 
-def run_bench(args: list[str], tmp_path: Path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_bench(
+    args: list[str], tmp_path: Path, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(tmp_path / "state")
     env.update(env_extra or {})
     return subprocess.run(
         [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), *args],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -35,8 +40,11 @@ def assert_one_sentence(proc: subprocess.CompletedProcess[str], tmp_path: Path, 
 
 def test_missing_bucket_fails_fast(s3_server, tmp_path: Path) -> None:
     t0 = time.time()
-    proc = run_bench(["--data", "s3://no-such-bucket-sb/shots/", "--backends", "local", "obstore"],
-                     tmp_path, s3_server.s3config().env_vars())
+    proc = run_bench(
+        ["--data", "s3://no-such-bucket-sb/shots/", "--backends", "local", "obstore"],
+        tmp_path,
+        s3_server.s3config().env_vars(),
+    )
     assert_one_sentence(proc, tmp_path, "no-such-bucket-sb")
     assert time.time() - t0 < 60
     assert s3_server.secret_key not in proc.stdout + proc.stderr
@@ -44,8 +52,12 @@ def test_missing_bucket_fails_fast(s3_server, tmp_path: Path) -> None:
 
 def test_unreachable_endpoint_fails_fast(tmp_path: Path) -> None:
     t0 = time.time()
-    env = {"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
-           "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value", "AWS_REGION": "us-east-1"}
+    env = {
+        "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9",
+        "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value",
+        "AWS_REGION": "us-east-1",
+    }
     proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)
     assert_one_sentence(proc, tmp_path)
     assert time.time() - t0 < 60
@@ -75,7 +87,7 @@ def test_bad_arguments(args: list[str], word: str, tmp_path: Path) -> None:
 
 def test_bad_toml_names_the_setting(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
-    cfg.write_text('wrokers = [1, 2]\n')
+    cfg.write_text("wrokers = [1, 2]\n")
     proc = run_bench(["--config", str(cfg)], tmp_path)
     assert_one_sentence(proc, tmp_path, "wrokers")
 
@@ -84,7 +96,16 @@ def test_profiles_load_and_override(tmp_path: Path) -> None:
     from shotbench.read.plan import profiles
 
     quick = profiles.load("quick")
-    assert set(quick.backends) >= {"ros3-1.14", "ros3-2.0", "ros3-wheel", "fsspec", "obstore", "download", "local", "raw-get"}
+    assert set(quick.backends) >= {
+        "ros3-1.14",
+        "ros3-2.0",
+        "ros3-wheel",
+        "fsspec",
+        "obstore",
+        "download",
+        "local",
+        "raw-get",
+    }
     assert "ros3-2.2" not in quick.backends  # built on first selection, not by the default run
     full = profiles.load("full")
     assert full.workers == [1, 2, 4, 8, 16, 24, 32, 48, 64] and full.page_buffers == [0, 268435456]

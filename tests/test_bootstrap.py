@@ -110,14 +110,13 @@ def test_bootstrap_rejects_an_old_python(tmp_path: Path) -> None:
     """A python3 older than 3.11 is named with its version, not a pip error."""
     fake = tmp_path / "bin"
     fake.mkdir()
-    script = (
-        "#!/bin/sh\n"
-        'case "$2" in *version_info*) exit 1;; *platform*) echo 3.8.10; exit 0;; esac\n'
-    )
+    script = '#!/bin/sh\ncase "$2" in *version_info*) exit 1;; *platform*) echo 3.8.10; exit 0;; esac\n'
     (fake / "python3").write_text(script)
     (fake / "python3").chmod(0o755)
     env = {"HOME": str(tmp_path), "PATH": f"{fake}:{STOCK_PATH}", "SHOTBENCH_CACHE": str(tmp_path / "c")}
-    proc = subprocess.run(["bash", str(repo_root() / "scripts/bootstrap.sh")], env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["bash", str(repo_root() / "scripts/bootstrap.sh")], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode != 0
     assert "3.8.10" in proc.stderr and "3.11" in proc.stderr
     assert "Traceback" not in proc.stderr

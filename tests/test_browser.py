@@ -59,7 +59,9 @@ def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     args = [a for spec in inputs for a in ("--input", spec)]
     done = subprocess.run(
         [sys.executable, "-m", "shotbench.cli", "report", *args, "--output", str(out), "--no-code"],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr
     return out / "ros3-backends.html", expected
@@ -90,7 +92,8 @@ def test_report_draws_every_figure_offline(report: tuple[Path, int], tmp_path: P
             page.goto(html.as_uri(), wait_until="load")
             page.wait_for_function(
                 "n => window.Bokeh && [...Bokeh.index.all_views()].filter(v => v.model.type === 'Figure').length >= n",
-                arg=expected, timeout=60_000,
+                arg=expected,
+                timeout=60_000,
             )
             figures = page.evaluate(FIGURES_JS)
             page.screenshot(path=str(tmp_path / "report.png"), full_page=True)

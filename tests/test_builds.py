@@ -22,8 +22,15 @@ SHOTBENCH = [sys.executable, "-m", "shotbench.cli"]
 
 
 def _run(*args: str, env: dict | None = None, timeout: float = 3600) -> subprocess.CompletedProcess:
-    return subprocess.run([*SHOTBENCH, *args], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, **(env or {})}, timeout=timeout, check=False)
+    return subprocess.run(
+        [*SHOTBENCH, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        check=False,
+    )
 
 
 # ------------------------------------------------------------------ fast
@@ -127,8 +134,9 @@ def test_failed_build_names_step_log_and_fix(tmp_path: Path) -> None:
     (tree / "src" / "H5public.h").write_text(
         "#define H5_VERS_MAJOR 1\n#define H5_VERS_MINOR 14\n#define H5_VERS_RELEASE 9\n"
     )
-    (tree / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.20)\nproject(broken C)\n"
-                                         "message(FATAL_ERROR \"Could NOT find CURL\")\n")
+    (tree / "CMakeLists.txt").write_text(
+        'cmake_minimum_required(VERSION 3.20)\nproject(broken C)\nmessage(FATAL_ERROR "Could NOT find CURL")\n'
+    )
     env = {"SHOTBENCH_CACHE": str(tmp_path / "cache"), "SHOTBENCH_ENVS": str(tmp_path / "envs")}
     proc = _run("envs", "build", "--name", "hdf5-broken", "--source", str(tree), env=env, timeout=600)
     assert proc.returncode == 2, proc.stderr
@@ -146,8 +154,12 @@ def test_envs_list_shows_each_build_with_ros3_and_its_h5py() -> None:
     proc = _run("envs", "--json", timeout=300)
     assert proc.returncode == 0, proc.stderr
     rows = {row["name"]: row for row in json.loads(proc.stdout)}
-    want = {"hdf5-1.14": ("1.14.6", "3.15.1"), "hdf5-2.0": ("2.0.0", "3.16.0"), "hdf5-2.2": ("2.2.0", "3.16.0"),
-            "h5py-s3": ("2.1.1", "3.16.0")}
+    want = {
+        "hdf5-1.14": ("1.14.6", "3.15.1"),
+        "hdf5-2.0": ("2.0.0", "3.16.0"),
+        "hdf5-2.2": ("2.2.0", "3.16.0"),
+        "h5py-s3": ("2.1.1", "3.16.0"),
+    }
     for name, (hdf5, h5py) in want.items():
         row = rows[name]
         assert row["state"] == "ready", row
@@ -182,8 +194,12 @@ def test_wheel_env_verification_refuses_the_wrong_library(tmp_path: Path) -> Non
     from shotbench.builds.wheels import WHEELS
 
     spec = WHEELS["h5py-s3"]
-    good = {"hdf5_version": "2.1.1", "h5py_version": "3.16.0", "ros3": True,
-            "libhdf5": [str(tmp_path / "lib/python3.11/site-packages/h5py_s3.libs/libhdf5-x.so.320")]}
+    good = {
+        "hdf5_version": "2.1.1",
+        "h5py_version": "3.16.0",
+        "ros3": True,
+        "libhdf5": [str(tmp_path / "lib/python3.11/site-packages/h5py_s3.libs/libhdf5-x.so.320")],
+    }
     assert envs.verify_wheel(spec, tmp_path, good) is None
     assert "1.14.6" in (envs.verify_wheel(spec, tmp_path, {**good, "hdf5_version": "1.14.6"}) or "")
     assert "no ROS3" in (envs.verify_wheel(spec, tmp_path, {**good, "ros3": False}) or "")
@@ -196,14 +212,19 @@ def test_wheel_env_from_the_index_needs_no_compiler(tmp_path: Path) -> None:
     from inside the environment and registers ROS3."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    real = subprocess.run(["python3.11", "-c", "import sys; print(sys.executable)"], capture_output=True,
-                          text=True, timeout=60, check=True).stdout.strip()  # not a pyenv shim
+    real = subprocess.run(
+        ["python3.11", "-c", "import sys; print(sys.executable)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.strip()  # not a pyenv shim
     (bindir / "python3.11").symlink_to(real)
     (bindir / "nice").symlink_to(shutil.which("nice") or "/usr/bin/nice")
     env = {"SHOTBENCH_ENVS": str(tmp_path / "envs"), "PATH": str(bindir), "CC": "/nonexistent/cc"}
     proc = _run("envs", "build", "h5py-s3", "--json", env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    row = json.loads(proc.stdout[proc.stdout.index("\n[\n") + 1:])[0]  # after the progress lines
+    row = json.loads(proc.stdout[proc.stdout.index("\n[\n") + 1 :])[0]  # after the progress lines
     assert (row["hdf5_version"], row["ros3"], row["state"]) == ("2.1.1", True, "ready")
     assert row["libhdf5"].startswith(str(tmp_path / "envs" / "h5py-s3"))
     assert "] compile" not in proc.stdout and "build h5py" not in proc.stdout
@@ -226,10 +247,15 @@ def test_env_runs_shotbench_and_dask() -> None:
     python = envs.env_python("hdf5-2.2")
     proc = subprocess.run(
         [str(python), "-c", "import dask, distributed, numpy, boto3, shotbench.cli; print('ok')"],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
-    proc = subprocess.run([str(python), "-m", "shotbench.cli", "envs", "--help"], capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [str(python), "-m", "shotbench.cli", "envs", "--help"], capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -253,8 +279,12 @@ def test_cache_key_follows_the_python_abi_not_its_patch_release(monkeypatch: pyt
         if Path(folder, "python3.11").exists():
             monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
             monkeypatch.setattr(build, "_toolchain_cache", {})
-            release = subprocess.run(["python3.11", "-c", "import sys; print(sys.version.split()[0])"],
-                                     capture_output=True, text=True, check=True).stdout.strip()
+            release = subprocess.run(
+                ["python3.11", "-c", "import sys; print(sys.version.split()[0])"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
             pythons[release] = (build.build_key(specs.BUILDS["hdf5-2.0"]), build.toolchain()["python"])
     if len(pythons) < 2:
         pytest.skip("needs two patch releases of python3.11 on this machine")

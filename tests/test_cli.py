@@ -34,8 +34,6 @@ def test_light_commands_do_not_import_pandas() -> None:
 
 
 def test_unknown_command_is_one_usage_error() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "no-such-command"], capture_output=True, text=True
-    )
+    proc = subprocess.run([sys.executable, "-m", "shotbench.cli", "no-such-command"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "invalid choice" in proc.stderr and "Traceback" not in proc.stderr

@@ -16,7 +16,9 @@ from shotbench.store.s3 import without_s3_settings
 
 def _side(times: dict[str, list[float]], copy: float = 0.1, tasks: dict[str, list[float]] | None = None) -> Side:
     keys = {"obj-type": "shots", "num-workers": 1, "pb-size": 0}
-    cases = pd.DataFrame([{"backend": b, **keys, "total-runtime": t, "copy": copy} for b, ts in times.items() for t in ts])
+    cases = pd.DataFrame(
+        [{"backend": b, **keys, "total-runtime": t, "copy": copy} for b, ts in times.items() for t in ts]
+    )
     rows = [{"backend": b, **keys, TASK_TIME: t} for b, ts in (tasks or {}).items() for t in ts]
     return Side(cases, pd.DataFrame(rows, columns=CASE_KEYS + [TASK_TIME]))
 
@@ -72,10 +74,36 @@ def _bench(tmp: Path, *extra: str) -> Path:
     (tmp / "tiny.toml").write_text(TINY)
     before = set((tmp / "runs").glob("*")) if (tmp / "runs").exists() else set()
     done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp / "runs"), "--config", str(tmp / "tiny.toml"),
-         "--shots-dir", str(tmp / "shots"), "--backends", "fsspec", "local", "--modes", "signals", "--workers", "1",
-         "--page-buffers", "0", "--trials", "1", "--shots", "2", *extra],
-        env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "shotbench.cli",
+            "bench",
+            "--runs-dir",
+            str(tmp / "runs"),
+            "--config",
+            str(tmp / "tiny.toml"),
+            "--shots-dir",
+            str(tmp / "shots"),
+            "--backends",
+            "fsspec",
+            "local",
+            "--modes",
+            "signals",
+            "--workers",
+            "1",
+            "--page-buffers",
+            "0",
+            "--trials",
+            "1",
+            "--shots",
+            "2",
+            *extra,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     (new,) = set((tmp / "runs").glob("*")) - before
@@ -83,7 +111,9 @@ def _bench(tmp: Path, *extra: str) -> Path:
 
 
 def _compare(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shotbench.cli", "compare", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "compare", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.slow

@@ -45,17 +45,22 @@ def test_costs_follow_the_price_table(table: pd.DataFrame) -> None:
 
 def _cases(times: dict[str, list[float]]) -> analysis.Dataset:
     rows = [
-        [1, "o", t, 1, t, 1, t, 0, 1, "shots", 1, t] + [name, k]
-        for name, ts in times.items() for k, t in enumerate(ts)
+        [1, "o", t, 1, t, 1, t, 0, 1, "shots", 1, t] + [name, k] for name, ts in times.items() for k, t in enumerate(ts)
     ]
     df = pd.DataFrame(rows, columns=[*analysis.UPSTREAM_COLUMNS, "backend", "trial"])
     return analysis._assemble(
-        [analysis.Input("x", Path("<x>"), "run")], [df], [df[["backend", "obj-type", "pb-size", "num-workers", "trial", "total-runtime"]].copy()], [], {}
+        [analysis.Input("x", Path("<x>"), "run")],
+        [df],
+        [df[["backend", "obj-type", "pb-size", "num-workers", "trial", "total-runtime"]].copy()],
+        [],
+        {},
     )
 
 
 def test_overlapping_trials_are_no_clear_difference() -> None:
-    t = decision.decision_table(_cases({"a": [1.0, 1.2, 1.4, 1.1], "b": [1.05, 1.3, 1.0, 1.25], "c": [3.0, 3.1, 3.2, 3.05]}))
+    t = decision.decision_table(
+        _cases({"a": [1.0, 1.2, 1.4, 1.1], "b": [1.05, 1.3, 1.0, 1.25], "c": [3.0, 3.1, 3.2, 3.05]})
+    )
     assert list(t["verdict"]) == [decision.FASTEST, decision.UNCLEAR, decision.SLOWER]
 
 
@@ -132,8 +137,9 @@ def test_a_backend_whose_only_case_failed_has_a_row() -> None:
 def test_the_answer_names_every_backend_tied_with_the_leader() -> None:
     """Three runs of quick gave a different fastest backend each time: where intervals overlap the
     answer is the group, and the decision table calls the same rows "no clear difference"."""
-    ds = _cases({"ros3-1.14": [1.00, 1.10, 1.05, 0.98], "obstore": [1.02, 1.08, 1.12, 1.00],
-                 "fsspec": [2.0, 2.1, 2.2, 2.05]})
+    ds = _cases(
+        {"ros3-1.14": [1.00, 1.10, 1.05, 0.98], "obstore": [1.02, 1.08, 1.12, 1.00], "fsspec": [2.0, 2.1, 2.2, 2.05]}
+    )
     t = decision.decision_table(ds)
     assert list(t["verdict"]) == [decision.FASTEST, decision.UNCLEAR, decision.SLOWER]
     (answer,) = decision.answer_records(t)

@@ -27,8 +27,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("eff")
     return {
         "paged": make_shot_file(out / "paged.h5", 1160505001, signals=12, file_size=2_000_000, page_size=1_000_000),
-        "flat": make_shot_file(out / "flat.h5", 1160505002, signals=12, file_size=2_000_000,
-                               page_size=1_000_000, paging="unpaged"),
+        "flat": make_shot_file(
+            out / "flat.h5", 1160505002, signals=12, file_size=2_000_000, page_size=1_000_000, paging="unpaged"
+        ),
     }
 
 
@@ -95,10 +96,26 @@ def test_new_columns_follow_the_existing_ones() -> None:
         ({"pb-size": -1, "pb-effective": "64000000", "hdf5-version": "2.0.0"}, "page buffer 64 MB (2.x default)"),
         ({"pb-size": -1, "pb-effective": "0", "hdf5-version": "1.14.6"}, "page buffer off (1.14 default)"),
         ({"pb-size": 0, "pb-effective": "0", "block-cache-size": "0", "block-size": "0"}, "block cache off"),
-        ({"pb-size": 0, "pb-effective": "0", "file-space-strategy": "fsm-aggr", "block-cache-size": "134217728",
-          "block-size": "16777216"}, "block cache 128 MiB in 16 MiB blocks"),
-        ({"pb-size": 0, "pb-effective": "0", "file-space-strategy": "page", "block-cache-size": "134217728",
-          "block-size": "16777216"}, "block cache 128 MiB in 16 MiB blocks (paged file: first block only)"),
+        (
+            {
+                "pb-size": 0,
+                "pb-effective": "0",
+                "file-space-strategy": "fsm-aggr",
+                "block-cache-size": "134217728",
+                "block-size": "16777216",
+            },
+            "block cache 128 MiB in 16 MiB blocks",
+        ),
+        (
+            {
+                "pb-size": 0,
+                "pb-effective": "0",
+                "file-space-strategy": "page",
+                "block-cache-size": "134217728",
+                "block-size": "16777216",
+            },
+            "block cache 128 MiB in 16 MiB blocks (paged file: first block only)",
+        ),
         ({"pb-size": 0}, ""),  # an older run: nothing read back, nothing claimed
     ],
 )
@@ -126,16 +143,51 @@ def _run_folder(tmp_path: Path, rows: list[dict]) -> Path:
 
 
 def test_series_and_summary_are_labelled_by_effective_settings(tmp_path: Path) -> None:
-    base = {"worker#": 1, "obj-id": "s", "open+read-data-time": 1.0, "wrkr-num-objs": 1, "mean-obj-time": 1.0,
-            "num-dsets": 2, "mean-dset-time": 0.5, "num-workers": 1, "obj-type": "shots", "tot-num-obj": 1,
-            "trial": 1, "hdf5-version": "2.2.0", "file-space-strategy": "fsm-aggr"}
+    base = {
+        "worker#": 1,
+        "obj-id": "s",
+        "open+read-data-time": 1.0,
+        "wrkr-num-objs": 1,
+        "mean-obj-time": 1.0,
+        "num-dsets": 2,
+        "mean-dset-time": 0.5,
+        "num-workers": 1,
+        "obj-type": "shots",
+        "tot-num-obj": 1,
+        "trial": 1,
+        "hdf5-version": "2.2.0",
+        "file-space-strategy": "fsm-aggr",
+    }
     rows = [
-        {**base, "backend": "ros3-2.2", "case-id": "a", "pb-size": 0, "pb-effective": 0, "total-runtime": 2.0,
-         "block-cache-size": 0, "block-size": 0},
-        {**base, "backend": "ros3-2.2", "case-id": "b", "pb-size": 0, "pb-effective": 0, "total-runtime": 1.0,
-         "block-cache-size": 134217728, "block-size": 16777216},
-        {**base, "backend": "ros3-2.0", "case-id": "c", "pb-size": 0, "pb-effective": 67108864, "total-runtime": 3.0,
-         "hdf5-version": "2.0.0"},
+        {
+            **base,
+            "backend": "ros3-2.2",
+            "case-id": "a",
+            "pb-size": 0,
+            "pb-effective": 0,
+            "total-runtime": 2.0,
+            "block-cache-size": 0,
+            "block-size": 0,
+        },
+        {
+            **base,
+            "backend": "ros3-2.2",
+            "case-id": "b",
+            "pb-size": 0,
+            "pb-effective": 0,
+            "total-runtime": 1.0,
+            "block-cache-size": 134217728,
+            "block-size": 16777216,
+        },
+        {
+            **base,
+            "backend": "ros3-2.0",
+            "case-id": "c",
+            "pb-size": 0,
+            "pb-effective": 67108864,
+            "total-runtime": 3.0,
+            "hdf5-version": "2.0.0",
+        },
     ]
     folder = _run_folder(tmp_path, rows)
     table = analysis.summary([f"r={folder}"])
@@ -158,9 +210,14 @@ def test_old_runs_without_read_back_keep_their_series(tmp_path: Path) -> None:
 
 
 def test_matrix_accepts_default_and_off() -> None:
-    cfg = profiles.load("quick", overrides={"page_buffers": ["0", "default", "268435456"],
-                                            "block_caches": ["off", "default", "268435456"],
-                                            "backends": ["ros3-2.2", "ros3-2.0"]})
+    cfg = profiles.load(
+        "quick",
+        overrides={
+            "page_buffers": ["0", "default", "268435456"],
+            "block_caches": ["off", "default", "268435456"],
+            "backends": ["ros3-2.2", "ros3-2.0"],
+        },
+    )
     m = cfg.matrix()
     assert m.page_buffers == [0, -1, 268435456] and m.block_caches == [0, -1, 268435456]
     cases = plan.plan_cases(m, 0, {"ros3-2.2": True, "ros3-2.0": True}, {"ros3-2.2": True, "ros3-2.0": False})

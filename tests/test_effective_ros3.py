@@ -25,8 +25,14 @@ ROS3 = ["ros3-1.14", "ros3-2.0", "ros3-2.2"]
 
 
 def run_cases(
-    tmp_path: Path, server, bucket: str, prefix: str, local_dir: Path, matrix: plan.Matrix,
-    signals_files: int = 0, signals_names: int = 0,
+    tmp_path: Path,
+    server,
+    bucket: str,
+    prefix: str,
+    local_dir: Path,
+    matrix: plan.Matrix,
+    signals_files: int = 0,
+    signals_names: int = 0,
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Run a matrix through `shotbench.read.run.runner` on s3://bucket/prefix; (workers rows, case rows).
     `signals` mode reads a seeded sample of `signals_files` files and `signals_names` names (0: all)."""
@@ -42,8 +48,9 @@ def run_cases(
     files = inventory(source, objs, s3, say=lambda _: None)
     signal_files = plan.sample_signals(plan.sample_files(files, signals_files, 0), signals_names, 0)
     workload = Workload(source, files, signal_files, s3, Path(server.access_log), bucket)
-    cases = plan.plan_cases(matrix, 0, {b: True for b in matrix.backends},
-                            {b: registry.get(b).has_block_cache for b in matrix.backends})
+    cases = plan.plan_cases(
+        matrix, 0, {b: True for b in matrix.backends}, {b: registry.get(b).has_block_cache for b in matrix.backends}
+    )
     folder = RunFolder.create(tmp_path / "run", RUN_KIND, {"run_id": "effective"})
     drivers = Drivers(s3, tmp_path / "logs", None, 4, matrix.backends)
     try:
@@ -58,7 +65,9 @@ def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHOTBENCH_STATE", str(tmp_path / "state"))
 
 
-def test_every_build_reports_what_it_did_with_the_page_buffer(tmp_path: Path, s3_server, staged_shots, shot_dir) -> None:
+def test_every_build_reports_what_it_did_with_the_page_buffer(
+    tmp_path: Path, s3_server, staged_shots, shot_dir
+) -> None:
     loc, _cfg, _objs = staged_shots
     matrix = plan.Matrix(backends=ROS3, modes=["shots"], workers=[1], page_buffers=[0, -1, 2_000_000], trials=1)
     workers, cases = run_cases(tmp_path, s3_server, loc.bucket, loc.prefix, shot_dir, matrix)
@@ -96,14 +105,17 @@ def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_serv
     local.mkdir()
     make_shot_file(local / "flat-64mb.h5", 1160505003, signals=61, file_size=64_000_000, paging="unpaged")
     stage(local, parse_location(f"s3://{s3_bucket}/flat/"), s3_server.s3config(), jobs=2, progress=False)
-    matrix = plan.Matrix(backends=["ros3-2.2"], modes=["signals"], workers=[1], page_buffers=[0],
-                         block_caches=[0, -1], trials=1)
+    matrix = plan.Matrix(
+        backends=["ros3-2.2"], modes=["signals"], workers=[1], page_buffers=[0], block_caches=[0, -1], trials=1
+    )
     workers, cases = run_cases(tmp_path, s3_server, s3_bucket, "flat/", local, matrix, signals_files=1, signals_names=3)
     assert all(c["status"] == "ok" for c in cases), [c["first-error"] for c in cases]
     by_setting = {int(c["block-cache"]): c for c in cases}
     off, on = by_setting[0], by_setting[-1]
-    print(f"block cache off: {off['gets']} GETs, {off['get-bytes']} bytes, {float(off['total-runtime']):.3f} s; "
-          f"default: {on['gets']} GETs, {on['get-bytes']} bytes, {float(on['total-runtime']):.3f} s")
+    print(
+        f"block cache off: {off['gets']} GETs, {off['get-bytes']} bytes, {float(off['total-runtime']):.3f} s; "
+        f"default: {on['gets']} GETs, {on['get-bytes']} bytes, {float(on['total-runtime']):.3f} s"
+    )
     for w in workers:
         assert w["file-space-strategy"] == "fsm-aggr" and w["pb-effective"] == "0"
         expect = ("0", "0") if w["case-id"] == off["case-id"] else (str(128 * MiB), str(16 * MiB))

@@ -61,7 +61,11 @@ def _wait_for_cases(tmp_path: Path, n: int, timeout: float = 120) -> Path | None
 def _bench_proc(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _leftovers(state: Path) -> list[str]:
@@ -86,8 +90,23 @@ def broken_shots(shot_dir: Path, tmp_path: Path) -> Path:
     so every read fails inside the measured tasks."""
     folder = tmp_path / "broken"
     shutil.copytree(shot_dir, folder)
-    proc = run_bench(["--data", str(folder), "--backends", "local", "--workers", "1", "--trials", "1",
-                      "--page-buffers", "0", "--modes", "shots"], tmp_path)
+    proc = run_bench(
+        [
+            "--data",
+            str(folder),
+            "--backends",
+            "local",
+            "--workers",
+            "1",
+            "--trials",
+            "1",
+            "--page-buffers",
+            "0",
+            "--modes",
+            "shots",
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     shutil.rmtree(tmp_path / "runs")
     for f in folder.glob("*.h5"):
@@ -99,8 +118,18 @@ def broken_shots(shot_dir: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_failed_cases_are_not_results(broken_shots: Path, tmp_path: Path) -> None:
-    args = ["--data", str(broken_shots), "--backends", "local", "--workers", "1", "--trials", "1",
-            "--page-buffers", "0"]
+    args = [
+        "--data",
+        str(broken_shots),
+        "--backends",
+        "local",
+        "--workers",
+        "1",
+        "--trials",
+        "1",
+        "--page-buffers",
+        "0",
+    ]
     proc = run_bench(args, tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -210,8 +239,8 @@ def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Pa
     ("toml", "words"),
     [
         ('workers = "two"\n', ["workers", "integers"]),
-        ('[options.fsspec]\nblok_size = 5\n', ["blok_size", "block_size"]),
-        ('task_timeout = -1\n', ["task-timeout"]),
+        ("[options.fsspec]\nblok_size = 5\n", ["blok_size", "block_size"]),
+        ("task_timeout = -1\n", ["task-timeout"]),
     ],
 )
 def test_bad_config_values(toml: str, words: list[str], tmp_path: Path) -> None:
@@ -256,8 +285,9 @@ READ_ONLY = Path("/sys/shotbench-out")  # sysfs refuses new folders even to root
     ],
 )
 def test_read_only_output_folders(args: list[str], tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "shotbench.cli", *args], env=_env(tmp_path),
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", *args], env=_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and str(READ_ONLY) in lines[0] and "writable" in lines[0], proc.stderr
@@ -308,13 +338,22 @@ def test_damaged_file_in_the_prefix_is_named(damage: str, shot_dir: Path, tmp_pa
 
 
 def test_endpoint_that_is_not_s3_is_named(tmp_path: Path) -> None:
-    web = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],  # -u: its banner is our port
-                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    web = subprocess.Popen(
+        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],  # -u: its banner is our port
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = web.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N ..."
         port = line.split(" port ")[1].split()[0]
-        env = {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
-               "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value", "AWS_REGION": "us-east-1"}
+        env = {
+            "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+            "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value",
+            "AWS_REGION": "us-east-1",
+        }
         proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)
     finally:
         web.kill()
@@ -323,8 +362,12 @@ def test_endpoint_that_is_not_s3_is_named(tmp_path: Path) -> None:
 
 
 def test_synth_refuses_what_the_disk_cannot_hold(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "shotbench.cli", "synth", "--out", str(tmp_path / "big"),
-                           "--shots", "1000000"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "synth", "--out", str(tmp_path / "big"), "--shots", "1000000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "free" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not list((tmp_path / "big").glob("*.h5"))
@@ -417,11 +460,29 @@ def test_faults_run_checks_every_byte(shot_dir: Path, tmp_path: Path) -> None:
     verified against the local copy, fsspec rows carry a retry count, and the reliability table prints."""
     (tmp_path / "c.toml").write_text(
         'backends = ["fsspec", "obstore", "raw-get"]\nmodes = ["shots"]\nworkers = [1]\npage_buffers = [0]\ntrials = 1\n'
-        "shots = 4\nfile_size = 2000000\npage_size = 1000000\nsignals = 12\n")
+        "shots = 4\nfile_size = 2000000\npage_size = 1000000\nsignals = 12\n"
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), "--config",
-         str(tmp_path / "c.toml"), "--shots-dir", str(shot_dir), "--faults", "flaky-5pc", "--keep-going"],
-        env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "shotbench.cli",
+            "bench",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--config",
+            str(tmp_path / "c.toml"),
+            "--shots-dir",
+            str(shot_dir),
+            "--faults",
+            "flaky-5pc",
+            "--keep-going",
+        ],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "reliability under faults 'flaky-5pc'" in proc.stdout
     run = _only_run(tmp_path)
@@ -494,8 +555,12 @@ def test_endpoint_that_accepts_and_never_answers(tmp_path: Path) -> None:
                 return
 
     threading.Thread(target=accept, daemon=True).start()
-    env = {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.getsockname()[1]}", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
-           "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value", "AWS_REGION": "us-east-1"}
+    env = {
+        "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.getsockname()[1]}",
+        "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value",
+        "AWS_REGION": "us-east-1",
+    }
     t0 = time.time()
     try:
         proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)

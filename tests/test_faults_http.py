@@ -25,6 +25,7 @@ BIG = 24 * 1024 * 1024
 
 # --- the decision: seeded, per request, at the given rate (no server) ---
 
+
 def _decisions(faults: fp.HttpFaults, requests: list[tuple[str, str, str]]) -> list[str | None]:
     d = fp.Decider(faults)
     return [d.decide(*r) for r in requests]
@@ -61,8 +62,9 @@ def test_rates_are_kept_and_a_retry_gets_a_fresh_draw() -> None:
 def test_methods_limit_what_may_be_hit_and_presigned_dates_do_not_count() -> None:
     only_get = fp.HttpFaults((("slowdown", 1.0),), methods=("GET",))
     assert _decisions(only_get, [("HEAD", "/b/k", ""), ("GET", "/b/k", "")]) == [None, "slowdown"]
-    assert fp.request_key("GET", "/b/k?X-Amz-Date=1&X-Amz-Signature=a&partNumber=2", "") == \
-        fp.request_key("GET", "/b/k?partNumber=2&X-Amz-Date=2&X-Amz-Signature=b", "")
+    assert fp.request_key("GET", "/b/k?X-Amz-Date=1&X-Amz-Signature=a&partNumber=2", "") == fp.request_key(
+        "GET", "/b/k?partNumber=2&X-Amz-Date=2&X-Amz-Signature=b", ""
+    )
     with pytest.raises(ValueError):
         fp.HttpFaults((("slowdown", 0.7), ("internal", 0.7)))
 
@@ -86,8 +88,10 @@ def test_a_case_is_credited_its_own_faults_and_a_resume_keeps_earlier_ones(tmp_p
     with faults.case("c2"):
         pass
     rec = faults.record()
-    assert rec["by_case"] == {"c1": {"slowdown": 3, "internal": 0, "truncated": 1, "answered-gets": 2},
-                              "c2": {"slowdown": 0, "internal": 0, "truncated": 0, "answered-gets": 0}}
+    assert rec["by_case"] == {
+        "c1": {"slowdown": 3, "internal": 0, "truncated": 1, "answered-gets": 2},
+        "c2": {"slowdown": 0, "internal": 0, "truncated": 0, "answered-gets": 0},
+    }
     assert rec["raw_get_ceiling"]["slowdown"] == 1 and rec["total"]["slowdown"] == 7
     proxy_counted(internal=1)  # the proxy of the resumed session starts from zero
     resumed = InjectedFaults(stats, rec)
@@ -103,6 +107,7 @@ def test_a_case_is_credited_its_own_faults_and_a_resume_keeps_earlier_ones(tmp_p
 
 # --- the proxy in front of the real server ---
 
+
 @pytest.fixture(scope="module")
 def big_object(s3_server, s3_bucket: str) -> tuple[str, bytes]:
     data = bytes(range(251)) * (BIG // 251 + 1)
@@ -116,7 +121,9 @@ def proxy(s3_server, tmp_path: Path) -> Iterator[Callable[..., tuple[S3Config, f
     """Start a fault proxy in front of the session's server; S3 settings that go through it."""
     started: list[int] = []
 
-    def make(*rates: tuple[str, float], seed: int = 1, methods: tuple[str, ...] = ()) -> tuple[S3Config, fp.FaultProxyInfo]:
+    def make(
+        *rates: tuple[str, float], seed: int = 1, methods: tuple[str, ...] = ()
+    ) -> tuple[S3Config, fp.FaultProxyInfo]:
         state = tmp_path / f"proxy{len(started)}"
         state.mkdir()
         info = fp.start(state, s3_server.upstream_port, fp.HttpFaults(tuple(rates), methods, seed), private=True)
@@ -232,7 +239,9 @@ def test_same_seed_gives_the_same_failed_requests_against_the_server(proxy, big_
         out = []
         for i in range(40):
             try:
-                s3.get_object(Bucket=s3_bucket, Key=big_object[0], Range=f"bytes={i * 1000}-{i * 1000 + 999}")["Body"].read()
+                s3.get_object(Bucket=s3_bucket, Key=big_object[0], Range=f"bytes={i * 1000}-{i * 1000 + 999}")[
+                    "Body"
+                ].read()
             except ClientError:
                 out.append(i)
         return out
@@ -258,10 +267,22 @@ def test_bench_slowdown_run_records_what_was_injected(shot_dir: Path, tmp_path: 
     if Path(registry.get("ros3-2.0").python()).exists():
         backends.append("ros3-2.0")
     (tmp_path / "c.toml").write_text(
-        f"backends = {json.dumps(backends)}\nmodes = [\"shots\", \"signals\"]\nworkers = [1]\npage_buffers = [0]\n"
-        "trials = 1\nshots = 2\nfile_size = 2000000\npage_size = 1000000\nsignals = 12\n")
-    proc = _bench_proc(tmp_path, ["--config", str(tmp_path / "c.toml"), "--shots-dir", str(shot_dir),
-                                  "--faults", "slowdown-5pc", "--keep-going"], _env(tmp_path))
+        f'backends = {json.dumps(backends)}\nmodes = ["shots", "signals"]\nworkers = [1]\npage_buffers = [0]\n'
+        "trials = 1\nshots = 2\nfile_size = 2000000\npage_size = 1000000\nsignals = 12\n"
+    )
+    proc = _bench_proc(
+        tmp_path,
+        [
+            "--config",
+            str(tmp_path / "c.toml"),
+            "--shots-dir",
+            str(shot_dir),
+            "--faults",
+            "slowdown-5pc",
+            "--keep-going",
+        ],
+        _env(tmp_path),
+    )
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
     assert "reliability under faults 'slowdown-5pc'" in out

@@ -21,14 +21,21 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     """Run the contracts of root/pyproject.toml against the package under root/scripts."""
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root / "scripts"), "HOME": str(root)}
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(root / "pyproject.toml")],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--config", str(root / "pyproject.toml")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def copy_with(tmp_path: Path, module: str, code: str) -> Path:
     """A copy of the package with `code` appended to `module` (a path under scripts/shotbench)."""
-    shutil.copytree(ROOT / "scripts" / "shotbench", tmp_path / "scripts" / "shotbench",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "scripts" / "shotbench", tmp_path / "scripts" / "shotbench", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     target = tmp_path / "scripts" / "shotbench" / module
     target.write_text(target.read_text() + "\n\n" + code)
@@ -48,8 +55,11 @@ def test_the_tree_keeps_every_contract() -> None:
 
 
 def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path: Path) -> None:
-    root = copy_with(tmp_path, "hdf5/shotfile.py",
-                     "def _sneaky() -> object:\n    from shotbench.read.run import runner\n\n    return runner\n")
+    root = copy_with(
+        tmp_path,
+        "hdf5/shotfile.py",
+        "def _sneaky() -> object:\n    from shotbench.read.run import runner\n\n    return runner\n",
+    )
     proc = lint_imports(root)
     assert proc.returncode != 0
     assert "layers: top imports bottom, never the reverse BROKEN" in proc.stdout
@@ -60,8 +70,11 @@ def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path: Path) ->
 def test_a_cycle_within_one_layer_breaks_the_acyclic_contract(tmp_path: Path) -> None:
     # runner imports checksums; checksums importing runner back stays inside read/run, which the
     # layers contract allows, so only the cycle contract can catch it
-    root = copy_with(tmp_path, "read/run/checksums.py",
-                     "def _back() -> object:\n    from shotbench.read.run import runner\n\n    return runner\n")
+    root = copy_with(
+        tmp_path,
+        "read/run/checksums.py",
+        "def _back() -> object:\n    from shotbench.read.run import runner\n\n    return runner\n",
+    )
     proc = lint_imports(root)
     assert proc.returncode != 0
     assert "layers: top imports bottom, never the reverse KEPT" in proc.stdout

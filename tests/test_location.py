@@ -167,10 +167,15 @@ def test_cli_ls_errors_are_one_line(s3_server, s3_bucket: str, tmp_path: Path, m
 def test_console_script_reports_a_mistake_without_traceback(tmp_path: Path) -> None:
     """One real `shotbench` process, to see what a user's terminal shows."""
     env = without_s3_settings()
-    env.update(AWS_ENDPOINT_URL_S3=f"http://127.0.0.1:{free_port()}", AWS_ACCESS_KEY_ID="SBXX", AWS_SECRET_ACCESS_KEY="y")
+    env.update(
+        AWS_ENDPOINT_URL_S3=f"http://127.0.0.1:{free_port()}", AWS_ACCESS_KEY_ID="SBXX", AWS_SECRET_ACCESS_KEY="y"
+    )
     run = subprocess.run(
         [sys.executable, "-m", "shotbench.cli", "ls", "s3://some-bucket/x"],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 2
     assert run.stderr.startswith("shotbench: cannot reach the S3 endpoint") and "Traceback" not in run.stderr

@@ -113,7 +113,9 @@ def test_figures_have_one_panel_per_source_and_legends(table: pd.DataFrame) -> N
         assert "shot layout · shots · pb 264 MB" in labels and "signal layout · signals · pb 64 MB" in labels
 
 
-def test_a_csv_in_no_known_schema_is_refused_with_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_csv_in_no_known_schema_is_refused_with_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "other.csv"
     bad.write_text("file,obj-type,tot-runtime\nx,shots,1\n")
     with pytest.raises(UserError, match="neither an upstream many-shot CSV"):
@@ -124,7 +126,9 @@ def test_a_csv_in_no_known_schema_is_refused_with_one_sentence(tmp_path: Path, c
     assert not (tmp_path / "out").exists()
 
 
-def test_many_shot_and_single_shot_csvs_do_not_share_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_many_shot_and_single_shot_csvs_do_not_share_a_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     single = SINGLE_OLD
     assert main(["report", "--input", f"a={OLD}", "--input", f"b={single}", "--output", str(tmp_path / "o")]) == 2
     assert "separate --input sets" in capsys.readouterr().err
@@ -167,7 +171,9 @@ def test_a_layouts_run_splits_into_single_shot_many_shot_and_partial_tables(tmp_
     df = pd.read_csv(run / "workers.csv")
     single = multishot.single_shot_rows(df)
     assert set(single["obj-type"]) == {"shots"} and set(single["backend"]) == {
-        "ros3-2.0 · single-16MB", "ros3-2.0 · single-big-paged"}  # families never share a line
+        "ros3-2.0 · single-16MB",
+        "ros3-2.0 · single-big-paged",
+    }  # families never share a line
     table = multishot.groups(multishot.load([f"here={run}"]))
     assert len(table) == 4 and set(table["source"]) == {"here ros3-2.0"}
     h = multishot.headline(table, workers=2)

@@ -18,9 +18,13 @@ from shotbench.locks import Busy, exclusive, held
 
 def _holder(path: Path) -> subprocess.Popen[str]:
     """Another process holding the lock until its stdin closes; returns once it holds it."""
-    code = ("import sys; from pathlib import Path; from shotbench.locks import exclusive\n"
-            "with exclusive(Path(sys.argv[1])):\n    print('held', flush=True); sys.stdin.read()\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    code = (
+        "import sys; from pathlib import Path; from shotbench.locks import exclusive\n"
+        "with exclusive(Path(sys.argv[1])):\n    print('held', flush=True); sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline() == "held\n"
     return proc
 
@@ -32,7 +36,10 @@ def test_a_second_holder_is_refused_with_the_first_ones_pid(tmp_path: Path) -> N
         with pytest.raises(Busy) as busy, exclusive(path, wait=False):
             pass
         assert busy.value.pid == proc.pid
-        with pytest.raises(UserError, match=f"in use by pid {proc.pid}; wait"), held(path, "in use by pid {pid}; wait", "unwritable"):
+        with (
+            pytest.raises(UserError, match=f"in use by pid {proc.pid}; wait"),
+            held(path, "in use by pid {pid}; wait", "unwritable"),
+        ):
             pass
     finally:
         proc.communicate("")

@@ -41,13 +41,31 @@ from shotbench.read.run.protocol import (
 )
 
 ITEM = plan.Item("shots/1.h5", 2_000_000, "1", "ip")
-TASKS = [plan.Task(1, (plan.Part("ip", (ITEM, plan.Item("shots/2.h5", 2_000_000, "2", "ip"))),)),
-         plan.Task(2, (plan.Part("*", (ITEM,)),), whole=True, reopen=True),
-         plan.Task(3, (plan.Part("r", (plan.Item("shots/1.h5", 2_000_000, start=10, length=90),)),))]
-SPEC = Spec("ros3-2.2", Source("s3", "bucket", "pre/", "/data/copies"), 268435456, 1 << 20,
-            {"index_dir": "/runs/x/index/kerchunk"}, block_cache=16 << 20, verify=True)
-ROW = {"worker#": 1, "obj-id": "ip", "time": 0.25, "objs": 2, "dsets": 4, "bytes": 4096, "error": "",
-       "crcs": [["shots/1.h5", "1", "ip", 12345]], "retries": ""}
+TASKS = [
+    plan.Task(1, (plan.Part("ip", (ITEM, plan.Item("shots/2.h5", 2_000_000, "2", "ip"))),)),
+    plan.Task(2, (plan.Part("*", (ITEM,)),), whole=True, reopen=True),
+    plan.Task(3, (plan.Part("r", (plan.Item("shots/1.h5", 2_000_000, start=10, length=90),)),)),
+]
+SPEC = Spec(
+    "ros3-2.2",
+    Source("s3", "bucket", "pre/", "/data/copies"),
+    268435456,
+    1 << 20,
+    {"index_dir": "/runs/x/index/kerchunk"},
+    block_cache=16 << 20,
+    verify=True,
+)
+ROW = {
+    "worker#": 1,
+    "obj-id": "ip",
+    "time": 0.25,
+    "objs": 2,
+    "dsets": 4,
+    "bytes": 4096,
+    "error": "",
+    "crcs": [["shots/1.h5", "1", "ip", 12345]],
+    "retries": "",
+}
 
 REQUESTS = [
     Hello(PROTOCOL_VERSION),
@@ -62,8 +80,11 @@ REQUESTS = [
 ]
 REPLIES = [
     HelloReply(PROTOCOL_VERSION, {"python": "3.11.2", "hdf5": "2.2.0"}, 4242),
-    PrepareReply("http://127.0.0.1:8787/status", ["tcp://127.0.0.1:1", "tcp://127.0.0.1:2"],
-                 [Warm(11, "2.2.0"), Warm(12, "2.2.0")]),
+    PrepareReply(
+        "http://127.0.0.1:8787/status",
+        ["tcp://127.0.0.1:1", "tcp://127.0.0.1:2"],
+        [Warm(11, "2.2.0"), Warm(12, "2.2.0")],
+    ),
     GatherReply(0.0125),
     GatherReply(None),
     RunReply([ROW, {**ROW, "obj-id": "bt"}], 1.5, 1_790_000_000.25, 1_790_000_001.75),
@@ -106,7 +127,11 @@ def test_the_spec_and_tasks_reach_the_worker_as_built() -> None:
     got = read_request(through_the_pipe(Run(TASKS)))
     assert got.tasks == TASKS and all(isinstance(t, plan.Task) for t in got.tasks)
     spec = read_request(through_the_pipe(Prepare(2, SPEC))).spec
-    assert spec.source == SPEC.source and (spec.pb_size, spec.chunk_cache, spec.block_cache) == (268435456, 1 << 20, 16 << 20)
+    assert spec.source == SPEC.source and (spec.pb_size, spec.chunk_cache, spec.block_cache) == (
+        268435456,
+        1 << 20,
+        16 << 20,
+    )
     assert spec.options == {"index_dir": "/runs/x/index/kerchunk"} and spec.verify is True
 
 
@@ -158,8 +183,12 @@ def test_a_driver_of_another_protocol_version_is_refused(found: int | None) -> N
     data = {"ok": True, "versions": {"python": "3.11.2"}, "pid": 1}
     if found is not None:
         data["protocol"] = found
-    _refused(data, lambda d: read_reply(Hello(PROTOCOL_VERSION), d), f"protocol {found or '(none)'}",
-             f"this checkout speaks {PROTOCOL_VERSION}")
+    _refused(
+        data,
+        lambda d: read_reply(Hello(PROTOCOL_VERSION), d),
+        f"protocol {found or '(none)'}",
+        f"this checkout speaks {PROTOCOL_VERSION}",
+    )
 
 
 @pytest.fixture
@@ -175,7 +204,9 @@ def main_driver(tmp_path: Path) -> Iterator[Any]:
     drv.stop(timeout=5)
 
 
-def test_the_orchestrator_refuses_a_driver_of_another_version(main_driver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_orchestrator_refuses_a_driver_of_another_version(
+    main_driver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A real driver answers the hello; an orchestrator one protocol version ahead ends it and
     says what to do."""
     monkeypatch.setattr(protocol, "PROTOCOL_VERSION", PROTOCOL_VERSION + 1)
@@ -232,8 +263,9 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> list[plan.ShotFile]:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SHOTBENCH_STATE", str(tmp_path_factory.mktemp("state")))
-        paths = make_dataset(tmp_path_factory.mktemp("shots"), shots=2, signals=12, file_size=2_000_000,
-                             page_size=1_000_000, seed=0)
+        paths = make_dataset(
+            tmp_path_factory.mktemp("shots"), shots=2, signals=12, file_size=2_000_000, page_size=1_000_000, seed=0
+        )
         objs = [SimpleNamespace(key=str(p), size=p.stat().st_size, etag=None) for p in paths]
         return inventory(Source("local"), objs, None, say=lambda _: None)
 

@@ -42,11 +42,16 @@ def test_two_entries_drawn_alike_are_reported() -> None:
     plots.setup()
     df = pd.DataFrame({"num-workers": [1, 2], "t": [2.0, 1.0]})
     a = hv.Curve(df, plots.WORKERS, "t", label="local").opts(color=plots.PALETTE[0], line_dash="dashed")
-    b = hv.Curve(df.assign(t=[3.0, 2.0]), plots.WORKERS, "t", label="fsspec").opts(color=plots.PALETTE[0], line_dash="dashed")
+    b = hv.Curve(df.assign(t=[3.0, 2.0]), plots.WORKERS, "t", label="fsspec").opts(
+        color=plots.PALETTE[0], line_dash="dashed"
+    )
     html = plots.show((a * b).opts(hv.opts.Overlay(title="t", legend_position="right", ylabel="s"))).text
     assert legend_problems(html) == ["t: legend entries 'local' and 'fsspec' are drawn alike"]
     c = b.opts(line_dash="solid")
-    assert legend_problems(plots.show((a * c).opts(hv.opts.Overlay(title="t", legend_position="right", ylabel="s"))).text) == []
+    assert (
+        legend_problems(plots.show((a * c).opts(hv.opts.Overlay(title="t", legend_position="right", ylabel="s"))).text)
+        == []
+    )
 
 
 def test_every_series_has_its_own_colour_in_its_backends_hue() -> None:
@@ -71,10 +76,22 @@ def test_a_runs_series_are_told_apart_in_every_line_figure() -> None:
     """16 series (8 backends, page buffer off and on) were drawn in 10 colours: local and fsspec at
     264 MB looked the same."""
     table = pd.DataFrame(
-        [{"series": f"{b} · page buffer {label}", "obj-type": "shots", "pb-size": pb, "num-workers": w,
-          "total-runtime": 1.0 + i + pb / 1e9 + 1 / w, "norm-tot-runtime": 1.0, "trials": 1}
-         for i, b in enumerate(["local", "ros3-2.0", "raw-get", "ros3-1.14", "download", "fsspec", "obstore", "ros3-2.2"])
-         for pb, label in ((0, "off"), (268435456, "264 MB")) for w in (1, 2)]
+        [
+            {
+                "series": f"{b} · page buffer {label}",
+                "obj-type": "shots",
+                "pb-size": pb,
+                "num-workers": w,
+                "total-runtime": 1.0 + i + pb / 1e9 + 1 / w,
+                "norm-tot-runtime": 1.0,
+                "trials": 1,
+            }
+            for i, b in enumerate(
+                ["local", "ros3-2.0", "raw-get", "ros3-1.14", "download", "fsspec", "obstore", "ros3-2.2"]
+            )
+            for pb, label in ((0, "off"), (268435456, "264 MB"))
+            for w in (1, 2)
+        ]
     )
     html = plots.show(plots.scaling_plots(table, "shots", plots.colors(table["series"]))).text
     assert legend_problems(html) == []
@@ -83,8 +100,20 @@ def test_a_runs_series_are_told_apart_in_every_line_figure() -> None:
 def test_many_lines_keep_their_legend() -> None:
     """HoloViews drops the legend past 25 glyphs unless told otherwise; 13 lines of curve + markers."""
     table = pd.DataFrame(
-        [{"series": f"b{i}", "obj-type": "shots", "pb-size": pb, "num-workers": w, "total-runtime": 1.0 + i + pb / 1e9 + 1 / w,
-          "norm-tot-runtime": 1.0, "trials": 1} for i in range(8) for pb in (0, 268435456) for w in (1, 2)]
+        [
+            {
+                "series": f"b{i}",
+                "obj-type": "shots",
+                "pb-size": pb,
+                "num-workers": w,
+                "total-runtime": 1.0 + i + pb / 1e9 + 1 / w,
+                "norm-tot-runtime": 1.0,
+                "trials": 1,
+            }
+            for i in range(8)
+            for pb in (0, 268435456)
+            for w in (1, 2)
+        ]
     )
     html = plots.show(plots.runtime_plot(table, "shots", plots.colors(table["series"]))).text
     assert legend_problems(html) == []
@@ -95,8 +124,20 @@ def test_many_lines_keep_their_legend() -> None:
 def run_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run-report")
     done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "report", "--input", f"fixture={RUN}", "--output", str(out), "--no-code"],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "shotbench.cli",
+            "report",
+            "--input",
+            f"fixture={RUN}",
+            "--output",
+            str(out),
+            "--no-code",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr
     return out
@@ -116,13 +157,18 @@ def test_run_report_opens_with_the_answer_and_states_every_finding(run_report: P
     from shotbench.read.analyse import analysis, decision
 
     html = (run_report / "ros3-backends.html").read_text(encoding="utf-8")
-    assert html.index(">The answer<") < html.index(">The decision<") < html.index(">Why<") < html.index(">What was measured<")
+    assert (
+        html.index(">The answer<")
+        < html.index(">The decision<")
+        < html.index(">Why<")
+        < html.index(">What was measured<")
+    )
     table = pd.read_csv(run_report / "decision.csv")
     assert {"rank", "verdict", "vs-limit", "gets", decision.cost_column("internet")} <= set(table.columns)
     assert decision.one_line(table).startswith("shots: ros3-2.0 with 2 workers")
     ds = analysis.load([f"fixture={RUN}"])
     found = decision.findings(ds, decision.decision_table(ds))
-    why = html[html.index(">Why<"):html.index(">How this compares")]
+    why = html[html.index(">Why<") : html.index(">How this compares")]
     assert found and all(sentence in why for sentence in found)
     assert "as of " + decision.load_prices().as_of in html
 

@@ -50,10 +50,22 @@ def readcheck(name: str, cfg, source: Source, files: list[dict], tmp_path: Path,
     from shotbench.backends.base import child_env
 
     python = registry.get(name).python()
-    req = {"backend": name, "source": source.to_dict(), "files": files, "scales": scales,
-           "options": {"index_dir": str(tmp_path / "index")} if name == "kerchunk" else {}}
-    proc = subprocess.run([str(python), "-m", "shotbench.backends.readcheck"], input=json.dumps(req), text=True,
-                          capture_output=True, env=child_env(cfg.env_vars()), timeout=600, check=False)
+    req = {
+        "backend": name,
+        "source": source.to_dict(),
+        "files": files,
+        "scales": scales,
+        "options": {"index_dir": str(tmp_path / "index")} if name == "kerchunk" else {},
+    }
+    proc = subprocess.run(
+        [str(python), "-m", "shotbench.backends.readcheck"],
+        input=json.dumps(req),
+        text=True,
+        capture_output=True,
+        env=child_env(cfg.env_vars()),
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -179,8 +191,11 @@ def rewrite_earliest(src: Path, dst: Path) -> None:
         items: list = []
         s.visititems(lambda n, o: items.append(o) if isinstance(o, h5py.Dataset) else None)
         for obj in sorted(items, key=lambda o: not o.is_scale):  # scales first
-            kw = dict(chunks=obj.chunks, compression=obj.compression, compression_opts=obj.compression_opts) \
-                if obj.chunks else {}
+            kw = (
+                dict(chunks=obj.chunks, compression=obj.compression, compression_opts=obj.compression_opts)
+                if obj.chunks
+                else {}
+            )
             new = d.create_dataset(obj.name, data=obj[()], track_times=False, **kw)
             for k, v in obj.attrs.items():
                 if k not in ("DIMENSION_LIST", "REFERENCE_LIST", "CLASS", "NAME"):

@@ -31,5 +31,11 @@ def test_short_or_missing_values_leave_the_text_alone() -> None:
 def test_a_child_environment_keeps_no_s3_setting_of_the_user() -> None:
     from shotbench.store.s3 import without_s3_settings
 
-    env = {"PATH": "/bin", "AWS_PROFILE": "prod", "AWS_SECRET_ACCESS_KEY": "x" * 8, "S3_ENDPOINT_URL": "http://h", "HOME": "/h"}
+    env = {
+        "PATH": "/bin",
+        "AWS_PROFILE": "prod",
+        "AWS_SECRET_ACCESS_KEY": "x" * 8,
+        "S3_ENDPOINT_URL": "http://h",
+        "HOME": "/h",
+    }
     assert without_s3_settings(env) == {"PATH": "/bin", "HOME": "/h"}

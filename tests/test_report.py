@@ -64,12 +64,29 @@ def test_reference_report_reproduces_the_seed(reference_report: Path) -> None:
         assert (reference_report / name).is_file(), name
     s = pd.read_csv(reference_report / "summary.csv")
     assert list(s.columns) == [
-        "label", "backend", "obj-type", "pb-size", "num-workers", "trials", "total-runtime",
-        "norm-tot-runtime", "count", "mean", "std", "min", "25%", "50%", "75%", "max", "series", "effective",
+        "label",
+        "backend",
+        "obj-type",
+        "pb-size",
+        "num-workers",
+        "trials",
+        "total-runtime",
+        "norm-tot-runtime",
+        "count",
+        "mean",
+        "std",
+        "min",
+        "25%",
+        "50%",
+        "75%",
+        "max",
+        "series",
+        "effective",
     ]
     by_case = s.set_index(["label", "obj-type", "num-workers"])
-    assert_published(lambda label, mode, workers, column: by_case.loc[(label, mode, workers), column],
-                     {"old": OLD_L, "new": NEW_L})
+    assert_published(
+        lambda label, mode, workers, column: by_case.loc[(label, mode, workers), column], {"old": OLD_L, "new": NEW_L}
+    )
     assert s["backend"].isna().all()  # plain CSVs: backend left empty
 
 
@@ -136,7 +153,12 @@ def test_reports_renders_runs_and_writes_the_index(tmp_path: Path) -> None:
     assert set(summary["backend"]) == {"ros3-1.14", "ros3-2.0", "raw-get"}
     index = (root / "reports" / "index.html").read_text(encoding="utf-8")
     assert f'href="{RUN_ID}/ros3-backends.html"' in index
-    for text in ("2026-11-22T00:00:00Z", "s3://shotbench-fixture/shots", "ros3-1.14, ros3-2.0, raw-get", "1.14.6, 2.0.0"):
+    for text in (
+        "2026-11-22T00:00:00Z",
+        "s3://shotbench-fixture/shots",
+        "ros3-1.14, ros3-2.0, raw-get",
+        "1.14.6, 2.0.0",
+    ):
         assert text in index
     assert json.loads((RUN / "run.json").read_text())["run_id"] == RUN_ID
 

@@ -63,8 +63,13 @@ def test_debug_meter_counts_retries_and_keeps_log_lines_private() -> None:
     """A real process whose fd 2 the meter takes over: aws-c-s3 lines are counted, never passed on,
     while other stderr lines still reach the original stderr."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "scripts")}
-    proc = subprocess.run([sys.executable, "-c", METER_SCRIPT, str(DATA / "aws-c-s3-retries-exhausted.log")],
-                          capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", METER_SCRIPT, str(DATA / "aws-c-s3-retries-exhausted.log")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out == {"before": 0, "after": 20, "gets": 1, "level": "error", "file": "stderr"}
@@ -78,22 +83,37 @@ def _run(root: Path, name: str, network: str, rows: list[dict[str, str]], runtim
     """A run folder with one case per backend in `rows` (worker rows as given)."""
     run = root / name
     run.mkdir(parents=True)
-    meta = {"run_id": name, "started": name, "status": "complete",
-            "config": {"bench": {"trials": 1, "workers": [1]}, "network": network},
-            "data": {"location": "s3://b/shots/", "files": 2, "bytes": 4_000_000}}
+    meta = {
+        "run_id": name,
+        "started": name,
+        "status": "complete",
+        "config": {"bench": {"trials": 1, "workers": [1]}, "network": network},
+        "data": {"location": "s3://b/shots/", "files": 2, "bytes": 4_000_000},
+    }
     (run / "run.json").write_text(json.dumps(meta))
     with open(run / "workers.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, WORKER_COLUMNS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow({"obj-type": "shots", "num-workers": "1", "pb-size": "0", "total-runtime": runtime,
-                        "status": "ok", **r})
+            w.writerow(
+                {"obj-type": "shots", "num-workers": "1", "pb-size": "0", "total-runtime": runtime, "status": "ok", **r}
+            )
     with open(run / "cases.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, CASE_COLUMNS, extrasaction="ignore")
         w.writeheader()
         for backend in dict.fromkeys(r["backend"] for r in rows):
-            w.writerow({"backend": backend, "obj-type": "shots", "num-workers": "1", "pb-size": "0",
-                        "chunk-cache": "", "total-runtime": runtime, "status": "ok", "errors": "0"})
+            w.writerow(
+                {
+                    "backend": backend,
+                    "obj-type": "shots",
+                    "num-workers": "1",
+                    "pb-size": "0",
+                    "chunk-cache": "",
+                    "total-runtime": runtime,
+                    "status": "ok",
+                    "errors": "0",
+                }
+            )
     return run
 
 
@@ -106,12 +126,18 @@ FAULT_ROWS = [
 
 
 def test_section_compares_with_the_fault_free_run_of_the_same_plan(tmp_path: Path) -> None:
-    clean = _run(tmp_path, "20260101T000000Z-a", "none", [{"backend": b, "retries": "0"} for b in
-                                                           ("fsspec", "obstore", "ros3-2.0")], 2.0)
+    clean = _run(
+        tmp_path,
+        "20260101T000000Z-a",
+        "none",
+        [{"backend": b, "retries": "0"} for b in ("fsspec", "obstore", "ros3-2.0")],
+        2.0,
+    )
     _run(tmp_path, "20260101T000001Z-other", "none", [{"backend": "fsspec"}], 1.0)
     faulted = _run(tmp_path, "20260101T000002Z-b", "flaky-5pc", FAULT_ROWS, 3.0)
-    (tmp_path / "20260101T000001Z-other" / "run.json").write_text(json.dumps({
-        "started": "x", "config": {"bench": {"trials": 2}, "network": "none"}, "data": {}}))  # another plan
+    (tmp_path / "20260101T000001Z-other" / "run.json").write_text(
+        json.dumps({"started": "x", "config": {"bench": {"trials": 2}, "network": "none"}, "data": {}})
+    )  # another plan
     part = reliability.section(faulted)
     assert part is not None and part.baseline == clean and part.network == "flaky-5pc"
     table = part.frame().set_index("backend")
@@ -190,13 +216,18 @@ def resetting_server(tmp_path_factory: pytest.TempPathFactory, shot_dir: Path):
     from shotbench.store.server import embedded_server
 
     name = "test-slowdown-30pc"
-    network.NETWORK_PROFILES[name] = network.Profile(0, 0, None, "30 % of requests 503 SlowDown",
-                                                     http=HttpFaults((("slowdown", 0.3),)))
+    network.NETWORK_PROFILES[name] = network.Profile(
+        0, 0, None, "30 % of requests 503 SlowDown", http=HttpFaults((("slowdown", 0.3),))
+    )
     try:
         with embedded_server(tmp_path_factory.mktemp("resets"), network=name) as info:
             cfg = info.s3config()
-            direct = S3Config(endpoint_url=f"http://127.0.0.1:{info.upstream_port}", region=cfg.region,
-                              access_key=cfg.access_key, secret_key=cfg.secret_key)
+            direct = S3Config(
+                endpoint_url=f"http://127.0.0.1:{info.upstream_port}",
+                region=cfg.region,
+                access_key=cfg.access_key,
+                secret_key=cfg.secret_key,
+            )
             client = direct.boto3_client()
             client.create_bucket(Bucket="resets")
             keys = []
@@ -222,8 +253,9 @@ def test_ros3_2x_retries_are_counted_under_slowdowns(backend: str, resetting_ser
         pytest.skip(f"{backend} is not built here ({exc}); `make envs` installs it")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HDF5_ROS3"))}
     env.update(ros3_env(cfg), PYTHONPATH=str(Path(__file__).parents[1] / "scripts"))
-    proc = subprocess.run([str(python), "-c", READ_SCRIPT, backend, "resets", *keys],
-                          capture_output=True, text=True, env=env, timeout=240)
+    proc = subprocess.run(
+        [str(python), "-c", READ_SCRIPT, backend, "resets", *keys], capture_output=True, text=True, env=env, timeout=240
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.splitlines()[-1])
     assert out["retries"] > 0, out
@@ -232,14 +264,21 @@ def test_ros3_2x_retries_are_counted_under_slowdowns(backend: str, resetting_ser
 def test_http_faults_compare_with_the_same_proxy_hop_and_show_what_was_injected(tmp_path: Path) -> None:
     """An HTTP-fault run is compared with `http-0pc` (same proxy, nothing injected) rather than a
     direct run, and each backend's injected faults come from run.json, not from the client."""
-    rows = [{"backend": "fsspec", "retries": "2", "verified": "yes"}, {"backend": "obstore", "retries": "", "verified": "yes"}]
+    rows = [
+        {"backend": "fsspec", "retries": "2", "verified": "yes"},
+        {"backend": "obstore", "retries": "", "verified": "yes"},
+    ]
     direct = _run(tmp_path, "20260101T000000Z-direct", "none", rows, 1.0)
     hop = _run(tmp_path, "20260101T000001Z-hop", "http-0pc", rows, 2.0)
     faulted = _run(tmp_path, "20260101T000002Z-faulted", "slowdown-5pc", rows, 3.0)
     meta = json.loads((faulted / "run.json").read_text())
     meta["plan"] = [{"case_id": "c1", "backend": "fsspec"}, {"case_id": "c2", "backend": "obstore"}]
-    meta["faults_injected"] = {"by_case": {"c1": {"slowdown": 2, "internal": 0, "truncated": 0},
-                                           "c2": {"slowdown": 5, "internal": 1, "truncated": 0}}}
+    meta["faults_injected"] = {
+        "by_case": {
+            "c1": {"slowdown": 2, "internal": 0, "truncated": 0},
+            "c2": {"slowdown": 5, "internal": 1, "truncated": 0},
+        }
+    }
     (faulted / "run.json").write_text(json.dumps(meta))
     for other in (direct, hop):  # same plan as the faulted run
         m = json.loads((other / "run.json").read_text())
@@ -258,8 +297,13 @@ def test_http_faults_compare_with_the_same_proxy_hop_and_show_what_was_injected(
 
 def test_extra_server_gets_show_resends_the_client_did_not_count(tmp_path: Path) -> None:
     """obstore counts its calls, not its attempts: the access log's surplus is its resends."""
-    run = _run(tmp_path, "20260101T000000Z-r", "flaky-5pc", [{"backend": "obstore", "retries": ""},
-                                                            {"backend": "local", "retries": ""}], 1.0)
+    run = _run(
+        tmp_path,
+        "20260101T000000Z-r",
+        "flaky-5pc",
+        [{"backend": "obstore", "retries": ""}, {"backend": "local", "retries": ""}],
+        1.0,
+    )
     rows = list(csv.DictReader(open(run / "cases.csv")))
     rows[0].update({"gets": "130", "client-gets": "124"})  # obstore; local has neither
     with open(run / "cases.csv", "w", newline="") as fh:
@@ -274,12 +318,20 @@ def test_extra_gets_behind_the_http_proxy_count_the_gets_it_answered_itself() ->
     """A 503 from the proxy never reaches the server: a client that counts every attempt sent
     as many GETs as it counted, though the access log has fewer. A case recorded before the
     proxy counted its own answers is left out rather than shown short."""
-    cases = [{"case-id": "c1", "backend": "fsspec", "gets": "100", "client-gets": "112"},
-             {"case-id": "c2", "backend": "obstore", "gets": "90", "client-gets": "80"},
-             {"case-id": "c3", "backend": "fsspec", "gets": "50", "client-gets": "60"}]
-    meta = {"faults_injected": {"by_case": {"c1": {"slowdown": 12, "answered-gets": 12},
-                                            "c2": {"internal": 3, "answered-gets": 2},
-                                            "c3": {"slowdown": 10}}}}
+    cases = [
+        {"case-id": "c1", "backend": "fsspec", "gets": "100", "client-gets": "112"},
+        {"case-id": "c2", "backend": "obstore", "gets": "90", "client-gets": "80"},
+        {"case-id": "c3", "backend": "fsspec", "gets": "50", "client-gets": "60"},
+    ]
+    meta = {
+        "faults_injected": {
+            "by_case": {
+                "c1": {"slowdown": 12, "answered-gets": 12},
+                "c2": {"internal": 3, "answered-gets": 2},
+                "c3": {"slowdown": 10},
+            }
+        }
+    }
     answered = reliability.answered_gets_by_case(meta)
     assert answered == {"c1": 12, "c2": 2}
     assert reliability.server_extra_gets(cases, answered) == {"fsspec": 0, "obstore": 12}

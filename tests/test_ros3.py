@@ -19,7 +19,9 @@ from shotbench.builds.specs import BUILDS
 from shotbench.hdf5 import ros3open as ros3
 from shotbench.store.s3 import S3Config, without_s3_settings
 
-SERVER_CFG = S3Config(endpoint_url="http://127.0.0.1:9000", region="us-east-1", access_key="AKIAEXAMPLE", secret_key="s3cr3t")
+SERVER_CFG = S3Config(
+    endpoint_url="http://127.0.0.1:9000", region="us-east-1", access_key="AKIAEXAMPLE", secret_key="s3cr3t"
+)
 
 
 # ------------------------------------------------------------------ fast: URL and settings
@@ -73,13 +75,19 @@ def _python(name: str) -> Path:
     return python
 
 
-def _verify(name: str, cfg: S3Config, bucket: str, key: str, *extra: str, env: dict | None = None, timeout: float = 300) -> tuple[int, dict]:
+def _verify(
+    name: str, cfg: S3Config, bucket: str, key: str, *extra: str, env: dict | None = None, timeout: float = 300
+) -> tuple[int, dict]:
     """Run the ROS3 check inside the build's environment; (exit code, its JSON report)."""
     clean = {k: v for k, v in without_s3_settings().items() if k != "LD_LIBRARY_PATH"}
     run_env = {**clean, **ros3.ros3_env(cfg), **(env or {})}
     proc = subprocess.run(
         [str(_python(name)), "-m", "shotbench.builds.verify", "--bucket", bucket, "--key", key, *extra],
-        capture_output=True, text=True, env=run_env, timeout=timeout, check=False,
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=timeout,
+        check=False,
     )
     lines = proc.stdout.strip().splitlines()
     assert lines, f"no report from {name}: {proc.stderr[-2000:]}"
@@ -161,8 +169,22 @@ def test_2x_reads_through_the_endpoint_variable(name: str, staged_shots, shot_di
     env = without_s3_settings()
     env.update(AWS_ENDPOINT_URL_S3=cfg.endpoint_url, AWS_EC2_METADATA_DISABLED="true")
     proc = subprocess.run(
-        [str(_python(name)), "-c", script, bucket, key, cfg.region, cfg.access_key, cfg.secret_key, str(shot_dir / filename)],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
+        [
+            str(_python(name)),
+            "-c",
+            script,
+            bucket,
+            key,
+            cfg.region,
+            cfg.access_key,
+            cfg.secret_key,
+            str(shot_dir / filename),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert int(proc.stdout.strip()) > 1

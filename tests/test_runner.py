@@ -44,8 +44,19 @@ def bench_env(state: Path) -> dict[str, str]:
 
 
 def bench_cmd(config: Path, shots: Path, runs: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "shotbench.cli", "bench", "--config", str(config),
-            "--shots-dir", str(shots), "--runs-dir", str(runs), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "shotbench.cli",
+        "bench",
+        "--config",
+        str(config),
+        "--shots-dir",
+        str(shots),
+        "--runs-dir",
+        str(runs),
+        *extra,
+    ]
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -86,13 +97,15 @@ def tiny(tmp_path: Path, shot_dir: Path):
         cfg = tmp_path / "tiny.toml"
         cfg.write_text(TINY.format(backends=json.dumps(backends)))
         return cfg, tmp_path / "state", tmp_path / "runs"
+
     return make
 
 
 def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
     cfg, state, runs = tiny(["local", "obstore", "raw-get"])
-    proc = subprocess.run(bench_cmd(cfg, shot_dir, runs), env=bench_env(state),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        bench_cmd(cfg, shot_dir, runs), env=bench_env(state), capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = only_run(runs)
     workers, cases = read_csv(run / "workers.csv"), read_csv(run / "cases.csv")
@@ -141,8 +154,9 @@ def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
 
 def test_resume_after_kill_yields_each_case_once(tiny, shot_dir: Path) -> None:
     cfg, state, runs = tiny(["local", "obstore", "fsspec", "raw-get"])
-    proc = subprocess.Popen(bench_cmd(cfg, shot_dir, runs), env=bench_env(state),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        bench_cmd(cfg, shot_dir, runs), env=bench_env(state), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 300
     try:
         while time.time() < deadline:
@@ -157,8 +171,13 @@ def test_resume_after_kill_yields_each_case_once(tiny, shot_dir: Path) -> None:
     run = only_run(runs)
     planned = len(json.loads((run / "run.json").read_text())["plan"])
     assert len(read_csv(run / "cases.csv")) < planned
-    out = subprocess.run(bench_cmd(cfg, shot_dir, runs, "--resume", str(run)), env=bench_env(state),
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        bench_cmd(cfg, shot_dir, runs, "--resume", str(run)),
+        env=bench_env(state),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     cases = read_csv(run / "cases.csv")
     ids = Counter(c["case-id"] for c in cases)
@@ -180,15 +199,40 @@ def test_existing_dask_cluster_via_scheduler(tmp_path: Path, shot_dir: Path) -> 
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     bindir = Path(sys.executable).parent
-    sched = subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                              "--dashboard-address", ":0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = subprocess.Popen([str(bindir / "dask"), "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "2",
-                               "--nthreads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sched = subprocess.Popen(
+        [str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    worker = subprocess.Popen(
+        [str(bindir / "dask"), "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "2", "--nthreads", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         runs = tmp_path / "runs"
-        cmd = [sys.executable, "-m", "shotbench.cli", "bench", "--data", str(shot_dir), "--backends", "local",
-               "raw-get", "--workers", "1", "2", "--trials", "1", "--page-buffers", "0", "--scheduler", f"tcp://127.0.0.1:{port}",
-               "--runs-dir", str(runs)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "shotbench.cli",
+            "bench",
+            "--data",
+            str(shot_dir),
+            "--backends",
+            "local",
+            "raw-get",
+            "--workers",
+            "1",
+            "2",
+            "--trials",
+            "1",
+            "--page-buffers",
+            "0",
+            "--scheduler",
+            f"tcp://127.0.0.1:{port}",
+            "--runs-dir",
+            str(runs),
+        ]
         from distributed import Client
 
         with Client(f"tcp://127.0.0.1:{port}", timeout=60) as client:  # both workers registered

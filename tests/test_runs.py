@@ -25,8 +25,10 @@ TRANSFER = RunKind("transfer", CASES, DETAILS, key=transfer.case_trial)
 
 
 def case(cid: str, trial: int = 1, total: float = 1.0) -> tuple[list[dict], dict]:
-    return ([{"case-id": cid, "trial": trial, "bytes": 10}, {"case-id": cid, "trial": trial, "bytes": 20}],
-            {"run-id": "r", "case-id": cid, "trial": trial, "total": total})
+    return (
+        [{"case-id": cid, "trial": trial, "bytes": 10}, {"case-id": cid, "trial": trial, "bytes": 20}],
+        {"run-id": "r", "case-id": cid, "trial": trial, "total": total},
+    )
 
 
 def test_appended_cases_read_back_in_order(tmp_path: Path) -> None:
@@ -116,8 +118,10 @@ def test_latest_run_of_each_kind(tmp_path: Path) -> None:
 
 
 def test_published_folders_written_before_kind_existed_are_told_apart_by_their_files(tmp_path: Path) -> None:
-    published = {k: sorted(p for p in (REPO / "data" / d).iterdir() if p.is_dir())
-                 for k, d in (("read", "runs"), ("transfer", "transfer"))}
+    published = {
+        k: sorted(p for p in (REPO / "data" / d).iterdir() if p.is_dir())
+        for k, d in (("read", "runs"), ("transfer", "transfer"))
+    }
     old = [p for p in published["read"] if "kind" not in json.loads((p / "run.json").read_text())]
     assert old, "data/runs holds runs written before run.json had a kind"
     assert {kind_of(p) for p in old} == {"read"}
@@ -141,15 +145,26 @@ def test_both_benchmarks_keep_their_case_order_for_a_seed() -> None:
     """Pinned from the orders before the run core was shared: a seed means the same order."""
     m = Matrix(backends=["ros3-2.0", "raw-get"], modes=["shots"], workers=[1, 2], page_buffers=[0], trials=2)
     assert [c.case_id for c in plan_cases(m, 7, {"ros3-2.0": True, "raw-get": False})] == [
-        "t1-ros3-2.0-shots-w1-pb0-cc1048576", "t1-raw-get-shots-w2-pb0-cc0", "t1-raw-get-shots-w1-pb0-cc0",
-        "t1-ros3-2.0-shots-w2-pb0-cc1048576", "t2-raw-get-shots-w2-pb0-cc0", "t2-raw-get-shots-w1-pb0-cc0",
-        "t2-ros3-2.0-shots-w1-pb0-cc1048576", "t2-ros3-2.0-shots-w2-pb0-cc1048576",
+        "t1-ros3-2.0-shots-w1-pb0-cc1048576",
+        "t1-raw-get-shots-w2-pb0-cc0",
+        "t1-raw-get-shots-w1-pb0-cc0",
+        "t1-ros3-2.0-shots-w2-pb0-cc1048576",
+        "t2-raw-get-shots-w2-pb0-cc0",
+        "t2-raw-get-shots-w1-pb0-cc0",
+        "t2-ros3-2.0-shots-w1-pb0-cc1048576",
+        "t2-ros3-2.0-shots-w2-pb0-cc1048576",
     ]
     cases = [transfer.Case("upload", t, 4, Row(1, MiB)) for t in "abcd"]
     assert [(t, c.tool) for t, c in transfer.case_order(cases, trials=2, seed=7)] == [
-        (0, "d"), (0, "b"), (0, "a"), (0, "c"), (1, "d"), (1, "b"), (1, "c"), (1, "a"),
+        (0, "d"),
+        (0, "b"),
+        (0, "a"),
+        (0, "c"),
+        (1, "d"),
+        (1, "b"),
+        (1, "c"),
+        (1, "a"),
     ]
-
 
 
 def test_commands_refuse_a_run_from_a_newer_shotbench_in_one_sentence(tmp_path: Path, capsys) -> None:
@@ -160,8 +175,10 @@ def test_commands_refuse_a_run_from_a_newer_shotbench_in_one_sentence(tmp_path: 
         shutil.copytree(published, tmp_path / name)
     meta = json.loads((tmp_path / "b" / "run.json").read_text())
     (tmp_path / "b" / "run.json").write_text(json.dumps({**meta, "schema": SCHEMA + 1}))
-    for argv in (["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "out")],
-                 ["bench", "--resume", str(tmp_path / "b")]):
+    for argv in (
+        ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "out")],
+        ["bench", "--resume", str(tmp_path / "b")],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "newer than this shotbench reads" in err and "update shotbench" in err

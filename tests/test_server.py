@@ -129,9 +129,15 @@ def test_cli_start_prints_endpoint_and_no_secret(tmp_path: Path) -> None:
         # what the printed hint promises: sourcing env.sh gives a working S3 client
         env_sh = (state / "env.sh").read_text()
         probe = subprocess.run(
-            ["bash", "-c", f"source {state / 'env.sh'} && {sys.executable} -c "
-             "'import boto3; print(len(boto3.client(\"s3\").list_buckets()[\"Buckets\"]))'"],
-            capture_output=True, text=True, timeout=60,
+            [
+                "bash",
+                "-c",
+                f"source {state / 'env.sh'} && {sys.executable} -c "
+                '\'import boto3; print(len(boto3.client("s3").list_buckets()["Buckets"]))\'',
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert probe.returncode == 0, probe.stderr
         assert "AWS_ENDPOINT_URL_S3=http://127.0.0.1:" in env_sh
@@ -167,8 +173,7 @@ def test_access_log_counts_a_known_number_of_gets(s3_server) -> None:
 
 
 def _log_line(op: str, status: int) -> str:
-    return (f"AK b [23/November/2026:23:16:00 +0000] 127.0.0.1 AK REQ {op} k.h5 /b/k.h5 {status} - 0 0 0 0 - "
-            "ua\n")
+    return f"AK b [23/November/2026:23:16:00 +0000] 127.0.0.1 AK REQ {op} k.h5 /b/k.h5 {status} - 0 0 0 0 - ua\n"
 
 
 def test_a_window_missing_a_byte_count_has_no_byte_total(tmp_path: Path, monkeypatch) -> None:
@@ -176,8 +181,12 @@ def test_a_window_missing_a_byte_count_has_no_byte_total(tmp_path: Path, monkeyp
     once the missing count has come, the total is whole; a failed GET sends none."""
     monkeypatch.setattr(accesslog, "LATE_COUNTS_WAIT", 0.2)
     log = tmp_path / "access.log"
-    log.write_text(_log_line("s3_GetObject", 206) * 2 + _log_line("s3_GetObject", 416) + _log_line("s3_HeadObject", 200)
-                   + "#bytes 1.0 bytes_read b 100\n")
+    log.write_text(
+        _log_line("s3_GetObject", 206) * 2
+        + _log_line("s3_GetObject", 416)
+        + _log_line("s3_HeadObject", 200)
+        + "#bytes 1.0 bytes_read b 100\n"
+    )
     short = accesslog.count_since(log, 0, bucket="b", quiet=0.01)
     assert (short.gets, short.get_bytes, short.requests) == (3, None, 4)
     assert (short + accesslog.RequestStats(1, 5, 1)).get_bytes is None
@@ -208,8 +217,10 @@ def test_same_region_profile_adds_about_20ms_per_get(tmp_path: Path) -> None:
         direct = dataclasses.replace(info.s3config(), endpoint_url=f"http://127.0.0.1:{info.upstream_port}")
         proxied_ms = _get_ms(info.s3config(), "lat")
         direct_ms = _get_ms(direct, "lat")
-    print(f"ranged GET p50 {statistics.median(proxied_ms):.1f} ms through s3-same-region, "
-          f"{statistics.median(direct_ms):.1f} ms direct")
+    print(
+        f"ranged GET p50 {statistics.median(proxied_ms):.1f} ms through s3-same-region, "
+        f"{statistics.median(direct_ms):.1f} ms direct"
+    )
     # 20 +/- 5 ms is added to every response: no GET can beat 15 ms, whatever the machine's load
     assert min(proxied_ms) >= 14.5
     assert min(proxied_ms) - min(direct_ms) >= 10
@@ -235,7 +246,12 @@ def test_log_lines_parse_as_versitygw_writes_them() -> None:
         "s3.us-east-1.amazonaws.com - arn:aws:s3:::/bkt/x/a.h5 Yes"
     )
     rec = accesslog.parse_line(line)
-    assert rec is not None and (rec.bucket, rec.operation, rec.key, rec.status) == ("bkt", "s3_GetObject", "x/a.h5", 200)
+    assert rec is not None and (rec.bucket, rec.operation, rec.key, rec.status) == (
+        "bkt",
+        "s3_GetObject",
+        "x/a.h5",
+        200,
+    )
     assert accesslog.parse_line("log starts 2026-11-22 01:38:09 +0000 UTC") is None
     packet = (
         "versitygw.success_count,service=shotbench,method=GET,api=s3,action=GetObject,bucket=bkt,status=206:1|c\n"

@@ -73,9 +73,7 @@ def test_same_counts_through_other_drivers_and_the_page_buffer(shot_file: Path) 
         assert [read_signal(f, shot, n) for n in signal_names(f, shot)] == local
 
 
-def test_looks_like_hdf5_finds_the_signature_at_0_or_after_a_user_block(
-    shot_file: Path, tmp_path: Path
-) -> None:
+def test_looks_like_hdf5_finds_the_signature_at_0_or_after_a_user_block(shot_file: Path, tmp_path: Path) -> None:
     assert looks_like_hdf5(shot_file.read_bytes()[:8])
     with_block = tmp_path / "ub.h5"
     with h5py.File(with_block, "w", userblock_size=1024) as f:

@@ -114,7 +114,9 @@ def test_stage_command_names_a_missing_source_before_asking_for_credentials(tmp_
     env["SHOTBENCH_STATE"] = str(tmp_path / "state")
     proc = subprocess.run(
         [sys.executable, "-m", "shotbench", "stage", str(tmp_path / "nope"), "s3://mybucket/p"],
-        capture_output=True, text=True, env=env,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert proc.returncode == 2
     assert "is not a folder" in proc.stderr and "Traceback" not in proc.stderr
@@ -147,7 +149,7 @@ def test_every_object_carries_the_files_sha256(s3_server, s3_bucket: str, tmp_pa
     head = client.head_object(Bucket=loc.bucket, Key=f"{loc.prefix}small.h5", ChecksumMode="ENABLED")
     assert head["ChecksumSHA256"] == _sha256_b64(small)
     head = client.head_object(Bucket=loc.bucket, Key=f"{loc.prefix}big.h5", ChecksumMode="ENABLED")
-    digests = b"".join(hashlib.sha256(big[i:i + part]).digest() for i in range(0, len(big), part))
+    digests = b"".join(hashlib.sha256(big[i : i + part]).digest() for i in range(0, len(big), part))
     assert head["ChecksumSHA256"].split("-")[0] == base64.b64encode(hashlib.sha256(digests).digest()).decode()
     assert client.get_object(Bucket=loc.bucket, Key=f"{loc.prefix}big.h5")["Body"].read() == big
 
@@ -176,7 +178,9 @@ def test_a_file_rewritten_during_a_multipart_upload_is_refused(s3_server, s3_buc
             fh.write(os.urandom(11 * 1024 * 1024))
 
     part = 5 * 1024 * 1024
-    with pytest.raises(FilesChanged, match=r"^1 file changed while it was being uploaded and was not staged \(big.h5\)") as err:
+    with pytest.raises(
+        FilesChanged, match=r"^1 file changed while it was being uploaded and was not staged \(big.h5\)"
+    ) as err:
         stage(src, loc, cfg, jobs=1, progress=rewrite, part_size=part, multipart_threshold=part)
     assert fired and err.value.summary.files == 1
     keys = {o.key for o in list_shot_files(loc, cfg)}
@@ -263,8 +267,12 @@ def test_an_interrupted_stage_resumes_and_every_object_is_the_file(s3_server, s3
     cfg = s3_server.s3config()
     loc = _fresh("resume", s3_bucket)
     env = {**without_s3_settings(), **cfg.env_vars(), "SHOTBENCH_STATE": str(tmp_path / "state")}
-    proc = subprocess.Popen([sys.executable, "-m", "shotbench", "stage", str(src), loc.uri(), "--jobs", "1",
-                             "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shotbench", "stage", str(src), loc.uri(), "--jobs", "1", "--no-progress"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     client = cfg.boto3_client()
     deadline = time.monotonic() + 60
     try:

@@ -94,9 +94,7 @@ def test_dimension_scales_live_beside_signals_and_are_shared_not_duplicated(
             assert users, "no dimension scales attached"
             assert max(users.values()) >= 2, "no scale shared by several signals"
             scales = [d for d in group.values() if isinstance(d, h5py.Dataset)]
-            digests = {
-                hashlib.sha1(d[()].tobytes() + d.dtype.str.encode()).hexdigest() for d in scales
-            }
+            digests = {hashlib.sha1(d[()].tobytes() + d.dtype.str.encode()).hexdigest() for d in scales}
             assert len(digests) == len(scales), "identical scales stored twice"
             assert set(users) == {d.name for d in scales}, "unattached scale stored"
 
@@ -147,9 +145,7 @@ def test_same_seed_gives_byte_identical_files_and_another_seed_does_not(tmp_path
     assert {p.read_bytes() for p in first}.isdisjoint({p.read_bytes() for p in other})
 
 
-def test_default_layout_is_not_paged_but_same_size_and_same_data(
-    paged: list[Path], tmp_path: Path
-) -> None:
+def test_default_layout_is_not_paged_but_same_size_and_same_data(paged: list[Path], tmp_path: Path) -> None:
     default = make_dataset(tmp_path, shots=4, seed=0, paging="unpaged", **SMALL)
     assert [p.name for p in default] == [p.name for p in paged]
     for d, p in zip(default, paged):
@@ -177,9 +173,7 @@ def test_rerun_keeps_good_files_and_replaces_broken_ones(tmp_path: Path) -> None
     assert not list(tmp_path.glob(".*partial"))
 
 
-def test_cli_writes_files_and_prints_a_summary(
-    tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
+def test_cli_writes_files_and_prints_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "shots"
     argv = ["synth", "--out", str(out), "--shots", "2", "--signals", "6",
             "--file-size", "2000000", "--page-size", "1000000"]  # fmt: skip
@@ -262,10 +256,7 @@ def _runs(order: list[tuple[int, str, str]], field: int) -> int:
 @pytest.fixture(scope="module")
 def many(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("many")
-    return {
-        layout: make_dataset(out, shots=8, seed=0, layout=layout, **SMALL)[0]
-        for layout in ("shot", "signal")
-    }
+    return {layout: make_dataset(out, shots=8, seed=0, layout=layout, **SMALL)[0] for layout in ("shot", "signal")}
 
 
 def test_many_shot_files_store_data_shot_by_shot_or_signal_by_signal(many: dict[str, Path]) -> None:

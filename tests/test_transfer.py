@@ -23,8 +23,13 @@ TINY = [Row(3, 64 * KiB), Row(1, 192 * KiB)]
 def _ctx(tmp_path: Path, s3_server, bucket: str) -> RunContext:
     cfg = s3_server.s3config()
     return RunContext(
-        run_dir=tmp_path / "runs" / "run-1", scratch=tmp_path / "scratch", files_root=tmp_path / "files",
-        cfg=cfg, bucket=bucket, base_prefix=f"t-{uuid.uuid4().hex[:8]}/", data_info={"embedded": True, **cfg.public()},
+        run_dir=tmp_path / "runs" / "run-1",
+        scratch=tmp_path / "scratch",
+        files_root=tmp_path / "files",
+        cfg=cfg,
+        bucket=bucket,
+        base_prefix=f"t-{uuid.uuid4().hex[:8]}/",
+        data_info={"embedded": True, **cfg.public()},
     )
 
 
@@ -127,8 +132,14 @@ def test_rows_sizes_and_interleaving():
 
 
 def test_ratios_from_cases():
-    base = {"trial": 0, "error": "", "test": "1000 File/1 MiB ea", "file-count": 1000, "file-size": MiB,
-            "total-bytes": 1000 * MiB}
+    base = {
+        "trial": 0,
+        "error": "",
+        "test": "1000 File/1 MiB ea",
+        "file-count": 1000,
+        "file-size": MiB,
+        "total-bytes": 1000 * MiB,
+    }
     rows = [
         {**base, "direction": "upload", "tool": "shotbench", "concurrency": 8, "seconds": 10.0, "mb-per-s": 104.9},
         {**base, "direction": "upload", "tool": "aws-s3-sync", "concurrency": 8, "seconds": 25.0, "mb-per-s": 41.9},
@@ -150,8 +161,15 @@ def test_bad_rows_option_is_one_sentence(capsys):
 def test_sweep_rows_are_added_only_where_asked():
     from shotbench.transfer.runner import plan_cases
 
-    plan = TransferPlan("t", [Row(4, MiB), Row(1, 4 * MiB)], ["shotbench", "raw-get"], [16], trials=1,
-                        sweep=[4, 16, 64], sweep_rows=[Row(4, MiB)])
+    plan = TransferPlan(
+        "t",
+        [Row(4, MiB), Row(1, 4 * MiB)],
+        ["shotbench", "raw-get"],
+        [16],
+        trials=1,
+        sweep=[4, 16, 64],
+        sweep_rows=[Row(4, MiB)],
+    )
     cases = plan_cases(plan, make_tools(plan.tools))
     # shotbench: 2 directions x (2 rows + 2 extra concurrencies on one row); raw-get: download only
     assert len(cases) == 2 * 4 + 4
@@ -169,8 +187,13 @@ def test_notebook_renders_tables_and_plots_offline(tmp_path, s3_server, s3_bucke
     plan = TransferPlan("test", TINY, ["shotbench", "raw-get"], [2], trials=1, sweep=[4], sweep_rows=[TINY[0]])
     run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)
 
-    html_path = render_notebook(repo_root() / "notebooks" / "transfer.ipynb", {"inputs": [f"tiny={ctx.run_dir}"]},
-                                tmp_path / "report", "transfer", hide_code=True)
+    html_path = render_notebook(
+        repo_root() / "notebooks" / "transfer.ipynb",
+        {"inputs": [f"tiny={ctx.run_dir}"]},
+        tmp_path / "report",
+        "transfer",
+        hide_code=True,
+    )
     html = html_path.read_text()
     assert "3 File/64 KiB ea" in html and "Total Transfer Size" in html
     assert "best tool MB/s / raw-get MB/s" in html
@@ -199,9 +222,17 @@ def test_latency_sweep_runs_sync_and_async_through_the_network_profile(tmp_path,
 
     ctx = _ctx(tmp_path, s3_server, s3_bucket)
     upstream = s3_server.upstream_port or s3_server.port
-    plan = TransferPlan("test", [Row(2, 64 * KiB)], ["obstore", "obstore-async"], [2], trials=1,
-                        latency_networks=["s3-same-region"], latency_tools=["obstore", "obstore-async"],
-                        latency_concurrency=[1, 4, 16], latency_rows=[Row(4, 64 * KiB)])
+    plan = TransferPlan(
+        "test",
+        [Row(2, 64 * KiB)],
+        ["obstore", "obstore-async"],
+        [2],
+        trials=1,
+        latency_networks=["s3-same-region"],
+        latency_tools=["obstore", "obstore-async"],
+        latency_concurrency=[1, 4, 16],
+        latency_rows=[Row(4, 64 * KiB)],
+    )
     with latency_endpoints(tmp_path / "net", upstream, ctx.cfg, plan.latency_networks) as nets:
         ctx.networks = nets
         run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)
@@ -219,17 +250,29 @@ def test_latency_sweep_runs_sync_and_async_through_the_network_profile(tmp_path,
 
 
 def test_stage_threshold_names_ties_and_fails_a_slow_row(tmp_path):
-    base = {"error": "", "network": "loopback", "test": "4 File/1 MiB ea", "file-count": 4, "file-size": MiB,
-            "total-bytes": 4 * MiB, "direction": "upload", "concurrency": 16}
+    base = {
+        "error": "",
+        "network": "loopback",
+        "test": "4 File/1 MiB ea",
+        "file-count": 4,
+        "file-size": MiB,
+        "total-bytes": 4 * MiB,
+        "direction": "upload",
+        "concurrency": 16,
+    }
     rows = []
     for trial, (me, crt, obs) in enumerate([(1.00, 0.98, 2.0), (1.02, 1.01, 2.1), (1.05, 0.99, 2.2)]):
-        rows += [{**base, "trial": trial, "tool": "shotbench", "seconds": me, "mb-per-s": 4.2 / me},
-                 {**base, "trial": trial, "tool": "awscrt", "seconds": crt, "mb-per-s": 4.2 / crt},
-                 {**base, "trial": trial, "tool": "obstore", "seconds": obs, "mb-per-s": 4.2 / obs}]
+        rows += [
+            {**base, "trial": trial, "tool": "shotbench", "seconds": me, "mb-per-s": 4.2 / me},
+            {**base, "trial": trial, "tool": "awscrt", "seconds": crt, "mb-per-s": 4.2 / crt},
+            {**base, "trial": trial, "tool": "obstore", "seconds": obs, "mb-per-s": 4.2 / obs},
+        ]
     slow = {**base, "test": "1 File/4 MiB ea", "file-count": 1, "file-size": 4 * MiB}
     for trial in range(3):
-        rows += [{**slow, "trial": trial, "tool": "shotbench", "seconds": 2.0 + trial / 10, "mb-per-s": 2.0},
-                 {**slow, "trial": trial, "tool": "awscrt", "seconds": 1.0 + trial / 10, "mb-per-s": 4.0}]
+        rows += [
+            {**slow, "trial": trial, "tool": "shotbench", "seconds": 2.0 + trial / 10, "mb-per-s": 2.0},
+            {**slow, "trial": trial, "tool": "awscrt", "seconds": 1.0 + trial / 10, "mb-per-s": 4.0},
+        ]
     run = tmp_path / "run"
     run.mkdir()
     pd.DataFrame(rows).to_csv(run / "cases.csv", index=False)

@@ -8,8 +8,10 @@ from shotbench.backends.unsupported import Unsupported, error_cell, translate
 def test_missing_features_become_unsupported_cells() -> None:
     exc = translate("pyfive", RuntimeError("Pyfive cannot yet read HDF5 files with layout class 4"))
     assert isinstance(exc, Unsupported)
-    assert error_cell("shots/1.h5", exc) == \
-        "unsupported: pyfive: Pyfive cannot yet read HDF5 files with layout class 4 (shots/1.h5)"
+    assert (
+        error_cell("shots/1.h5", exc)
+        == "unsupported: pyfive: Pyfive cannot yet read HDF5 files with layout class 4 (shots/1.h5)"
+    )
     assert isinstance(translate("h5coro", NotImplementedError("x")), Unsupported)
 
 

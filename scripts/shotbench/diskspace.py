@@ -27,8 +27,7 @@ def require(folder: Path, needed: int, what: str, fix: str) -> None:
     """Raise UserError when writing `needed` more bytes into `folder` would fill its disk."""
     free = free_bytes(folder)
     if needed + HEADROOM > free:
-        raise UserError(f"{what} needs {needed / 1e9:.2f} GB in {folder} but only {free / 1e9:.2f} GB "
-                        f"is free; {fix}.")
+        raise UserError(f"{what} needs {needed / 1e9:.2f} GB in {folder} but only {free / 1e9:.2f} GB is free; {fix}.")
 
 
 def writable(folder: Path, what: str) -> None:

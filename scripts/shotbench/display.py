@@ -31,7 +31,7 @@ def use_bokeh() -> None:
 def bokeh_js() -> str:
     """BokehJS (core only: the figures use no widgets, tables or WebGL) as an inline script."""
     res = Resources(mode="inline", components=["bokeh"])
-    return "\n".join(f"<script type=\"text/javascript\">{js}</script>" for js in res.js_raw)
+    return "\n".join(f'<script type="text/javascript">{js}</script>' for js in res.js_raw)
 
 
 class _Html:

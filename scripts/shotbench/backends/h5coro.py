@@ -33,14 +33,23 @@ class H5coroBackend(ReadersBackend):
         from h5coro import h5coro, s3driver  # noqa: F401 - imported in setup, before any clock starts, so a missing library fails here
 
         self.s3 = s3
-        self.credentials = {
-            "aws_access_key_id": s3.access_key, "aws_secret_access_key": s3.secret_key,
-            "aws_session_token": s3.session_token,
-        } if s3.access_key else {"annon": True}
+        self.credentials = (
+            {
+                "aws_access_key_id": s3.access_key,
+                "aws_secret_access_key": s3.secret_key,
+                "aws_session_token": s3.session_token,
+            }
+            if s3.access_key
+            else {"annon": True}
+        )
         # One boto3 session per process, as a long-lived application keeps: h5coro would
         # otherwise build a session (and load botocore's models) on every file it opens.
-        session = boto3.Session(aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key,
-                                aws_session_token=s3.session_token, region_name=s3.region)
+        session = boto3.Session(
+            aws_access_key_id=s3.access_key,
+            aws_secret_access_key=s3.secret_key,
+            aws_session_token=s3.session_token,
+            region_name=s3.region,
+        )
         if not s3.access_key:
             from botocore.handlers import disable_signing
 
@@ -70,6 +79,7 @@ class H5coroBackend(ReadersBackend):
         # attributes of the signal: a dimension scale is attached when DIMENSION_LIST exists
         _, attrs, _ = fh.obj.inspectPath(path, w_attr=True)
         if "DIMENSION_LIST" in attrs:
-            raise Unsupported("h5coro: dimension scales (DIMENSION_LIST holds object references, a datatype h5coro does not decode)")
+            raise Unsupported(
+                "h5coro: dimension scales (DIMENSION_LIST holds object references, a datatype h5coro does not decode)"
+            )
         return out
-

@@ -73,19 +73,29 @@ class KerchunkBackend(ReadersBackend):
         threshold = int(self.options["inline_threshold"])
         t0 = time.perf_counter()
         try:
-            with self.fs.open(f"{self.source.bucket}/{key}", "rb", size=size, cache_type="blockcache",
-                              block_size=int(self.options["index_block_size"])) as fobj:
+            with self.fs.open(
+                f"{self.source.bucket}/{key}",
+                "rb",
+                size=size,
+                cache_type="blockcache",
+                block_size=int(self.options["index_block_size"]),
+            ) as fobj:
                 builder = SingleHdf5ToZarr(fobj, url=f"s3://{self.source.bucket}/{key}", inline_threshold=threshold)
                 too_big: list[str] = []
 
                 def check(name: str, obj: Any) -> None:
-                    if isinstance(obj, h5py.Dataset) and obj.id.get_create_plist().get_layout() == h5py.h5d.COMPACT \
-                            and obj.nbytes >= threshold:
+                    if (
+                        isinstance(obj, h5py.Dataset)
+                        and obj.id.get_create_plist().get_layout() == h5py.h5d.COMPACT
+                        and obj.nbytes >= threshold
+                    ):
                         too_big.append(name)
 
                 builder._h5f.visititems(check)
                 if too_big:
-                    raise Unsupported(f"kerchunk: compact dataset {too_big[0]} is larger than inline_threshold={threshold}")
+                    raise Unsupported(
+                        f"kerchunk: compact dataset {too_big[0]} is larger than inline_threshold={threshold}"
+                    )
                 refs = builder.translate()
         except Exception as exc:
             raise translate(self.reader, exc) from exc
@@ -134,4 +144,3 @@ class KerchunkBackend(ReadersBackend):
                 continue  # kerchunk's name for a dimension without a scale
             out.append(group[dim][...])
         return out
-

@@ -24,11 +24,17 @@ def obstore_client_options() -> dict[str, Any]:
 
 def obstore_retry_config() -> dict[str, Any]:
     """`retry_config` for an obstore store: few retries, inside a short window."""
-    return {"max_retries": MAX_RETRIES, "retry_timeout": timedelta(seconds=RETRY_WINDOW_S),
-            "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=5), "base": 2}}
+    return {
+        "max_retries": MAX_RETRIES,
+        "retry_timeout": timedelta(seconds=RETRY_WINDOW_S),
+        "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=5), "base": 2},
+    }
 
 
 def botocore_config_kwargs() -> dict[str, Any]:
     """`config_kwargs` for s3fs's aiobotocore client (botocore.config.Config fields)."""
-    return {"connect_timeout": CONNECT_TIMEOUT_S, "read_timeout": READ_TIMEOUT_S,
-            "retries": {"max_attempts": MAX_RETRIES, "mode": "standard"}}
+    return {
+        "connect_timeout": CONNECT_TIMEOUT_S,
+        "read_timeout": READ_TIMEOUT_S,
+        "retries": {"max_attempts": MAX_RETRIES, "mode": "standard"},
+    }

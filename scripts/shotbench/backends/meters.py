@@ -60,8 +60,12 @@ class Counts:
 
     def row(self) -> dict[str, Any]:
         """The keys a worker row carries back to the orchestrator."""
-        return {"client-gets": self.gets, "client-heads": self.heads, "client-bytes": self.bytes,
-                "request-ms": [round(t, 3) for t in self.request_ms]}
+        return {
+            "client-gets": self.gets,
+            "client-heads": self.heads,
+            "client-bytes": self.bytes,
+            "request-ms": [round(t, 3) for t in self.request_ms],
+        }
 
 
 class Meter:
@@ -170,8 +174,11 @@ def parse_debug_line(line: str) -> tuple[str, int] | None:
 # refusing it (retries used up, or an error it cannot recover from) logs one of _REFUSED.
 _AWS_LOG_LINE = re.compile(r"^\[(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\] \[[0-9TZ:-]+\] \[[0-9a-f]+\] \[")
 _RETRY_SET_UP = ("Try to setup a retry.", "Could not acquire connection due to error code")
-_REFUSED = ("Client could not retry request", "Client could not schedule retry of request",
-            "while acquiring HTTP connection")
+_REFUSED = (
+    "Client could not retry request",
+    "Client could not schedule retry of request",
+    "while acquiring HTTP connection",
+)
 
 
 def aws_retry_delta(line: str) -> int:
@@ -410,7 +417,10 @@ def case_columns(raw: list[dict[str, Any]], needed: int | None = None) -> dict[s
     times = [float(t) for r in counted for t in (r.get("request-ms") or [])]
     p50, p99 = percentile(times, 50), percentile(times, 99)
     return {
-        **out, "client-gets": gets, "client-heads": heads, "client-bytes": nbytes,
+        **out,
+        "client-gets": gets,
+        "client-heads": heads,
+        "client-bytes": nbytes,
         "amplification": (nbytes / needed) if needed else "",
         "request-p50-ms": "" if p50 is None else round(p50, 3),
         "request-p99-ms": "" if p99 is None else round(p99, 3),

@@ -40,8 +40,13 @@ class PyfiveBackend(ReadersBackend):
     def open(self, key: str, size: int) -> Any:
         import pyfive
 
-        fobj = self.fs.open(f"{self.source.bucket}/{key}", "rb", size=size,
-                            block_size=int(self.options["block_size"]), cache_type=str(self.options["cache_type"]))
+        fobj = self.fs.open(
+            f"{self.source.bucket}/{key}",
+            "rb",
+            size=size,
+            block_size=int(self.options["block_size"]),
+            cache_type=str(self.options["cache_type"]),
+        )
         try:
             return pyfive.File(fobj)
         except Exception as exc:

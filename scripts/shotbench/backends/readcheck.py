@@ -70,7 +70,9 @@ def main() -> int:
     out: dict[str, dict[str, str]] = {}
     for item in req["backends"]:
         try:
-            backend = registry.get(item["backend"])(Source(**req["source"]), ReadSettings(options=item.get("options") or {}))
+            backend = registry.get(item["backend"])(
+                Source(**req["source"]), ReadSettings(options=item.get("options") or {})
+            )
             backend.setup(s3_from_environ())
             out[item["backend"]] = check(backend, req["files"], scales)
         except Exception as exc:  # noqa: BLE001 - one backend that cannot start does not hide the others

@@ -50,12 +50,23 @@ def ensure() -> Path:
     print(f"installing the `{GROUP}` dependency group into {path} (first use only) ...", file=sys.stderr, flush=True)
     env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(path), "UV_PYTHON_DOWNLOADS": "never"}
     env.setdefault("UV_SYSTEM_CERTS", "1")
-    cmd = [str(which.uv()), "sync", "--frozen", "--quiet", "--no-default-groups", "--group", GROUP,
-           "--python", sys.executable]
+    cmd = [
+        str(which.uv()),
+        "sync",
+        "--frozen",
+        "--quiet",
+        "--no-default-groups",
+        "--group",
+        GROUP,
+        "--python",
+        sys.executable,
+    ]
     try:
         proc = subprocess.run(cmd, cwd=repo_root(), env=env, capture_output=True, text=True, timeout=900, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UserError(f"could not install the {GROUP} readers into {path} ({exc}); check that PyPI is reachable and retry.") from None
+        raise UserError(
+            f"could not install the {GROUP} readers into {path} ({exc}); check that PyPI is reachable and retry."
+        ) from None
     if proc.returncode != 0 or not python.exists():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"`uv sync --group {GROUP}` failed ({last}); check that PyPI is reachable and retry.")

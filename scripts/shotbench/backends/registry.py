@@ -47,8 +47,6 @@ def get(name: str) -> type[Backend]:
     try:
         target = BACKENDS[name]
     except KeyError:
-        raise UserError(
-            f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}."
-        ) from None
+        raise UserError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}.") from None
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)

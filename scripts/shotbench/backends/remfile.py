@@ -28,14 +28,23 @@ class RemfileBackend(ReadersBackend):
 
         from shotbench.store.s3 import S3Config
 
-        cfg = s3 if isinstance(s3, S3Config) else S3Config(
-            endpoint_url=s3.endpoint_url, region=s3.region, access_key=s3.access_key,
-            secret_key=s3.secret_key, session_token=s3.session_token)
+        cfg = (
+            s3
+            if isinstance(s3, S3Config)
+            else S3Config(
+                endpoint_url=s3.endpoint_url,
+                region=s3.region,
+                access_key=s3.access_key,
+                secret_key=s3.secret_key,
+                session_token=s3.session_token,
+            )
+        )
         self.client = cfg.boto3_client()
 
     def url(self, key: str) -> str:
         return self.client.generate_presigned_url(
-            "get_object", Params={"Bucket": self.source.bucket, "Key": key}, ExpiresIn=int(self.options["expires"]))
+            "get_object", Params={"Bucket": self.source.bucket, "Key": key}, ExpiresIn=int(self.options["expires"])
+        )
 
     def open(self, key: str, size: int) -> Any:
         import remfile

@@ -41,8 +41,12 @@ class Ros3Backend(Backend):
         ros3, s = self._ros3, self.settings
         block_cache = (BC_DEFAULT if s.block_cache is None else s.block_cache) if self.has_block_cache else None
         fapl = ros3.build_fapl(
-            self.s3, ros3.hdf5_major(), int(s.page_buf_size), int(s.chunk_cache),
-            block_cache, self.options.get("block_size"),
+            self.s3,
+            ros3.hdf5_major(),
+            int(s.page_buf_size),
+            int(s.chunk_cache),
+            block_cache,
+            self.options.get("block_size"),
         )
         fh = ros3.open_ros3(self.s3, self.source.bucket, key, page_buf_size=int(s.page_buf_size), fapl=fapl)
         self._fapls = {id(fh): fapl}  # one open file per task part at a time

@@ -88,8 +88,10 @@ _toolchain_lock = threading.Lock()
 # What the built extension's ABI depends on: interpreter, major.minor and ABI tag. Not the patch
 # release: a wheel built with 3.11.2 imports and runs under 3.11.7 (same `cpython-311` ABI), so
 # a new patch release on PATH must not rebuild every libhdf5 for seven minutes.
-_PYTHON_ABI = ("import sys, sysconfig; v = sys.version_info; "
-               "print(sys.implementation.name, f'{v.major}.{v.minor}', sysconfig.get_config_var('SOABI'))")
+_PYTHON_ABI = (
+    "import sys, sysconfig; v = sys.version_info; "
+    "print(sys.implementation.name, f'{v.major}.{v.minor}', sysconfig.get_config_var('SOABI'))"
+)
 
 
 def toolchain() -> dict[str, str]:
@@ -133,10 +135,15 @@ def _recorded_parts(manifest: dict) -> dict[str, object]:
     build.json says of the same inputs."""
     if isinstance(manifest.get("key_parts"), dict):
         return manifest["key_parts"]
-    return {"spec": {"hdf5": (manifest.get("hdf5_source") or {}).get("sha256"),
-                     "h5py": (manifest.get("h5py_source") or {}).get("sha256"),
-                     "backend": manifest.get("ros3_backend"), "cmake_options": manifest.get("cmake_options")},
-            "toolchain": manifest.get("toolchain") or {}}
+    return {
+        "spec": {
+            "hdf5": (manifest.get("hdf5_source") or {}).get("sha256"),
+            "h5py": (manifest.get("h5py_source") or {}).get("sha256"),
+            "backend": manifest.get("ros3_backend"),
+            "cmake_options": manifest.get("cmake_options"),
+        },
+        "toolchain": manifest.get("toolchain") or {},
+    }
 
 
 def explain_miss(spec: BuildSpec) -> str | None:
@@ -166,7 +173,13 @@ def explain_miss(spec: BuildSpec) -> str | None:
 
 def aws_key() -> str:
     blob = json.dumps(
-        {"recipe": RECIPE, "src": AWS_CRT.sha256, "opts": AWS_CMAKE_OPTIONS, "cmake": CMAKE_PYPI, "toolchain": toolchain()},
+        {
+            "recipe": RECIPE,
+            "src": AWS_CRT.sha256,
+            "opts": AWS_CMAKE_OPTIONS,
+            "cmake": CMAKE_PYPI,
+            "toolchain": toolchain(),
+        },
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
@@ -245,7 +258,9 @@ def unpack(archive: Path, dest: Path) -> None:
                         raise tarfile.TarError(f"unsafe member {member.name!r}")
                 tar.extractall(dest)
     except (tarfile.TarError, OSError) as exc:
-        raise UserError(f"cannot unpack {archive} ({exc}); give a .tar.gz/.tar.bz2 release tarball or a source folder.") from exc
+        raise UserError(
+            f"cannot unpack {archive} ({exc}); give a .tar.gz/.tar.bz2 release tarball or a source folder."
+        ) from exc
 
 
 def find_hdf5_tree(top: Path) -> Path:
@@ -253,7 +268,9 @@ def find_hdf5_tree(top: Path) -> Path:
     for candidate in [top, *sorted(p for p in top.iterdir() if p.is_dir())] if top.is_dir() else []:
         if (candidate / "CMakeLists.txt").is_file() and (candidate / "src" / "H5public.h").is_file():
             return candidate
-    raise UserError(f"no HDF5 source tree (CMakeLists.txt + src/H5public.h) in {top}; point --source at an HDF5 release.")
+    raise UserError(
+        f"no HDF5 source tree (CMakeLists.txt + src/H5public.h) in {top}; point --source at an HDF5 release."
+    )
 
 
 # ---------------------------------------------------------------- steps
@@ -270,16 +287,20 @@ def run_step(name: str, step: str, cmd: list[str], log: Path, cwd: Path | None =
         out.write("$ " + " ".join(cmd) + "\n\n")
         out.flush()
         try:
-            proc = subprocess.run(["nice", "-n", "10", *cmd], cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT, check=False)
+            proc = subprocess.run(
+                ["nice", "-n", "10", *cmd], cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT, check=False
+            )
         except OSError as exc:
-            raise UserError(f"{name}: step '{step}' could not start: {cmd[0]} not found ({exc.strerror}); {INSTALL_HINT}.") from exc
+            raise UserError(
+                f"{name}: step '{step}' could not start: {cmd[0]} not found ({exc.strerror}); {INSTALL_HINT}."
+            ) from exc
     if proc.returncode == 127:
-        raise UserError(f"{name}: step '{step}' failed: {cmd[0]} not found, or a program it runs (exit 127); see {log}.")
+        raise UserError(
+            f"{name}: step '{step}' failed: {cmd[0]} not found, or a program it runs (exit 127); see {log}."
+        )
     if proc.returncode != 0:
         tail = _error_hint(log)
-        raise UserError(
-            f"{name}: step '{step}' failed (exit {proc.returncode}{tail}); see {log}, then {INSTALL_HINT}."
-        )
+        raise UserError(f"{name}: step '{step}' failed (exit {proc.returncode}{tail}); see {log}, then {INSTALL_HINT}.")
     say(name, f"{step} done in {time.monotonic() - started:.0f} s")
 
 
@@ -307,7 +328,12 @@ def ensure_cmake() -> Path:
         logs = cache_dir() / "tools" / "logs"
         if venv.exists():
             shutil.rmtree(venv)
-        run_step("tools", f"install {CMAKE_PYPI}", [str(which.uv()), "venv", "--quiet", "--python", PYTHON, str(venv)], logs / "cmake-venv.log")
+        run_step(
+            "tools",
+            f"install {CMAKE_PYPI}",
+            [str(which.uv()), "venv", "--quiet", "--python", PYTHON, str(venv)],
+            logs / "cmake-venv.log",
+        )
         run_step(
             "tools",
             f"pip install {CMAKE_PYPI}",
@@ -321,7 +347,17 @@ def jobs() -> str:
     return str(max(1, int(os.environ.get("SHOTBENCH_BUILD_JOBS", "1"))))
 
 
-def cmake_project(name: str, cmake: Path, src: Path, work: Path, prefix: Path, options: tuple[str, ...], logs: Path, what: str, extra: tuple[str, ...] = ()) -> None:
+def cmake_project(
+    name: str,
+    cmake: Path,
+    src: Path,
+    work: Path,
+    prefix: Path,
+    options: tuple[str, ...],
+    logs: Path,
+    what: str,
+    extra: tuple[str, ...] = (),
+) -> None:
     build = work / f"build-{what}"
     if build.exists():
         shutil.rmtree(build)
@@ -331,7 +367,9 @@ def cmake_project(name: str, cmake: Path, src: Path, work: Path, prefix: Path, o
         [str(cmake), "-S", str(src), "-B", str(build), f"-DCMAKE_INSTALL_PREFIX={prefix}", *options, *extra],
         logs / f"{what}-configure.log",
     )
-    run_step(name, f"compile {what}", [str(cmake), "--build", str(build), "--parallel", jobs()], logs / f"{what}-build.log")
+    run_step(
+        name, f"compile {what}", [str(cmake), "--build", str(build), "--parallel", jobs()], logs / f"{what}-build.log"
+    )
     run_step(name, f"install {what}", [str(cmake), "--install", str(build)], logs / f"{what}-install.log")
 
 
@@ -349,7 +387,9 @@ def ensure_aws(name: str) -> Path:
         unpack(archive, work / "src")
         if prefix.exists():
             shutil.rmtree(prefix)
-        cmake_project(name, cmake, work / "src" / AWS_CRT.subdir, work, prefix, AWS_CMAKE_OPTIONS, root / "logs", "aws-c-s3")
+        cmake_project(
+            name, cmake, work / "src" / AWS_CRT.subdir, work, prefix, AWS_CMAKE_OPTIONS, root / "logs", "aws-c-s3"
+        )
         shutil.rmtree(work, ignore_errors=True)
         stamp.write_text(json.dumps({"source": AWS_CRT.filename, "sha256": AWS_CRT.sha256, "key": aws_key()}, indent=2))
     return prefix
@@ -370,10 +410,7 @@ def _check_prefix(spec: BuildSpec, prefix: Path) -> None:
     conf = prefix / "include" / "H5pubconf.h"
     text = conf.read_text(errors="replace") if conf.is_file() else ""
     if "#define H5_HAVE_ROS3_VFD 1" not in text:
-        raise UserError(
-            f"{spec.name}: libhdf5 was built without the ROS3 driver (see {conf}); "
-            f"{INSTALL_HINT}."
-        )
+        raise UserError(f"{spec.name}: libhdf5 was built without the ROS3 driver (see {conf}); {INSTALL_HINT}.")
 
 
 def build(spec: BuildSpec, force: bool = False) -> BuildResult:
@@ -402,7 +439,9 @@ def build(spec: BuildSpec, force: bool = False) -> BuildResult:
         if spec.custom:
             spec = specs.specialise(spec, version)
         elif version != spec.hdf5_version:
-            raise UserError(f"{spec.name}: the source says HDF5 {version}, not {spec.hdf5_version}; the pinned source is wrong.")
+            raise UserError(
+                f"{spec.name}: the source says HDF5 {version}, not {spec.hdf5_version}; the pinned source is wrong."
+            )
         extra: tuple[str, ...] = ()
         if spec.ros3_backend == "aws":
             extra = (f"-DCMAKE_PREFIX_PATH={ensure_aws(spec.name)}",)

@@ -30,10 +30,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "official HDF5 release from a tarball URL, a local tarball or a source folder."
         ),
     )
-    build.add_argument("names", nargs="*", help=(
-        f"builds to make (default: {' '.join(envs_mod.DEFAULT_ENVS)}, what the default matrix needs; "
-        f"built in: {', '.join([*specs.BUILDS, *WHEELS])}; --all: every one)"))
-    build.add_argument("--all", action="store_true", help="make every built-in build and wheel (what the test suite needs)")
+    build.add_argument(
+        "names",
+        nargs="*",
+        help=(
+            f"builds to make (default: {' '.join(envs_mod.DEFAULT_ENVS)}, what the default matrix needs; "
+            f"built in: {', '.join([*specs.BUILDS, *WHEELS])}; --all: every one)"
+        ),
+    )
+    build.add_argument(
+        "--all", action="store_true", help="make every built-in build and wheel (what the test suite needs)"
+    )
     build.add_argument("--name", help="name of a custom build, e.g. hdf5-1.14.6-release")
     build.add_argument("--source", help="HDF5 release tarball URL, local tarball, or source folder")
     build.add_argument("--sha256", help="expected sha256 of a --source URL (recommended)")
@@ -72,8 +79,10 @@ def _print(rows: list[EnvInfo], as_json: bool) -> None:
         if needed:
             print(f"\nnot ready: {', '.join(needed)} — run `make envs` (or `shotbench envs build`).")
         if lazy:
-            print(f"\nnot built yet: {', '.join(lazy)} — built the first time a run selects it "
-                  f"(or now: `shotbench envs build {' '.join(lazy)}`).")
+            print(
+                f"\nnot built yet: {', '.join(lazy)} — built the first time a run selects it "
+                f"(or now: `shotbench envs build {' '.join(lazy)}`)."
+            )
 
 
 def cmd_list(args: argparse.Namespace) -> int:

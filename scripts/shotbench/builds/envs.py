@@ -104,8 +104,10 @@ def ensure_python(name: str) -> Path:
         return python
     if name not in known_names():
         env_python(name)  # the unknown-name sentence
-    print(f"{name}: not built yet; building it now (first use only; `shotbench envs build {name}` does the same)",
-          flush=True)
+    print(
+        f"{name}: not built yet; building it now (first use only; `shotbench envs build {name}` does the same)",
+        flush=True,
+    )
     build_envs([name])
     return env_python(name)
 
@@ -115,7 +117,8 @@ def probe(python: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME")}
     try:
         proc = subprocess.run(
-            [str(python), "-I", "-c", _PROBE], capture_output=True, text=True, timeout=120, env=env, check=False)
+            [str(python), "-I", "-c", _PROBE], capture_output=True, text=True, timeout=120, env=env, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": f"cannot run {python}: {exc}"}
     try:
@@ -165,9 +168,23 @@ def requirements() -> str:
     root = repo_root()
     try:
         proc = subprocess.run(
-            [str(which.uv()), "export", "--frozen", "--no-default-groups", "--no-emit-project", "--no-hashes",
-             "--no-header", "--no-annotate", "--format", "requirements-txt"],
-            cwd=root, capture_output=True, text=True, timeout=60, check=False,
+            [
+                str(which.uv()),
+                "export",
+                "--frozen",
+                "--no-default-groups",
+                "--no-emit-project",
+                "--no-hashes",
+                "--no-header",
+                "--no-annotate",
+                "--format",
+                "requirements-txt",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         text = proc.stdout if proc.returncode == 0 else ""
     except (OSError, subprocess.TimeoutExpired, which.ToolMissing):
@@ -247,8 +264,17 @@ def ensure_env(result: builder.BuildResult, reqs: str | None = None, force: bool
     _uv(
         name,
         "install dependencies + built h5py wheel",
-        ["pip", "install", "--python", str(python), "-r", str(req_file), str(result.wheel),
-         "--reinstall-package", "h5py"],
+        [
+            "pip",
+            "install",
+            "--python",
+            str(python),
+            "-r",
+            str(req_file),
+            str(result.wheel),
+            "--reinstall-package",
+            "h5py",
+        ],
         logs / "env-install.log",
     )
     _uv(
@@ -269,7 +295,9 @@ def ensure_env(result: builder.BuildResult, reqs: str | None = None, force: bool
     return _info(name, result, found, "ready")
 
 
-def _info(name: str, result: builder.BuildResult | None, found: dict | None, state: str, spec: BuildSpec | None = None) -> EnvInfo:
+def _info(
+    name: str, result: builder.BuildResult | None, found: dict | None, state: str, spec: BuildSpec | None = None
+) -> EnvInfo:
     found = found or {}
     manifest = result.manifest if result else {}
     spec = spec or (result.spec if result else None)
@@ -297,14 +325,19 @@ def build_envs(names: list[str] | None = None, force: bool = False, extra: Seque
     wanted = list(names) if names else list(DEFAULT_ENVS)
     unknown = [n for n in wanted if n not in known and n not in WHEELS]
     if unknown:
-        raise UserError(f"unknown build {unknown[0]!r} (known: {', '.join([*known, *WHEELS])}); pick one of those or add one with --name and --source.")
+        raise UserError(
+            f"unknown build {unknown[0]!r} (known: {', '.join([*known, *WHEELS])}); pick one of those or add one with --name and --source."
+        )
     chosen = [known[n] for n in wanted if n in known]
     todo = [s for s in chosen if force or builder.cached(s) is None]
     if todo:
         # Every build compiles with all cores: side by side they overcommit a little, which
         # keeps the cores busy through each build's serial steps (configure, cythonize, link).
         os.environ.setdefault("SHOTBENCH_BUILD_JOBS", str(os.cpu_count() or 1))
-        print(f"building {', '.join(s.name for s in todo)} (side by side; see the README for what each costs cold)", flush=True)
+        print(
+            f"building {', '.join(s.name for s in todo)} (side by side; see the README for what each costs cold)",
+            flush=True,
+        )
     reqs = requirements()
     results: dict[str, EnvInfo] = {}
     errors: list[UserError] = []
@@ -381,9 +414,16 @@ def _wheel_info(spec: WheelSpec, found: dict | None, state: str) -> EnvInfo:
     found = found or {}
     libs = found.get("libhdf5") or []
     return EnvInfo(
-        name=spec.name, hdf5_version=found.get("hdf5_version"), h5py_version=found.get("h5py_version"),
-        ros3=found.get("ros3"), path=env_dir(spec.name), cached=True, state=state,
-        expected_hdf5=spec.hdf5_version, description=spec.description, build_dir=None,
+        name=spec.name,
+        hdf5_version=found.get("hdf5_version"),
+        h5py_version=found.get("h5py_version"),
+        ros3=found.get("ros3"),
+        path=env_dir(spec.name),
+        cached=True,
+        state=state,
+        expected_hdf5=spec.hdf5_version,
+        description=spec.description,
+        build_dir=None,
         libhdf5=libs[0] if libs else None,
     )
 
@@ -438,7 +478,9 @@ def ensure_wheel_env(spec: WheelSpec, reqs: str | None = None, force: bool = Fal
     found = probe(python)
     problem = verify_wheel(spec, path, found)
     if problem:
-        raise UserError(f"{spec.name}: the new environment is wrong ({problem}); remove {path} and run `make envs` again.")
+        raise UserError(
+            f"{spec.name}: the new environment is wrong ({problem}); remove {path} and run `make envs` again."
+        )
     stamp_path.write_text(json.dumps({**stamp, "probe": found}, indent=2))
     builder.say(spec.name, f"environment ready in {time.monotonic() - started:.0f} s → {path}")
     return _wheel_info(spec, found, "ready")

@@ -175,16 +175,16 @@ def custom_spec(name: str, source: str, sha256: str | None = None) -> BuildSpec:
     release) is read from the unpacked source at build time; see `specialise`.
     """
     if not _NAME_RE.match(name):
-        raise UserError(
-            f"build name {name!r} is not usable as a folder name; use letters, digits, '.', '-' or '_'."
-        )
+        raise UserError(f"build name {name!r} is not usable as a folder name; use letters, digits, '.', '-' or '_'.")
     if name in BUILDS:
         raise UserError(f"{name!r} is a built-in build; pick another --name for a custom source.")
     is_url = source.startswith(("http://", "https://"))
     if not is_url:
         path = Path(source).expanduser().resolve()
         if not path.exists():
-            raise UserError(f"source {source} does not exist; give a release tarball URL, a tarball or an HDF5 source folder.")
+            raise UserError(
+                f"source {source} does not exist; give a release tarball URL, a tarball or an HDF5 source folder."
+            )
         source = str(path)
         if path.is_file() and sha256 is None:
             sha256 = file_sha256(path)

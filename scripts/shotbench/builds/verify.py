@@ -51,7 +51,13 @@ def compare(remote, local) -> dict:
             signal_reads += 1
             if got != want:
                 mismatches.append(f"read_signal {shot}/{signal}: {got} != {want}")
-    return {"datasets": len(names), "scales": scales, "signals": signal_reads, "bytes": payload, "mismatches": mismatches}
+    return {
+        "datasets": len(names),
+        "scales": scales,
+        "signals": signal_reads,
+        "bytes": payload,
+        "mismatches": mismatches,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -66,8 +66,12 @@ def set_block_caching(fapl_id: int, block_size: int, cache_size: int, lock_super
 def get_block_caching(fapl_id: int) -> tuple[int, int, bool]:
     """(block size, cache size, lock superblock) as libhdf5 reports them for a FAPL."""
     fn = getattr(_lib(), GET)
-    fn.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t),
-                   ctypes.POINTER(ctypes.c_bool)]
+    fn.argtypes = [
+        ctypes.c_int64,
+        ctypes.POINTER(ctypes.c_size_t),
+        ctypes.POINTER(ctypes.c_size_t),
+        ctypes.POINTER(ctypes.c_bool),
+    ]
     fn.restype = ctypes.c_int
     block, cache, lock = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_bool()
     if fn(int(fapl_id), ctypes.byref(block), ctypes.byref(cache), ctypes.byref(lock)) < 0:

@@ -16,12 +16,20 @@ BC_DEFAULT = -1  # 2.2 block cache at the driver's defaults (16 MiB blocks, 128 
 SIZE_MAX = 2**64 - 1  # 2.x's H5F_PAGE_BUFFER_SIZE_DEFAULT: left in a file's FAPL when it has no page buffer
 
 SETTING_COLUMNS = [
-    "pb-effective", "file-space-strategy", "file-page-size", "chunk-cache-effective",
-    "block-cache-size", "block-size",
+    "pb-effective",
+    "file-space-strategy",
+    "file-page-size",
+    "chunk-cache-effective",
+    "block-cache-size",
+    "block-size",
 ]
 STATS_COLUMNS = [
-    "pb-meta-accesses", "pb-meta-hitrate", "pb-meta-evicts",
-    "pb-raw-accesses", "pb-raw-hitrate", "pb-raw-evicts",
+    "pb-meta-accesses",
+    "pb-meta-hitrate",
+    "pb-meta-evicts",
+    "pb-raw-accesses",
+    "pb-raw-hitrate",
+    "pb-raw-evicts",
 ]
 COLUMNS = SETTING_COLUMNS + STATS_COLUMNS
 
@@ -43,7 +51,8 @@ def read_settings(fh: Any, fapl: Any = None) -> dict[str, Any]:
         "file-space-strategy": STRATEGY_NAMES.get(int(fcpl.get_file_space_strategy()[0]), "unknown"),
         "file-page-size": int(fcpl.get_file_space_page_size()),
         "chunk-cache-effective": int(fapl_file.get_cache()[2]),
-        "block-cache-size": "", "block-size": "",
+        "block-cache-size": "",
+        "block-size": "",
     }
     if fapl is not None:
         from shotbench.hdf5 import blockcache
@@ -92,14 +101,21 @@ class PartReadback:
 
     def columns(self) -> dict[str, Any]:
         """One value per column (distinct values joined by "|"); statistics empty without a page buffer."""
-        out: dict[str, Any] = {c: "|".join(str(v) for v in vals) if len(vals) > 1 else (vals[0] if vals else "")
-                               for c, vals in self.settings.items()}
+        out: dict[str, Any] = {
+            c: "|".join(str(v) for v in vals) if len(vals) > 1 else (vals[0] if vals else "")
+            for c, vals in self.settings.items()
+        }
         pairs: list[Any] = list(self.stats) if self.stats else [None, None]
         for prefix, counters in zip(("pb-meta", "pb-raw"), pairs):
             if counters is None:
                 out.update({f"{prefix}-accesses": "", f"{prefix}-hitrate": "", f"{prefix}-evicts": ""})
                 continue
             accesses, hits, _misses, evictions, bypasses = counters
-            out.update({f"{prefix}-accesses": accesses, f"{prefix}-hitrate": hit_rate(accesses, hits, bypasses),
-                        f"{prefix}-evicts": evictions})
+            out.update(
+                {
+                    f"{prefix}-accesses": accesses,
+                    f"{prefix}-hitrate": hit_rate(accesses, hits, bypasses),
+                    f"{prefix}-evicts": evictions,
+                }
+            )
         return out

@@ -127,8 +127,12 @@ def _apply_endpoint(cfg: S3Settings) -> None:
 
 
 def build_fapl(
-    cfg: S3Settings, major: int, page_buf_size: int = 0, chunk_cache: int | None = None,
-    block_cache: int | None = None, block_size: int | None = None,
+    cfg: S3Settings,
+    major: int,
+    page_buf_size: int = 0,
+    chunk_cache: int | None = None,
+    block_cache: int | None = None,
+    block_size: int | None = None,
 ) -> Any:
     """The file access property list for a ROS3 open, built with h5py's low-level API.
 
@@ -271,6 +275,8 @@ def explain_failure(cfg: S3Settings, bucket: str, key: str, exc: BaseException, 
             f"({text}); run with pb-size 0 or make the files with `shotbench synth`."
         )
     if any(w in str(exc).lower() for w in ("curl", "connection", "timed out", "timeout", "reset")):
-        return (f"the network failed while libhdf5 opened {url} ({text}) although S3 serves it; the ROS3 driver "
-                "of this build does not retry, so check the network or the server's health.")
+        return (
+            f"the network failed while libhdf5 opened {url} ({text}) although S3 serves it; the ROS3 driver "
+            "of this build does not retry, so check the network or the server's health."
+        )
     return f"libhdf5 could not open {url} although S3 serves it ({text}); check that it is a readable HDF5 file."

@@ -272,9 +272,7 @@ def _rate_multiplier(signals: tuple[Signal, ...], capacity: int) -> float:
     budget = RAW_FILL * capacity
 
     def size(mult: float) -> int:
-        return _raw_bytes(
-            signals, {k: _samples(tb, MAX_DURATION, mult) for k, tb in TIMEBASES.items()}
-        )
+        return _raw_bytes(signals, {k: _samples(tb, MAX_DURATION, mult) for k, tb in TIMEBASES.items()})
 
     lo, hi = 0.0, 1.0
     while size(hi) < budget and hi < 1e6:
@@ -326,9 +324,7 @@ def _waveform(sig: Signal, t: np.ndarray | None, plan: ShotPlan, seed: int) -> n
     if sig.family == "pid":  # controller gains: constant over 250 ms segments
         gains = rng.uniform(0.1, 2.0, width)
         steps = np.floor(np.clip(t, 0, None) / 0.25)[:, None]
-        return _quantize(gains * (1 + 0.1 * np.sin(steps + np.arange(width))), 2.0).astype(
-            sig.dtype
-        )
+        return _quantize(gains * (1 + 0.1 * np.sin(steps + np.arange(width))), 2.0).astype(sig.dtype)
     env = _envelope(t, d)
     noise = rng.standard_normal((t.size, width) if width else t.size, dtype=np.float32)
     if sig.family == "flat":
@@ -425,9 +421,7 @@ def _write(path: Path, plans: list[ShotPlan], paging: str, page_size: int, seed:
     chunk_bytes = max(4_096, min(256_000, page_size // 32))
     ordered = libver != "v110"  # see LIBVERS
     with h5py.File(path, "w", libver=LIBVERS[libver], **fs) as f:
-        f.attrs["source"] = np.bytes_(
-            "shotbench synth: synthetic C-Mod-like shot, not measured data"
-        )
+        f.attrs["source"] = np.bytes_("shotbench synth: synthetic C-Mod-like shot, not measured data")
         f.attrs["synth"] = np.bytes_(params)
         groups: dict[int, tuple[h5py.Group, dict[str, h5py.Dataset]]] = {}
         top = f.create_group("shots", track_order=ordered or None)
@@ -704,17 +698,12 @@ def make_many_shot_file(
 def _params(signals: int, file_size: int, page_size: int, paging: str, seed: int,
             shots: int = 1, layout: str = "single", libver: str = "v110") -> str:  # fmt: skip
     """Generator version and parameters, stored in the file so a rerun knows what to keep."""
-    text = (
-        f"{GENERATOR} seed={seed} signals={signals} file_size={file_size} "
-        f"page_size={page_size} paging={paging}"
-    )
+    text = f"{GENERATOR} seed={seed} signals={signals} file_size={file_size} page_size={page_size} paging={paging}"
     text += "" if libver == "v110" else f" libver={libver}"  # v110 files made before --libver stay good
     return text if layout == "single" else f"{text} shots={shots} layout={layout}"
 
 
-def is_good_file(
-    path: Path, shot_id: int, expected_signals: list[str], file_size: int, params: str
-) -> bool:
+def is_good_file(path: Path, shot_id: int, expected_signals: list[str], file_size: int, params: str) -> bool:
     """A file from an earlier run that can be kept: same size, parameters, shot and signals."""
     try:
         if path.stat().st_size != file_size:
@@ -778,9 +767,7 @@ def make_dataset(
         if exc.errno not in _USER_ERRNOS:
             raise
         reason = exc.strerror or os.strerror(exc.errno)
-        raise UserError(
-            f"cannot write to {out} ({reason}); choose a writable --out folder."
-        ) from None
+        raise UserError(f"cannot write to {out} ({reason}); choose a writable --out folder.") from None
 
 
 def _say_estimate(need: int, progress: bool) -> None:
@@ -842,8 +829,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="folder for the .h5 files")
     p.add_argument("--shots", type=int, required=True, help="number of shots")
     p.add_argument("--signals", type=int, default=MAX_SIGNALS, help="signals per shot (max 61)")
-    p.add_argument("--file-size", type=int, default=16_000_000,
-                   help="bytes per single-shot file; a many-shot file holds the payload of one such file per shot")
+    p.add_argument(
+        "--file-size",
+        type=int,
+        default=16_000_000,
+        help="bytes per single-shot file; a many-shot file holds the payload of one such file per shot",
+    )
     p.add_argument("--page-size", type=int, default=8_000_000, help="file-space page size")
     p.add_argument(
         "--paging",
@@ -855,20 +846,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--layout",
         choices=LAYOUTS,
         default="single",
-        help="single: one file per shot; shot/signal: one many-shot file stored shot by shot "
-        "or signal by signal",
+        help="single: one file per shot; shot/signal: one many-shot file stored shot by shot or signal by signal",
     )
     p.add_argument("--seed", type=int, default=0, help="same seed gives byte-identical files")
-    p.add_argument("--libver", choices=list(LIBVERS), default="v110",
-                   help="v110: superblock 3, version-4 chunk layouts (upstream); earliest: superblock 0, "
-                        "version-3 chunk layouts, which every alternative reader reads")
+    p.add_argument(
+        "--libver",
+        choices=list(LIBVERS),
+        default="v110",
+        help="v110: superblock 3, version-4 chunk layouts (upstream); earliest: superblock 0, "
+        "version-3 chunk layouts, which every alternative reader reads",
+    )
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    existing = (
-        {p.name: p.stat().st_mtime_ns for p in args.out.glob("*.h5")} if args.out.is_dir() else {}
-    )
+    existing = {p.name: p.stat().st_mtime_ns for p in args.out.glob("*.h5")} if args.out.is_dir() else {}
     started = time.perf_counter()
     paths = make_dataset(
         args.out,
@@ -886,7 +878,8 @@ def _run(args: argparse.Namespace) -> int:
     kept = sum(1 for p in paths if existing.get(p.name) == p.stat().st_mtime_ns)
     total = sum(p.stat().st_size for p in paths)
     what = (
-        f"{len(paths)} shot files in {args.out}" if args.layout == "single"
+        f"{len(paths)} shot files in {args.out}"
+        if args.layout == "single"
         else f"{paths[0]} ({args.shots} shots, {args.layout} layout)"
     )
     print(

@@ -36,11 +36,19 @@ REPORTING_PROFILES = ("readers",)  # profiles whose run renders its report when 
 
 def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
     overrides = {
-        "backends": args.backends, "modes": args.modes, "workers": args.workers,
-        "page_buffers": args.page_buffers, "chunk_caches": args.chunk_cache, "trials": args.trials,
+        "backends": args.backends,
+        "modes": args.modes,
+        "workers": args.workers,
+        "page_buffers": args.page_buffers,
+        "chunk_caches": args.chunk_cache,
+        "trials": args.trials,
         "block_caches": args.block_caches,
-        "seed": args.seed, "signals_files": args.signals_files, "signals_names": args.signals_names,
-        "shots": args.shots, "precision": args.precision, "max_trials": args.max_trials,
+        "seed": args.seed,
+        "signals_files": args.signals_files,
+        "signals_names": args.signals_names,
+        "shots": args.shots,
+        "precision": args.precision,
+        "max_trials": args.max_trials,
         "max_minutes": args.max_minutes,
     }
     notes: list[str] = []
@@ -54,8 +62,12 @@ def plan_only(cfg: profiles.BenchConfig) -> list[planmod.Case]:
     """The cases a run of `cfg` would measure, without data, server or environments: the
     planning step `--dry-run` shows and the input fuzz tests drive."""
     matrix = cfg.matrix()
-    return planmod.plan_cases(matrix, cfg.seed, {b: registry.get(b).reads_hdf5 for b in cfg.backends},
-                              {b: registry.get(b).has_block_cache for b in cfg.backends})
+    return planmod.plan_cases(
+        matrix,
+        cfg.seed,
+        {b: registry.get(b).reads_hdf5 for b in cfg.backends},
+        {b: registry.get(b).has_block_cache for b in cfg.backends},
+    )
 
 
 def dry_run(args: argparse.Namespace, runs: Path) -> int:
@@ -68,8 +80,10 @@ def dry_run(args: argparse.Namespace, runs: Path) -> int:
         if not args.scheduler:
             profiles.check_local_workers(cfg)
     cases = plan_only(cfg)
-    say(f"{len(cases)} cases: backends {' '.join(cfg.backends)}; modes {' '.join(cfg.modes)}; "
-        f"workers {' '.join(map(str, cfg.workers))}; {cfg.trials} trial(s); nothing was run.")
+    say(
+        f"{len(cases)} cases: backends {' '.join(cfg.backends)}; modes {' '.join(cfg.modes)}; "
+        f"workers {' '.join(map(str, cfg.workers))}; {cfg.trials} trial(s); nothing was run."
+    )
     return 0
 
 
@@ -90,8 +104,10 @@ def _resumed_config(resume_dir: Path, meta: dict[str, Any]) -> profiles.BenchCon
         cfg = profiles.BenchConfig(**meta["config"]["bench"])
         profiles.validate(cfg)
     except (TypeError, AttributeError):
-        raise UserError(f"{resume_dir / 'run.json'} holds settings this version does not know; "
-                        "start a new run with `shotbench bench`.") from None
+        raise UserError(
+            f"{resume_dir / 'run.json'} holds settings this version does not know; "
+            "start a new run with `shotbench bench`."
+        ) from None
     return cfg
 
 
@@ -102,17 +118,21 @@ def _read_resume_meta(resume_dir: Path) -> dict[str, Any]:
         meta["config"]["bench"], meta["config"]["data"], meta["config"]["network"]
         return meta
     except (ValueError, KeyError, TypeError, OSError):
-        raise UserError(f"{resume_dir / 'run.json'} is damaged or incomplete, so the run cannot be resumed; "
-                        "start a new run with `shotbench bench`.") from None
+        raise UserError(
+            f"{resume_dir / 'run.json'} is damaged or incomplete, so the run cannot be resumed; "
+            "start a new run with `shotbench bench`."
+        ) from None
 
 
 def run_lock(folder: Path) -> Any:
     """One process per run folder: a second `--resume` of a run in progress is refused."""
     from shotbench.locks import held
 
-    return held(folder / ".lock",
-                f"run {folder.name} is being resumed by pid {{pid}}; wait for it to finish or stop that process first.",
-                f"the run folder {folder} is not writable; fix its permissions or resume a copy.")
+    return held(
+        folder / ".lock",
+        f"run {folder.name} is being resumed by pid {{pid}}; wait for it to finish or stop that process first.",
+        f"the run folder {folder} is not writable; fix its permissions or resume a copy.",
+    )
 
 
 def default_tls(asked: bool | None, data: str | None, network: str) -> bool:
@@ -152,10 +172,14 @@ def check_scheduler(address: str) -> None:
                 if not sock.recv(1):
                     raise ConnectionResetError("it closed the connection without a word")
     except TimeoutError:
-        raise UserError(f"{address} accepts connections but sent nothing within {SCHEDULER_ANSWER_TIMEOUT:.0f} s, "
-                        "so it is not a working Dask scheduler; start the scheduler or drop --scheduler.") from None
+        raise UserError(
+            f"{address} accepts connections but sent nothing within {SCHEDULER_ANSWER_TIMEOUT:.0f} s, "
+            "so it is not a working Dask scheduler; start the scheduler or drop --scheduler."
+        ) from None
     except OSError as exc:
-        raise UserError(f"no Dask scheduler answers at {address} ({exc.strerror or exc}); start it or drop --scheduler.") from None
+        raise UserError(
+            f"no Dask scheduler answers at {address} ({exc.strerror or exc}); start it or drop --scheduler."
+        ) from None
 
 
 def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, str]:
@@ -167,15 +191,19 @@ def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, st
     if not bad:
         return 0, ""
     first = next((r.get("first-error") or r.get("errors") for r in bad if r.get("first-error") or r.get("errors")), "")
-    return len(bad), (f"{len(bad)} of {len(rows)} cases failed or were partial and are left out of every result "
-                      f"(first error: {str(first)[:200]}); see the status and first-error columns of {cases_csv}")
+    return len(bad), (
+        f"{len(bad)} of {len(rows)} cases failed or were partial and are left out of every result "
+        f"(first error: {str(first)[:200]}); see the status and first-error columns of {cases_csv}"
+    )
 
 
 def check_bytes(cfg: profiles.BenchConfig, backends: list[str], wl: Any) -> list[Any]:
     """Each backend's bytes against h5py's, one file per family, before the timed cases."""
     from shotbench.read.run import bytecheck
 
-    verdicts = bytecheck.check(backends, cfg.options, wl.source, wl.s3, bytecheck.samples(wl.files, wl.family_files), say)
+    verdicts = bytecheck.check(
+        backends, cfg.options, wl.source, wl.s3, bytecheck.samples(wl.files, wl.family_files), say
+    )
     if not verdicts:
         say("bytes not checked against h5py: no local copy of the files to compare with")
     for v in verdicts:
@@ -236,7 +264,9 @@ def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
             if args.faults not in FAULTS:
                 raise UserError(f"unknown fault profile {args.faults!r}; choose one of: {', '.join(FAULTS)}.")
             if network != "none":
-                raise UserError("--faults and --network both choose the proxy in front of the server; give one of them.")
+                raise UserError(
+                    "--faults and --network both choose the proxy in front of the server; give one of them."
+                )
             check_tls(args.faults, tls)
             network = args.faults
             cfg.verify = True
@@ -250,8 +280,11 @@ def _selection(cfg: profiles.BenchConfig, wl: Any) -> dict[str, Any]:
     return {
         "signals_files": [f.key for f in wl.signal_files],
         "signals": planmod.all_signals(wl.signal_files),
-        "shots": {f"t{t}-w{w}": planmod.pick_shot(wl.files, cfg.seed, t, w).key
-                  for t in range(1, cfg.trials + 1) for w in cfg.workers},
+        "shots": {
+            f"t{t}-w{w}": planmod.pick_shot(wl.files, cfg.seed, t, w).key
+            for t in range(1, cfg.trials + 1)
+            for w in cfg.workers
+        },
         "files": [f.key for f in wl.files],
     }
 
@@ -282,11 +315,15 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
         if resume_dir is not None:
             folder = RunFolder(resume_dir, RUN_KIND)
             if meta.get("selection", {}).get("files") != selection["files"]:
-                raise UserError(f"the data at {prep.data['location']} differs from when run {meta['run_id']} started; start a new run instead of --resume.")
+                raise UserError(
+                    f"the data at {prep.data['location']} differs from when run {meta['run_id']} started; start a new run instead of --resume."
+                )
             done = folder.repair(measured)
             if folder.set_aside:
-                say(f"set aside {len(folder.set_aside)} torn or invalid row(s) of {folder.cases_csv} (line "
-                    f"{', '.join(map(str, folder.set_aside))}; copied to {folder.set_aside_csv}); their cases run again")
+                say(
+                    f"set aside {len(folder.set_aside)} torn or invalid row(s) of {folder.cases_csv} (line "
+                    f"{', '.join(map(str, folder.set_aside))}; copied to {folder.set_aside_csv}); their cases run again"
+                )
             run_id = meta["run_id"]
             pending = [c for c in cases if c.case_id not in done]
             if not pending and not (cfg.precision and stopping.groups_to_extend(folder.cases())):
@@ -312,7 +349,9 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                     try:
                         folder = RunFolder.create(runs / run_id, RUN_KIND, meta)
                     except PermissionError:
-                        raise UserError(f"cannot write the run folder in {runs}; fix its permissions or choose another folder.") from None
+                        raise UserError(
+                            f"cannot write the run folder in {runs}; fix its permissions or choose another folder."
+                        ) from None
                     held.enter_context(run_lock(folder.path))
                 assert folder is not None
                 from shotbench.read.run.worker import versions as main_versions
@@ -320,11 +359,19 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                 meta["versions"]["packages"] = main_versions()
                 from shotbench.read.run.checksums import Checksums
 
-                runner = Runner(folder, run_id, wl, cfg.seed, cfg.options, drivers, say=say,
-                                task_timeout=float(cfg.task_timeout),
-                                stop_rule=stopping.Rule(cfg.precision, cfg.max_trials, 60 * cfg.max_minutes),
-                                checksums=Checksums(wl.source) if cfg.verify else None,
-                                faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}))
+                runner = Runner(
+                    folder,
+                    run_id,
+                    wl,
+                    cfg.seed,
+                    cfg.options,
+                    drivers,
+                    say=say,
+                    task_timeout=float(cfg.task_timeout),
+                    stop_rule=stopping.Rule(cfg.precision, cfg.max_trials, 60 * cfg.max_minutes),
+                    checksums=Checksums(wl.source) if cfg.verify else None,
+                    faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}),
+                )
                 _record_backend_versions(meta, drivers, prep.backends)
                 folder.write_meta(meta)
                 if cfg.readcheck and "readcheck" not in meta:
@@ -338,9 +385,11 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                         more_rounds(runner, folder, matrix, cfg.seed, reads, prep.backends, meta)
                     status = COMPLETE
                 except KeyboardInterrupt as exc:
-                    raise UserError(f"interrupted; the cases finished so far are kept in {folder.path}; "
-                                    f"finish the run with `shotbench bench --resume {folder.path}`.",
-                                    exit_code=interrupt_exit(exc)) from None
+                    raise UserError(
+                        f"interrupted; the cases finished so far are kept in {folder.path}; "
+                        f"finish the run with `shotbench bench --resume {folder.path}`.",
+                        exit_code=interrupt_exit(exc),
+                    ) from None
                 except UserError:
                     status = "failed"
                     raise
@@ -361,15 +410,28 @@ def _new_meta(run_id: str, st: _Settings, prep: Any, cases: list[Any], selection
 
     cfg = st.cfg
     return {
-        "run_id": run_id, "started": utc_iso(), "finished": None, "status": RUNNING,
-        "config": {"bench": cfg.to_dict(), "profile": cfg.profile, "data": st.data_arg,
-                   "network": st.network, "tls": st.tls, "scheduler": st.scheduler,
-                   "shots_dir": str(st.shots_dir) if st.shots_dir else None,
-                   "local_copies": str(st.local_copies) if st.local_copies else None,
-                   "backends": prep.backends, "cases": len(cases)},
-        "seed": cfg.seed, "machine": machine_info(),
+        "run_id": run_id,
+        "started": utc_iso(),
+        "finished": None,
+        "status": RUNNING,
+        "config": {
+            "bench": cfg.to_dict(),
+            "profile": cfg.profile,
+            "data": st.data_arg,
+            "network": st.network,
+            "tls": st.tls,
+            "scheduler": st.scheduler,
+            "shots_dir": str(st.shots_dir) if st.shots_dir else None,
+            "local_copies": str(st.local_copies) if st.local_copies else None,
+            "backends": prep.backends,
+            "cases": len(cases),
+        },
+        "seed": cfg.seed,
+        "machine": machine_info(),
         "versions": {"python": platform.python_version(), "shotbench": __version__, "packages": {}, "backends": {}},
-        "git_commit": git_commit(), "data": prep.data, "selection": selection,
+        "git_commit": git_commit(),
+        "data": prep.data,
+        "selection": selection,
         "plan": [c.to_dict() for c in cases],
     }
 
@@ -378,9 +440,13 @@ def _record_backend_versions(meta: dict[str, Any], drivers: Any, backends: list[
     """run.json's versions of each backend's environment, as its driver reported them."""
     for name in backends:
         v = drivers.drivers[registry.get(name).env_key()].versions
-        meta["versions"]["backends"][name] = {"python": v.get("python", ""), "hdf5": v.get("hdf5", ""),
-                                              "h5py": v.get("h5py", ""), "env": registry.get(name).env_key(),
-                                              "packages": v}
+        meta["versions"]["backends"][name] = {
+            "python": v.get("python", ""),
+            "hdf5": v.get("hdf5", ""),
+            "h5py": v.get("h5py", ""),
+            "env": registry.get(name).env_key(),
+            "packages": v,
+        }
 
 
 def _finish_meta(folder: RunFolder, meta: dict[str, Any], status: str, runner: Any) -> str:
@@ -420,8 +486,11 @@ def _report(args: argparse.Namespace, folder: RunFolder, meta: dict[str, Any]) -
 
         say("")
         baseline = reliability.find_baseline(folder.path)
-        against = (f"slowdown against fault-free run {baseline.name}" if baseline else
-                   "no fault-free run of the same plan here, so no slowdown: run the same command without --faults")
+        against = (
+            f"slowdown against fault-free run {baseline.name}"
+            if baseline
+            else "no fault-free run of the same plan here, so no slowdown: run the same command without --faults"
+        )
         say(f"reliability under faults '{meta['config']['network']}' ({against}):")
         say(reliability.render(reliability.table(folder.path, baseline)))
         for line in fault_lines(meta.get("faults_injected"), meta.get("plan", [])):
@@ -444,8 +513,15 @@ def _report(args: argparse.Namespace, folder: RunFolder, meta: dict[str, Any]) -
     return 0
 
 
-def more_rounds(runner: Any, folder: RunFolder, matrix: planmod.Matrix, seed: int, reads: dict[str, bool],
-                backends: list[str], meta: dict[str, Any]) -> None:
+def more_rounds(
+    runner: Any,
+    folder: RunFolder,
+    matrix: planmod.Matrix,
+    seed: int,
+    reads: dict[str, bool],
+    backends: list[str],
+    meta: dict[str, Any],
+) -> None:
     """Interleaved rounds of the case groups whose interval is still wider than the target, each at
     its next trial, until every group is tight or capped, or the time cap is spent (stopping.py)."""
     import time
@@ -457,13 +533,18 @@ def more_rounds(runner: Any, folder: RunFolder, matrix: planmod.Matrix, seed: in
         if not want:
             break
         if rule.max_seconds and time.monotonic() - t0 > rule.max_seconds:
-            say(f"time cap of {rule.max_seconds / 60:.0f} min reached with {len(want)} case groups not yet tight; "
-                "they are marked noisy")
+            say(
+                f"time cap of {rule.max_seconds / 60:.0f} min reached with {len(want)} case groups not yet tight; "
+                "they are marked noisy"
+            )
             break
         top = max(want.values())
         matrix.trials = top
-        round_cases = [c for c in planmod.plan_cases(matrix, seed, reads, block)
-                       if want.get(stopping.group_of(c.case_id)) == c.trial]
+        round_cases = [
+            c
+            for c in planmod.plan_cases(matrix, seed, reads, block)
+            if want.get(stopping.group_of(c.case_id)) == c.trial
+        ]
         say(f"another round: {len(round_cases)} case groups not yet within ±{rule.precision:.0%}")
         meta.setdefault("plan", []).extend(c.to_dict() for c in round_cases)
         folder.write_meta(meta)
@@ -474,52 +555,98 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backends", nargs="+", metavar="NAME", help=f"subset of: {' '.join(registry.names())}")
     p.add_argument("--modes", nargs="+", choices=list(planmod.ALL_MODES))
     p.add_argument("--workers", nargs="+", type=int, metavar="N", help="Dask worker counts, e.g. 1 2 4")
-    p.add_argument("--page-buffers", nargs="+", metavar="BYTES",
-                   help='e.g. 0 default 268435456 (0 is off on every libhdf5; "default" is the library\'s own, 64 MiB on 2.x ROS3)')
-    p.add_argument("--block-caches", nargs="+", metavar="BYTES",
-                   help='ros3-2.2 block cache sizes, e.g. off default 268435456 (many blocks on unpaged files; on paged files only the first)')
+    p.add_argument(
+        "--page-buffers",
+        nargs="+",
+        metavar="BYTES",
+        help='e.g. 0 default 268435456 (0 is off on every libhdf5; "default" is the library\'s own, 64 MiB on 2.x ROS3)',
+    )
+    p.add_argument(
+        "--block-caches",
+        nargs="+",
+        metavar="BYTES",
+        help="ros3-2.2 block cache sizes, e.g. off default 268435456 (many blocks on unpaged files; on paged files only the first)",
+    )
     p.add_argument("--chunk-cache", nargs="+", type=int, metavar="BYTES", help="HDF5 chunk cache sizes (rdcc_nbytes)")
     p.add_argument("--trials", type=int)
     p.add_argument("--seed", type=int)
     p.add_argument("--signals-files", type=int, metavar="N", help="files read in signals mode (0 = all)")
     p.add_argument("--signals-names", type=int, metavar="N", help="signal names read in signals mode (0 = all)")
     p.add_argument("--shots", type=int, metavar="N", help="synthetic files to make when no --data is given")
-    p.add_argument("--precision", type=float, metavar="FRACTION",
-                   help="after --trials rounds, run more interleaved rounds of each case until the 95 %% interval of its "
-                        "median task time is within ±FRACTION (e.g. 0.05), up to --max-trials")
+    p.add_argument(
+        "--precision",
+        type=float,
+        metavar="FRACTION",
+        help="after --trials rounds, run more interleaved rounds of each case until the 95 %% interval of its "
+        "median task time is within ±FRACTION (e.g. 0.05), up to --max-trials",
+    )
     p.add_argument("--max-trials", type=int, metavar="N", help="the cap on trials with --precision")
-    p.add_argument("--max-minutes", type=float, metavar="M", help="the cap on the extra rounds' wall time with --precision")
+    p.add_argument(
+        "--max-minutes", type=float, metavar="M", help="the cap on the extra rounds' wall time with --precision"
+    )
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "bench", help="run the backends benchmark (embedded S3 server unless --data)",
+        "bench",
+        help="run the backends benchmark (embedded S3 server unless --data)",
         description="Read HDF5 shot files with Dask workers through every backend; writes "
-                    "data/runs/<run-id>/{workers.csv,cases.csv,run.json}.",
+        "data/runs/<run-id>/{workers.csv,cases.csv,run.json}.",
     )
     p.add_argument("--profile", default="quick", choices=list(profiles.BENCH_PROFILES))
     p.add_argument("--config", metavar="FILE.toml", help="TOML file overriding the profile")
-    p.add_argument("--data", metavar="s3://bucket/prefix", help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder")
-    p.add_argument("--network", default=None,
-                   help="latency emulation in front of the embedded server, e.g. s3-same-region, upstream-ec2 "
-                        "(default: none, or the one the profile models)")
-    p.add_argument("--tls", action=argparse.BooleanOptionalAction, default=None,
-                   help="serve the embedded server over https with a private CA that every backend trusts "
-                        "(the default; TLS handshakes are measured, as on S3); --no-tls (or --http): plain http")
+    p.add_argument(
+        "--data",
+        metavar="s3://bucket/prefix",
+        help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder",
+    )
+    p.add_argument(
+        "--network",
+        default=None,
+        help="latency emulation in front of the embedded server, e.g. s3-same-region, upstream-ec2 "
+        "(default: none, or the one the profile models)",
+    )
+    p.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the embedded server over https with a private CA that every backend trusts "
+        "(the default; TLS handshakes are measured, as on S3); --no-tls (or --http): plain http",
+    )
     p.add_argument("--http", dest="tls", action="store_false", help=argparse.SUPPRESS)
-    p.add_argument("--anatomy", action="store_true", help="after the cases, write anatomy.json (see `shotbench anatomy`) into the run folder")
-    p.add_argument("--faults", metavar="PROFILE",
-                   help="inject faults in front of the embedded server and check every byte read: "
-                        "flaky-5pc, throttled, stalls-2pc (toxiproxy) or slowdown-5pc, http-flaky-5pc "
-                        "(HTTP errors and cut bodies from a fault-injecting proxy; http-0pc: that proxy, no faults)")
-    p.add_argument("--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters")
-    p.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)")
-    p.add_argument("--report", action="store_true",
-                   help="render the run's report when it ends without failures (always with --profile readers)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="check the settings and print how many cases the run would measure; run nothing")
-    p.add_argument("--keep-going", action="store_true",
-                   help="exit 0 even when cases failed (they are still left out of every result)")
+    p.add_argument(
+        "--anatomy",
+        action="store_true",
+        help="after the cases, write anatomy.json (see `shotbench anatomy`) into the run folder",
+    )
+    p.add_argument(
+        "--faults",
+        metavar="PROFILE",
+        help="inject faults in front of the embedded server and check every byte read: "
+        "flaky-5pc, throttled, stalls-2pc (toxiproxy) or slowdown-5pc, http-flaky-5pc "
+        "(HTTP errors and cut bodies from a fault-injecting proxy; http-0pc: that proxy, no faults)",
+    )
+    p.add_argument(
+        "--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters"
+    )
+    p.add_argument(
+        "--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)"
+    )
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="render the run's report when it ends without failures (always with --profile readers)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the settings and print how many cases the run would measure; run nothing",
+    )
+    p.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="exit 0 even when cases failed (they are still left out of every result)",
+    )
     p.add_argument("--runs-dir", help=argparse.SUPPRESS)
     p.add_argument("--shots-dir", help="where synthetic shot files live (default data/shots)")
     p.add_argument("--local-copies", metavar="DIR", help="local copies of the S3 objects for the local backend")
@@ -538,12 +665,19 @@ def _compare_text(table: pd.DataFrame) -> str:
     from shotbench.read.analyse import compare as stats
 
     t = table.assign(
-        ratio=[f"{r:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(lo) else f"{r:.3f}" for r, lo, hi in table[["ratio", "ci-low", "ci-high"]].to_numpy()],
-        **{"p-adjusted": table["p-adjusted"].map(lambda p: f"{p:.3g}"), "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
-           "flag": stats.flags(table)},
+        ratio=[
+            f"{r:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(lo) else f"{r:.3f}"
+            for r, lo, hi in table[["ratio", "ci-low", "ci-high"]].to_numpy()
+        ],
+        **{
+            "p-adjusted": table["p-adjusted"].map(lambda p: f"{p:.3g}"),
+            "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
+            "flag": stats.flags(table),
+        },
     )
-    return t[["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "flag"]].to_string(
-        index=False, float_format=lambda v: f"{v:.4g}")
+    return t[
+        ["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "flag"]
+    ].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
 def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
@@ -563,8 +697,10 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
     groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
     for p in groups[0] + groups[1]:
         if kind_of(p) != "read":
-            raise UserError(f"{p} is not a run folder; pass two run folders (or comma-separated lists of them), "
-                            "or two backends with --run DIR.")
+            raise UserError(
+                f"{p} is not a run folder; pass two run folders (or comma-separated lists of them), "
+                "or two backends with --run DIR."
+            )
     names = ["+".join(p.name for p in g) for g in groups]
     return stats.pooled(groups[0]), stats.pooled(groups[1]), stats.CASE_KEYS, f"{names[1]} vs {names[0]}"
 
@@ -583,13 +719,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "compare.csv", index=False)
     how = "Holm" if args.correction == "holm" else "FDR"
-    gates = " ".join(g for g in (
-        f"Gate: SLOWER when the ratio is at least {args.threshold} with its interval above 1 and {how}-adjusted p < {stats.ALPHA}.",
-        f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline." if args.limit_ratio else "") if g)
-    compare_page.write_html(table, f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}", out / "compare.html", gates,
-               args.correction)
-    print(f"{title}: median task time ratio B ÷ A per case (95 % BCa interval), Mann-Whitney p ({how}-adjusted over "
-          f"{len(table)} cases)")
+    gates = " ".join(
+        g
+        for g in (
+            f"Gate: SLOWER when the ratio is at least {args.threshold} with its interval above 1 and {how}-adjusted p < {stats.ALPHA}.",
+            f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline."
+            if args.limit_ratio
+            else "",
+        )
+        if g
+    )
+    compare_page.write_html(
+        table,
+        f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}",
+        out / "compare.html",
+        gates,
+        args.correction,
+    )
+    print(
+        f"{title}: median task time ratio B ÷ A per case (95 % BCa interval), Mann-Whitney p ({how}-adjusted over "
+        f"{len(table)} cases)"
+    )
     print(_compare_text(table))
     print(gates)
     print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
@@ -597,8 +747,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if bad.empty:
         return 0
     for _, r in bad.iterrows():
-        why = (f"{r['ratio']:.2f}× slower (95 % interval {r['ci-low']:.2f}–{r['ci-high']:.2f}, adjusted p={r['p-adjusted']:.3g})"
-               if r["slower"] else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×")
+        why = (
+            f"{r['ratio']:.2f}× slower (95 % interval {r['ci-low']:.2f}–{r['ci-high']:.2f}, adjusted p={r['p-adjusted']:.3g})"
+            if r["slower"]
+            else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×"
+        )
         print(f"FAIL {r['case']}: {why}")
     return 1
 
@@ -608,20 +761,45 @@ def register_compare(subparsers: Any) -> None:
     from shotbench.read.analyse.compare import ALPHA, THRESHOLD
 
     p = subparsers.add_parser(
-        "compare", help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
+        "compare",
+        help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
         description="Median task time ratio B ÷ A per matching case over every task of every trial, BCa bootstrap "
-                    "interval and Mann-Whitney p-value adjusted over the cases.",
+        "interval and Mann-Whitney p-value adjusted over the cases.",
     )
-    p.add_argument("a", metavar="A", help="the baseline: a run folder (or several, comma-separated, pooled), or a backend with --run")
-    p.add_argument("b", metavar="B", help="the candidate: a run folder (or several, comma-separated, pooled), or a backend with --run")
+    p.add_argument(
+        "a",
+        metavar="A",
+        help="the baseline: a run folder (or several, comma-separated, pooled), or a backend with --run",
+    )
+    p.add_argument(
+        "b",
+        metavar="B",
+        help="the candidate: a run folder (or several, comma-separated, pooled), or a backend with --run",
+    )
     p.add_argument("--run", metavar="DIR", help="compare two backends of this run folder")
-    p.add_argument("--threshold", type=float, metavar="RATIO", default=THRESHOLD,
-                   help=f"exit 1 when a case of B is at least RATIO × slower with its interval above 1 and adjusted "
-                        f"p < {ALPHA} (default {THRESHOLD})")
-    p.add_argument("--correction", choices=sorted(statistics.ADJUSTMENTS), default="holm",
-                   help="how p-values are adjusted for many cases: holm (family-wise, default) or fdr (Benjamini-Hochberg)")
-    p.add_argument("--limit-ratio", type=float, metavar="K", help="exit 1 when a case of B takes more than K × its copy (raw-GET) baseline")
-    p.add_argument("--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        metavar="RATIO",
+        default=THRESHOLD,
+        help=f"exit 1 when a case of B is at least RATIO × slower with its interval above 1 and adjusted "
+        f"p < {ALPHA} (default {THRESHOLD})",
+    )
+    p.add_argument(
+        "--correction",
+        choices=sorted(statistics.ADJUSTMENTS),
+        default="holm",
+        help="how p-values are adjusted for many cases: holm (family-wise, default) or fdr (Benjamini-Hochberg)",
+    )
+    p.add_argument(
+        "--limit-ratio",
+        type=float,
+        metavar="K",
+        help="exit 1 when a case of B takes more than K × its copy (raw-GET) baseline",
+    )
+    p.add_argument(
+        "--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)"
+    )
     p.set_defaults(func=cmd_compare)
 
 
@@ -665,8 +843,10 @@ def cmd_repeat(args: argparse.Namespace) -> int:
             before = set(p for p in where.iterdir() if p.is_dir())
             done = subprocess.run([sys.executable, "-m", "shotbench.cli", "bench", *rest])
             if done.returncode != 0:
-                raise UserError(f"run {i + 1} of {args.times} failed (exit {done.returncode}); the runs so far are in {where}.",
-                                exit_code=done.returncode)
+                raise UserError(
+                    f"run {i + 1} of {args.times} failed (exit {done.returncode}); the runs so far are in {where}.",
+                    exit_code=done.returncode,
+                )
             folders.append(_new_run(where, before))
     table = pd.concat([repeat.ratios(f, args.baseline, args.unit) for f in folders], ignore_index=True)
     cases, summary = repeat.score(table)
@@ -675,8 +855,9 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "ratios.csv", index=False)
     cases.to_csv(out / "repeat.csv", index=False)
-    (out / "repeat.json").write_text(json.dumps({"runs": [str(f) for f in folders], "baseline": args.baseline,
-                                                 **asdict(summary)}, indent=2) + "\n")
+    (out / "repeat.json").write_text(
+        json.dumps({"runs": [str(f) for f in folders], "baseline": args.baseline, **asdict(summary)}, indent=2) + "\n"
+    )
     print(text)
     print(f"Wrote {out / 'repeat.csv'}, {out / 'ratios.csv'} and {out / 'repeat.json'}.")
     return 0
@@ -684,16 +865,25 @@ def cmd_repeat(args: argparse.Namespace) -> int:
 
 def register_repeat(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "repeat", help="run the bench matrix N times back to back and say how far its ratios move",
+        "repeat",
+        help="run the bench matrix N times back to back and say how far its ratios move",
         description="Runs `shotbench bench` with the given arguments N times (or scores --runs), then per case: each "
-                    "backend ÷ baseline ratio per run, how far it moves between runs, and how often one run's "
-                    "95 %% interval covers the other runs' ratios.",
+        "backend ÷ baseline ratio per run, how far it moves between runs, and how often one run's "
+        "95 %% interval covers the other runs' ratios.",
     )
     p.add_argument("--times", type=int, default=3, metavar="N", help="runs to make (default 3)")
     p.add_argument("--baseline", default="local", help="the backend every ratio divides by (default local)")
-    p.add_argument("--unit", choices=["task", "case"], default="task",
-                   help="samples of a ratio: every task's read time (default) or each trial's case runtime")
+    p.add_argument(
+        "--unit",
+        choices=["task", "case"],
+        default="task",
+        help="samples of a ratio: every task's read time (default) or each trial's case runtime",
+    )
     p.add_argument("--runs", nargs="+", metavar="RUN_DIR", help="score these runs instead of making new ones")
-    p.add_argument("--output", metavar="DIR", help="where repeat.csv, ratios.csv and repeat.json go (default reports/repeat/<last run>/)")
+    p.add_argument(
+        "--output",
+        metavar="DIR",
+        help="where repeat.csv, ratios.csv and repeat.json go (default reports/repeat/<last run>/)",
+    )
     p.add_argument("bench_args", nargs=argparse.REMAINDER, help="after --: arguments for each `shotbench bench`")
     p.set_defaults(func=cmd_repeat)

@@ -178,8 +178,17 @@ def _clean(text: str) -> str:
 
 
 def worker_rows(
-    raw: Iterable[dict[str, Any]], *, case: Any, total: float, tot_num_obj: int,
-    run_id: str, hdf5: str, h5py_version: str, layout: str = "", family: str = "", gather: float | None = None,
+    raw: Iterable[dict[str, Any]],
+    *,
+    case: Any,
+    total: float,
+    tot_num_obj: int,
+    run_id: str,
+    hdf5: str,
+    h5py_version: str,
+    layout: str = "",
+    family: str = "",
+    gather: float | None = None,
 ) -> list[WorkerRow]:
     """Upstream-schema rows from what the tasks returned (plus our columns).
 
@@ -188,26 +197,46 @@ def worker_rows(
     rows = []
     for r in raw:
         t, nobjs, nd = float(r["time"]), int(r["objs"]), int(r["dsets"])
-        rows.append(WorkerRow(
-            worker=r["worker#"], obj_id=r["obj-id"], open_read_data_time=t,
-            wrkr_num_objs=nobjs, mean_obj_time=t / nobjs if nobjs else 0.0,
-            num_dsets=nd, mean_dset_time=t / nd if nd else 0.0,
-            pb_size=case.pb_size, num_workers=case.workers, obj_type=case.mode,
-            tot_num_obj=tot_num_obj, total_runtime=total,
-            backend=case.backend, hdf5_version=hdf5, h5py_version=h5py_version,
-            run_id=run_id, case_id=case.case_id, trial=case.trial,
-            dask_worker=r.get("dask-worker", ""), bytes_read=int(r["bytes"]),
-            open_time=float(r["open"]), error=_clean(r.get("error", "")),
-            effective={c: r.get(c, "") for c in EFFECTIVE_COLUMNS},
-            index_time=r.get("index-time", ""), index_bytes=r.get("index-bytes", ""),
-            client_gets=r.get("client-gets", ""), client_heads=r.get("client-heads", ""),
-            client_bytes=r.get("client-bytes", ""),
-            open_file_time=float(r["open"]), read_data_time=float(r.get("read", t - float(r["open"]))),
-            gather_time="" if gather is None else gather, layout=layout, file_family=family,
-            status=r.get("status") or task_status(r.get("error", "")),
-            retries=r.get("retries", ""),
-            verified=r.get("verified", ""),
-        ))
+        rows.append(
+            WorkerRow(
+                worker=r["worker#"],
+                obj_id=r["obj-id"],
+                open_read_data_time=t,
+                wrkr_num_objs=nobjs,
+                mean_obj_time=t / nobjs if nobjs else 0.0,
+                num_dsets=nd,
+                mean_dset_time=t / nd if nd else 0.0,
+                pb_size=case.pb_size,
+                num_workers=case.workers,
+                obj_type=case.mode,
+                tot_num_obj=tot_num_obj,
+                total_runtime=total,
+                backend=case.backend,
+                hdf5_version=hdf5,
+                h5py_version=h5py_version,
+                run_id=run_id,
+                case_id=case.case_id,
+                trial=case.trial,
+                dask_worker=r.get("dask-worker", ""),
+                bytes_read=int(r["bytes"]),
+                open_time=float(r["open"]),
+                error=_clean(r.get("error", "")),
+                effective={c: r.get(c, "") for c in EFFECTIVE_COLUMNS},
+                index_time=r.get("index-time", ""),
+                index_bytes=r.get("index-bytes", ""),
+                client_gets=r.get("client-gets", ""),
+                client_heads=r.get("client-heads", ""),
+                client_bytes=r.get("client-bytes", ""),
+                open_file_time=float(r["open"]),
+                read_data_time=float(r.get("read", t - float(r["open"]))),
+                gather_time="" if gather is None else gather,
+                layout=layout,
+                file_family=family,
+                status=r.get("status") or task_status(r.get("error", "")),
+                retries=r.get("retries", ""),
+                verified=r.get("verified", ""),
+            )
+        )
     return rows
 
 

@@ -118,6 +118,6 @@ def stalled(times: Sequence[float], sizes: Sequence[float] | None = None) -> lis
         slow = beyond(t, others)
         if slow and sizes is not None and len(sizes) == len(times):
             rates = [x / max(float(b), 1.0) for x, b in zip(times, sizes)]
-            slow = rates[i] > STALL_FACTOR * statistics.median(rates[:i] + rates[i + 1:])
+            slow = rates[i] > STALL_FACTOR * statistics.median(rates[:i] + rates[i + 1 :])
         out.append(slow)
     return out

@@ -150,9 +150,16 @@ def figures(html: str) -> list[FigureInfo]:
         for fig in (o for o in objs.values() if o["name"] == "Figure"):
             a = fig.get("attributes", {})
             axes = {side: [get(r) for r in a.get(side, [])] for side in ("below", "above", "left", "right", "center")}
-            label = lambda side: next(  # noqa: E731 - a one-line helper over this iteration's axes
-                (str(x["attributes"].get("axis_label") or "") for x in axes[side] if x.get("name", "").endswith("Axis")), ""  # noqa: B023 - called within this iteration only
-            )
+
+            def label(side: str, axes: dict[str, list[dict]] = axes) -> str:
+                """The axis title on one side of this figure ("" when it has none)."""
+                titles = (
+                    str(x["attributes"].get("axis_label") or "")
+                    for x in axes[side]
+                    if x.get("name", "").endswith("Axis")
+                )
+                return next(titles, "")
+
             colors: dict[str, str] = {}
             looks: dict[str, tuple[Any, ...]] = {}
             for r in map(get, a.get("renderers", [])):
@@ -180,9 +187,13 @@ def figures(html: str) -> list[FigureInfo]:
                         alike.append((drawn[look], text))
                     drawn.setdefault(look, text)
             title = get(a.get("title"))
-            rotated = [f"{side} axis" for side in ("below", "above", "left", "right") for x in axes[side]
-                       if x.get("name", "").endswith("Axis")
-                       and x["attributes"].get("major_label_orientation", "horizontal") not in ("horizontal", 0, 0.0)]
+            rotated = [
+                f"{side} axis"
+                for side in ("below", "above", "left", "right")
+                for x in axes[side]
+                if x.get("name", "").endswith("Axis")
+                and x["attributes"].get("major_label_orientation", "horizontal") not in ("horizontal", 0, 0.0)
+            ]
             out.append(
                 FigureInfo(
                     title=str(title.get("attributes", {}).get("text", "")),

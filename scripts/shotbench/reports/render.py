@@ -100,7 +100,9 @@ def ensure_kernel() -> str:
             continue
     found = KernelSpecManager().find_kernel_specs().get(KERNEL_NAME)
     if not found:
-        raise UserError("Could not register a Jupyter kernel for this Python; make sure its prefix is writable and retry.")
+        raise UserError(
+            "Could not register a Jupyter kernel for this Python; make sure its prefix is writable and retry."
+        )
     return KERNEL_NAME
 
 
@@ -184,7 +186,10 @@ def render_notebook(notebook: Path, params: dict, out_dir: Path, name: str, hide
     out_html = export_html(out_ipynb, out_dir / f"{name}.html", hide_code, title)
     remote = external_resources(out_html.read_text(encoding="utf-8"))
     if remote:
-        print(f"shotbench: warning: {out_html} would fetch {len(remote)} resource(s) from the network: {remote[0]}", file=sys.stderr)
+        print(
+            f"shotbench: warning: {out_html} would fetch {len(remote)} resource(s) from the network: {remote[0]}",
+            file=sys.stderr,
+        )
     save_screenshot(out_html)
     return out_html
 
@@ -231,7 +236,9 @@ def many_shot_inputs(specs: list[str]) -> bool:
     """True when every input is an upstream many-shot CSV (rendered by the many-shot notebook)."""
     kinds = {multishot.schema_of(multishot.read_header(s.path)) == "upstream" for s in multishot.parse_sources(specs)}
     if len(kinds) > 1:
-        raise UserError("Many-shot and single-shot CSVs cannot share one report; render them with separate --input sets.")
+        raise UserError(
+            "Many-shot and single-shot CSVs cannot share one report; render them with separate --input sets."
+        )
     return kinds == {True}
 
 
@@ -239,7 +246,9 @@ def render_reference_many_shot(hide_code: bool, out: Path | None = None) -> Path
     """The upstream many-shot study into reports/mdsplusbench/multi-shot.html (or `out`)."""
     out = out or reports_dir() / REFERENCE_DIR
     notebook = repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK
-    return render_notebook(notebook, {"inputs": multishot.reference_inputs()}, out, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code)
+    return render_notebook(
+        notebook, {"inputs": multishot.reference_inputs()}, out, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code
+    )
 
 
 @dataclass
@@ -299,8 +308,10 @@ REFERENCE_DIR = "mdsplusbench"
 def reference_inputs() -> list[str]:
     """The upstream EC2 study (MIT-PSFC/MDSplusBench, MIT License) as shipped in data/fixtures."""
     base = data_dir() / "fixtures" / "mdsplusbench"
-    return [f"old-ros3-1.14={base / 'single-shot-ec2-s3.csv.gz'}",
-            f"new-ros3-2.0dev={base / 'single-shot-ec2-s3-libaws.csv.gz'}"]
+    return [
+        f"old-ros3-1.14={base / 'single-shot-ec2-s3.csv.gz'}",
+        f"new-ros3-2.0dev={base / 'single-shot-ec2-s3-libaws.csv.gz'}",
+    ]
 
 
 def reference_entry() -> IndexEntry | None:
@@ -309,10 +320,14 @@ def reference_entry() -> IndexEntry | None:
     if not report.is_file():
         return None
     return IndexEntry(
-        kind="reference", run_id="MDSplusBench EC2 study", date="upstream",
+        kind="reference",
+        run_id="MDSplusBench EC2 study",
+        date="upstream",
         location="S3 from an m5.4xlarge (500 files of 16 MB)",
         backends="ROS3 libhdf5 1.14.6 (old), ROS3 2.0 development build (new)",
-        hdf5="1.14.6, 2.0-dev", status="published", report=report,
+        hdf5="1.14.6, 2.0-dev",
+        status="published",
+        report=report,
     )
 
 
@@ -340,8 +355,11 @@ def rendered_entries() -> list[IndexEntry]:
     for kind in KINDS.values():
         for run in kind.runs():
             entry = index_entry(kind, run, kind.out_dir(run) / f"{kind.stem}.html")
-            entry.pages = [(title, entry.report.parent / f"{stem}.html") for stem, title in QUESTION_PAGES.items()
-                           if (entry.report.parent / f"{stem}.html").is_file()]
+            entry.pages = [
+                (title, entry.report.parent / f"{stem}.html")
+                for stem, title in QUESTION_PAGES.items()
+                if (entry.report.parent / f"{stem}.html").is_file()
+            ]
             entries.append(entry)
     entries.sort(key=lambda e: (e.date, e.run_id), reverse=True)
     entries = entries + reference_entries()
@@ -401,7 +419,9 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f4
     return path
 
 
-def render_run(kind: ReportKind, run: Path, hide_code: bool, extra: dict | None = None, out: Path | None = None) -> Path:
+def render_run(
+    kind: ReportKind, run: Path, hide_code: bool, extra: dict | None = None, out: Path | None = None
+) -> Path:
     """Render one run folder into reports/[<prefix>/]<run-id>/ and refresh the index, or into
     `out` (then the index, which lists the reports/ folders, is left as it is).
 
@@ -441,7 +461,9 @@ def latest(kind: ReportKind) -> Path:
 def refuse_flags(args: argparse.Namespace) -> None:
     """A flag that does not apply to the chosen report is refused, never silently ignored."""
     if args.name and not args.input:
-        raise UserError("--name names the files of an --input report only; drop it (run reports are named after their notebook).")
+        raise UserError(
+            "--name names the files of an --input report only; drop it (run reports are named after their notebook)."
+        )
     if args.baseline and (args.transfer or args.latest_transfer):
         raise UserError("--baseline applies to ROS3 reports only; drop it for a transfer report.")
 
@@ -465,12 +487,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         kind = KINDS["ros3"]
         notebook, stem, params = kind.notebook_path, kind.stem, {"inputs": args.input, "baseline": args.baseline}
         if many_shot_inputs(args.input):
-            notebook, stem, params = repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK, Path(MULTI_SHOT_NOTEBOOK).stem, {"inputs": args.input}
+            notebook, stem, params = (
+                repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK,
+                Path(MULTI_SHOT_NOTEBOOK).stem,
+                {"inputs": args.input},
+            )
         t0 = time.monotonic()
         print(f"Rendering {notebook.name} with {len(args.input)} input(s) into {out} ...", flush=True)
         html_path = render_notebook(notebook, params, out, args.name or stem, hide)
-        print(f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
-              f"figures), {html_path.with_suffix('.ipynb')} and its tables in {time.monotonic() - t0:.0f} s.")
+        print(
+            f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
+            f"figures), {html_path.with_suffix('.ipynb')} and its tables in {time.monotonic() - t0:.0f} s."
+        )
         if args.reference:
             many = render_reference_many_shot(hide, out)
             print(f"Wrote {many} ({figure_count(many.read_text())} figures): the upstream many-shot study.")
@@ -515,16 +543,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Execute the analysis notebook with papermill and export standalone HTML.",
     )
     p.add_argument("--input", action="append", metavar="LABEL=PATH", help="a run folder or per-worker CSV (repeatable)")
-    p.add_argument("--output", metavar="DIR",
-                   help="where to write the report (needed with --input; default reports/<run-id>/ for a run)")
+    p.add_argument(
+        "--output",
+        metavar="DIR",
+        help="where to write the report (needed with --input; default reports/<run-id>/ for a run)",
+    )
     p.add_argument("--latest", action="store_true", help="render the newest run in data/runs into reports/<run-id>/")
     p.add_argument("--run", metavar="DIR", help="render this run folder into reports/<run-id>/ (or --output DIR)")
     p.add_argument("--latest-transfer", action="store_true", help="render the newest data/transfer run")
     p.add_argument("--transfer", metavar="DIR", help="render this transfer run folder")
-    p.add_argument("--reference", action="store_true",
-                   help="render the upstream MDSplusBench study (bundled CSVs) into reports/mdsplusbench/")
-    p.add_argument("--baseline", metavar="SERIES[@W]", help="shared baseline for performance ratios (default: each line's smallest worker count)")
-    p.add_argument("--name", metavar="NAME", help="file name of the .ipynb/.html of an --input report (default: the notebook's)")
+    p.add_argument(
+        "--reference",
+        action="store_true",
+        help="render the upstream MDSplusBench study (bundled CSVs) into reports/mdsplusbench/",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="SERIES[@W]",
+        help="shared baseline for performance ratios (default: each line's smallest worker count)",
+    )
+    p.add_argument(
+        "--name", metavar="NAME", help="file name of the .ipynb/.html of an --input report (default: the notebook's)"
+    )
     _code_flags(p)
     p.set_defaults(func=cmd_report)
     q = subparsers.add_parser("reports", help="re-render every run and write reports/index.html")

@@ -27,17 +27,22 @@ def screenshot(html: Path, png: Path | None = None, timeout_s: float = 120) -> P
         browser = p.chromium.launch(executable_path=str(exe), args=ARGS)
         try:
             page = browser.new_page(viewport={"width": WIDTH, "height": 1000})
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:")) else r.abort())
+            page.route(
+                "**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:")) else r.abort()
+            )
             page.goto(html.resolve().as_uri(), wait_until="load", timeout=timeout_s * 1000)
             expected = figure_count(html.read_text(encoding="utf-8"))
             page.wait_for_function(
                 "n => n === 0 || (window.Bokeh && [...Bokeh.index.all_views()].length >= n)",
-                arg=expected, timeout=timeout_s * 1000,
+                arg=expected,
+                timeout=timeout_s * 1000,
             )
             page.wait_for_timeout(500)  # let the last canvases paint
             page.screenshot(path=str(png), full_page=True)
         except Error as exc:
-            raise UserError(f"Chromium could not capture {html} ({str(exc).splitlines()[0]}); open it in a browser instead.") from None
+            raise UserError(
+                f"Chromium could not capture {html} ({str(exc).splitlines()[0]}); open it in a browser instead."
+            ) from None
         finally:
             browser.close()
     return png
@@ -79,7 +84,9 @@ _LAYOUT_JS = """() => ({
 })"""
 
 
-def layout(html: Path, width: int = WIDTH, timeout_s: float = 120, png: Path | None = None, first_screen: int = 0) -> PageLayout:
+def layout(
+    html: Path, width: int = WIDTH, timeout_s: float = 120, png: Path | None = None, first_screen: int = 0
+) -> PageLayout:
     """Open `html` at `width` px (offline), wait for its figures, and measure what the reader sees;
     with `png`, also save a screenshot: the first `first_screen` px, or the whole page when 0."""
     from playwright.sync_api import Error, sync_playwright
@@ -89,24 +96,31 @@ def layout(html: Path, width: int = WIDTH, timeout_s: float = 120, png: Path | N
         browser = p.chromium.launch(executable_path=str(exe), args=ARGS)
         try:
             page = browser.new_page(viewport={"width": width, "height": first_screen or 1000})
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:")) else r.abort())
+            page.route(
+                "**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:")) else r.abort()
+            )
             page.goto(html.resolve().as_uri(), wait_until="load", timeout=timeout_s * 1000)
             expected = figure_count(html.read_text(encoding="utf-8"))
             page.wait_for_function(
                 "n => n === 0 || (window.Bokeh && [...Bokeh.index.all_views()].length >= n)",
-                arg=expected, timeout=timeout_s * 1000,
+                arg=expected,
+                timeout=timeout_s * 1000,
             )
             page.wait_for_timeout(500)
             got = page.evaluate(_LAYOUT_JS)
             if png is not None:
                 page.screenshot(path=str(png), full_page=not first_screen)
         except Error as exc:
-            raise UserError(f"Chromium could not open {html} ({str(exc).splitlines()[0]}); open it in a browser instead.") from None
+            raise UserError(
+                f"Chromium could not open {html} ({str(exc).splitlines()[0]}); open it in a browser instead."
+            ) from None
         finally:
             browser.close()
     return PageLayout(
-        width=width, height=float(got["height"]),
+        width=width,
+        height=float(got["height"]),
         headings=[Heading(int(h["level"]), str(h["text"]), float(h["top"])) for h in got["headings"]],
-        first_table_top=got["table"], code_cells=int(got["code"]),
+        first_table_top=got["table"],
+        code_cells=int(got["code"]),
         figures=[(str(t), float(r)) for t, r in got["figures"]],
     )

@@ -175,9 +175,7 @@ def _incomplete(records: list[LogRecord | ByteRecord], bucket: str | None) -> bo
     return counts < served
 
 
-def count_requests(
-    log: Path, start: float, end: float, bucket: str | None = None, quiet: float = 0.3
-) -> RequestStats:
+def count_requests(log: Path, start: float, end: float, bucket: str | None = None, quiet: float = 0.3) -> RequestStats:
     """Requests whose timestamp (whole seconds for requests) falls in [start, end] (unix seconds)."""
     if quiet > 0 and time.time() - end < 5:
         settle(Path(log), quiet=quiet)

@@ -19,7 +19,8 @@ WHICH_S3 = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "server", help="the embedded S3 server (versitygw on 127.0.0.1)",
+        "server",
+        help="the embedded S3 server (versitygw on 127.0.0.1)",
         description="Manage the embedded S3 server: a real versitygw process on 127.0.0.1 with random "
         "credentials kept (mode 0600) in the state folder (.shotbench/, or $SHOTBENCH_STATE).",
     )
@@ -29,10 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     start = sub.add_parser("start", help="start it (or show the running one); prints endpoint and credentials file")
     start.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
-    start.add_argument("--tls", action="store_true",
-                       help="serve https with a certificate from a private CA made in the state folder")
     start.add_argument(
-        "--network", default="none", choices=list(network.NETWORK_PROFILES),
+        "--tls", action="store_true", help="serve https with a certificate from a private CA made in the state folder"
+    )
+    start.add_argument(
+        "--network",
+        default="none",
+        choices=list(network.NETWORK_PROFILES),
         help="put toxiproxy in front with this latency profile (default: none)",
     )
     start.set_defaults(func=_start)
@@ -40,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.add_parser("status", help="is it running, and where").set_defaults(func=_status)
 
     st = subparsers.add_parser(
-        "stage", help="upload a folder of shot files to s3://bucket/prefix (skips what is already there)",
+        "stage",
+        help="upload a folder of shot files to s3://bucket/prefix (skips what is already there)",
         description="Upload every file of SRC to DEST through the S3 API with parallel, multipart-capable "
         "uploads; objects already there with the same size and ETag are skipped. " + WHICH_S3,
     )
@@ -49,14 +54,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     st.add_argument("--jobs", "-j", type=int, default=8, help="concurrent uploads, shared by all files (default: 8)")
     st.add_argument("--embedded", action="store_true", help="use the embedded server, starting it if needed")
     st.add_argument(
-        "--create-bucket", action="store_true",
+        "--create-bucket",
+        action="store_true",
         help="create the bucket if missing (always done on the embedded server, never silently elsewhere)",
     )
     st.add_argument("--no-progress", action="store_true", help="no progress bar")
     st.set_defaults(func=_stage)
 
     ls = subparsers.add_parser(
-        "ls", help="list the shot files of a data location (s3://bucket/prefix or a folder)",
+        "ls",
+        help="list the shot files of a data location (s3://bucket/prefix or a folder)",
         description="List the shot files (*.h5, *.hdf5) of a location with their sizes. " + WHICH_S3,
     )
     ls.add_argument("location", metavar="LOCATION", help="s3://bucket/prefix or a local folder")
@@ -123,7 +130,11 @@ def _stage(args: argparse.Namespace) -> int:
     cfg = _config(args.embedded)
     print(f"staging {args.src} -> {loc.uri()} at {cfg.public()['endpoint']} ({args.jobs} jobs)", file=sys.stderr)
     summary = stage(
-        args.src, loc, cfg, jobs=args.jobs, progress=not args.no_progress,
+        args.src,
+        loc,
+        cfg,
+        jobs=args.jobs,
+        progress=not args.no_progress,
         create_bucket=True if args.create_bucket else None,
     )
     print(summary.line(loc.uri()))

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 
 
 def obstore_store(
-    cfg: S3Config, bucket: str, client_options: dict[str, Any] | None = None, retry_config: dict[str, Any] | None = None,
+    cfg: S3Config,
+    bucket: str,
+    client_options: dict[str, Any] | None = None,
+    retry_config: dict[str, Any] | None = None,
 ) -> Any:
     """An obstore `S3Store` for `bucket`; `client_options` and `retry_config` as obstore takes them."""
     from obstore.store import S3Store

@@ -89,10 +89,13 @@ class Engine:
             opts.override_default_trust_store_from_path(None, cfg.ca_bundle)
             kw["tls_connection_options"] = ClientTlsContext(opts).new_connection_options()
         self.client = S3Client(
-            region=cfg.region or DEFAULT_REGION, signing_config=signing,
+            region=cfg.region or DEFAULT_REGION,
+            signing_config=signing,
             tls_mode=S3RequestTlsMode.DISABLED if plain else S3RequestTlsMode.ENABLED,
-            max_active_connections_override=max(1, connections), part_size=part_size,
-            connect_timeout_ms=CONNECT_TIMEOUT_MS, **kw,
+            max_active_connections_override=max(1, connections),
+            part_size=part_size,
+            connect_timeout_ms=CONNECT_TIMEOUT_MS,
+            **kw,
         )
         if cfg.endpoint_url:
             u = urlsplit(cfg.endpoint_url)
@@ -108,10 +111,21 @@ class Engine:
         path = f"{self._base}/{bucket}" + (f"/{quote(key, safe='/' + _SAFE)}" if key else "")
         return self._host, (path or "/") + q
 
-    def start(self, method: str, bucket: str, key: str = "", *, operation: str, query: str = "",
-              headers: Sequence[tuple[str, str]] = (), body: bytes | None = None,
-              recv_filepath: str | None = None, send_filepath: str | None = None, send_size: int = 0,
-              checksum_config: Any = None) -> Pending:
+    def start(
+        self,
+        method: str,
+        bucket: str,
+        key: str = "",
+        *,
+        operation: str,
+        query: str = "",
+        headers: Sequence[tuple[str, str]] = (),
+        body: bytes | None = None,
+        recv_filepath: str | None = None,
+        send_filepath: str | None = None,
+        send_size: int = 0,
+        checksum_config: Any = None,
+    ) -> Pending:
         """Send one request now; `Pending.result()` waits for it.
 
         A body from `send_filepath` is read by awscrt in C (one PUT of `send_size` bytes: the
@@ -134,14 +148,22 @@ class Engine:
             kind = S3RequestType.GET_OBJECT
         elif send_filepath is not None:
             kind = S3RequestType.PUT_OBJECT
-            extra = {"send_filepath": send_filepath, "multipart_upload_threshold": max(send_size, 5 << 20) + 1,
-                     "part_size": max(send_size, 5 << 20) + 1}
+            extra = {
+                "send_filepath": send_filepath,
+                "multipart_upload_threshold": max(send_size, 5 << 20) + 1,
+                "part_size": max(send_size, 5 << 20) + 1,
+            }
         else:
             kind = S3RequestType.DEFAULT
         pending.request = self.client.make_request(
-            type=kind, request=req, operation_name=operation if kind == S3RequestType.DEFAULT else None,
-            recv_filepath=recv_filepath, checksum_config=checksum_config,
-            on_headers=pending._on_headers, on_body=None if recv_filepath else pending._on_body, **extra,
+            type=kind,
+            request=req,
+            operation_name=operation if kind == S3RequestType.DEFAULT else None,
+            recv_filepath=recv_filepath,
+            checksum_config=checksum_config,
+            on_headers=pending._on_headers,
+            on_body=None if recv_filepath else pending._on_body,
+            **extra,
         )
         return pending
 
@@ -197,9 +219,18 @@ class Pending:
             body = exc.body or b""
             code = xml_text(body, "Code") or exc.name
             message = xml_text(body, "Message") or ""
-            raise S3Failure(self.operation, exc.status_code, code, scrub(message, self.cfg.secrets())[:200],
-                            {k.lower(): v for k, v in (exc.headers or [])}) from None
+            raise S3Failure(
+                self.operation,
+                exc.status_code,
+                code,
+                scrub(message, self.cfg.secrets())[:200],
+                {k.lower(): v for k, v in (exc.headers or [])},
+            ) from None
         except Exception as exc:  # noqa: BLE001 - awscrt.exceptions.AwsCrtError and kin: the connection, not the server
-            raise S3Failure(self.operation, None, getattr(exc, "name", type(exc).__name__),
-                            scrub(getattr(exc, "message", str(exc)), self.cfg.secrets())[:200]) from None
+            raise S3Failure(
+                self.operation,
+                None,
+                getattr(exc, "name", type(exc).__name__),
+                scrub(getattr(exc, "message", str(exc)), self.cfg.secrets())[:200],
+            ) from None
         return Reply(self.status, self.headers, b"".join(self._body))

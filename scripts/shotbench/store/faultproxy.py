@@ -52,8 +52,9 @@ KINDS = (*ERRORS, TRUNCATED)
 ANSWERED_GETS = "answered-gets"
 LABELS = {"slowdown": "503 SlowDown", "internal": "500 InternalError", TRUNCATED: "truncated"}
 # Not forwarded: they describe one hop (the proxy re-frames bodies itself).
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
-                        "upgrade", "expect"})
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "expect"}
+)
 
 
 @dataclass(frozen=True)
@@ -125,14 +126,21 @@ class Decider:
         return choose(self.faults, draw(self.faults.seed, key, n))
 
     def stats(self) -> dict[str, Any]:
-        return {"requests": self.requests, "injected": {k: self.injected[k] for k in KINDS},
-                ANSWERED_GETS: self.answered_gets, "seed": self.faults.seed, "pid": os.getpid()}
+        return {
+            "requests": self.requests,
+            "injected": {k: self.injected[k] for k in KINDS},
+            ANSWERED_GETS: self.answered_gets,
+            "seed": self.faults.seed,
+            "pid": os.getpid(),
+        }
 
 
 def error_body(code: str, message: str, resource: str, request_id: str) -> bytes:
     """The XML error document S3 sends with an error status."""
-    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
-            f"<Resource>{resource}</Resource><RequestId>{request_id}</RequestId></Error>").encode()
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+        f"<Resource>{resource}</Resource><RequestId>{request_id}</RequestId></Error>"
+    ).encode()
 
 
 def write_stats(path: Path, stats: dict[str, Any]) -> None:
@@ -161,8 +169,9 @@ def read_counts(path: Path) -> dict[str, int]:
 
 def describe(counts: dict[str, int]) -> str:
     """`37 × 503 SlowDown, 12 truncated`; `none` when nothing was injected."""
-    parts = [f"{n} truncated" if k == TRUNCATED else f"{n} × {LABELS[k]}" for k, n in counts.items()
-             if n and k in KINDS]
+    parts = [
+        f"{n} truncated" if k == TRUNCATED else f"{n} × {LABELS[k]}" for k, n in counts.items() if n and k in KINDS
+    ]
     return ", ".join(parts) or "none"
 
 
@@ -197,9 +206,15 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
             body = error_body(code, message, request.path, request_id)
             injected(kind, request.method)
             head = request.method == "HEAD"
-            return web.Response(status=status, body=None if head else body, headers={
-                "Content-Type": "application/xml", "x-amz-request-id": request_id,
-                **({"Content-Length": str(len(body))} if head else {})})
+            return web.Response(
+                status=status,
+                body=None if head else body,
+                headers={
+                    "Content-Type": "application/xml",
+                    "x-amz-request-id": request_id,
+                    **({"Content-Length": str(len(body))} if head else {}),
+                },
+            )
         try:
             return await forward(request, kind)
         except (TimeoutError, aiohttp.ClientError, OSError):
@@ -213,15 +228,22 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
     async def forward(request: web.Request, kind: str | None) -> web.StreamResponse:
         assert session is not None
         async with session.request(
-            request.method, URL(upstream + request.raw_path, encoded=True), headers=_forwarded(request.raw_headers),
-            data=request.content if request.body_exists else None, allow_redirects=False,
+            request.method,
+            URL(upstream + request.raw_path, encoded=True),
+            headers=_forwarded(request.raw_headers),
+            data=request.content if request.body_exists else None,
+            allow_redirects=False,
             skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent", "Content-Type"),
         ) as up:
-            resp = web.StreamResponse(status=up.status, reason=up.reason,
-                                      headers=CIMultiDict(_forwarded(up.raw_headers)))
+            resp = web.StreamResponse(
+                status=up.status, reason=up.reason, headers=CIMultiDict(_forwarded(up.raw_headers))
+            )
             length = up.content_length
-            cut = (length // 2 if kind == TRUNCATED and request.method != "HEAD" and up.status in (200, 206)
-                   and length and length > 1 else None)
+            cut = (
+                length // 2
+                if kind == TRUNCATED and request.method != "HEAD" and up.status in (200, 206) and length and length > 1
+                else None
+            )
             await resp.prepare(request)
             sent = 0
             while request.method != "HEAD":
@@ -229,7 +251,7 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
                 if not piece:
                     break
                 if cut is not None and sent + len(piece) >= cut:
-                    await resp.write(piece[:cut - sent])
+                    await resp.write(piece[: cut - sent])
                     injected(TRUNCATED, request.method)
                     resp.force_close()  # the connection ends here, short of the declared length
                     return resp
@@ -241,9 +263,13 @@ def _make_app(decider: Decider, upstream: str, stats_path: Path) -> Any:
     async def on_startup(_app: web.Application) -> None:
         nonlocal session
         session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=None), auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(), timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-            read_bufsize=CHUNK, trust_env=False)
+            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=None),
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            read_bufsize=CHUNK,
+            trust_env=False,
+        )
 
     async def on_cleanup(_app: web.Application) -> None:
         if session is not None:
@@ -262,8 +288,9 @@ async def serve(port: int, upstream_port: int, faults: HttpFaults, stats_path: P
     from aiohttp import web
 
     decider = Decider(faults)
-    runner = web.AppRunner(_make_app(decider, f"http://127.0.0.1:{upstream_port}", stats_path),
-                           access_log=None, handle_signals=False)
+    runner = web.AppRunner(
+        _make_app(decider, f"http://127.0.0.1:{upstream_port}", stats_path), access_log=None, handle_signals=False
+    )
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", port, reuse_address=True).start()
     stop = asyncio.Event()
@@ -300,9 +327,23 @@ def start(state: Path, upstream_port: int, faults: HttpFaults, private: bool = F
     log = open(state / "faultproxy.log", "ab")
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", MODULE, "--port", str(port), "--upstream-port", str(upstream_port),
-             "--stats", str(stats), "--faults", faults.to_json()],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                MODULE,
+                "--port",
+                str(port),
+                "--upstream-port",
+                str(upstream_port),
+                "--stats",
+                str(stats),
+                "--faults",
+                faults.to_json(),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             preexec_fn=die_with_parent() if private else None,
         )
     finally:

@@ -56,7 +56,9 @@ def _one(store: Any, w: Wanted) -> float:
     if n != w.size:
         raise UserError(f"{w.path} received {n} bytes but the object {w.key} has {w.size}; fetch again.")
     if h is not None and h.hexdigest() != w.sha256:
-        raise UserError(f"{w.path} does not have the SHA-256 it must have ({w.key} changed or was damaged); fetch again.")
+        raise UserError(
+            f"{w.path} does not have the SHA-256 it must have ({w.key} changed or was damaged); fetch again."
+        )
     return time.perf_counter() - t
 
 
@@ -73,10 +75,16 @@ def fetch_objects(cfg: S3Config, bucket: str, wanted: list[Wanted], jobs: int = 
         raise
     except Exception as exc:  # noqa: BLE001 - obstore's errors (the server or the connection) become one sentence
         text = " ".join(str(exc).split())[:200]
-        raise UserError(f"fetching from s3://{bucket}/ failed ({type(exc).__name__}: {text}); check the location "
-                        "and the server, then fetch again.") from None
-    return FetchSummary(len(wanted), sum(w.size for w in wanted), time.perf_counter() - started,
-                        {w.key: s for w, s in zip(wanted, seconds)})
+        raise UserError(
+            f"fetching from s3://{bucket}/ failed ({type(exc).__name__}: {text}); check the location "
+            "and the server, then fetch again."
+        ) from None
+    return FetchSummary(
+        len(wanted),
+        sum(w.size for w in wanted),
+        time.perf_counter() - started,
+        {w.key: s for w, s in zip(wanted, seconds)},
+    )
 
 
 def fetch(loc: Location, dest: Path, cfg: S3Config, jobs: int = 8) -> FetchSummary:
@@ -89,12 +97,14 @@ def fetch(loc: Location, dest: Path, cfg: S3Config, jobs: int = 8) -> FetchSumma
     try:
         listed = [m for batch in obstore.list(store, prefix=loc.prefix or None) for m in batch]
     except Exception as exc:  # noqa: BLE001 - obstore's errors become one sentence
-        raise UserError(f"cannot list {loc.uri()} ({type(exc).__name__}); check the location and credentials.") from None
+        raise UserError(
+            f"cannot list {loc.uri()} ({type(exc).__name__}); check the location and credentials."
+        ) from None
     if not listed:
         raise UserError(f"nothing is stored under {loc.uri()}; stage files there first with `shotbench stage`.")
     wanted = []
     for meta in sorted(listed, key=lambda m: m["path"]):
-        path = Path(dest) / meta["path"][len(loc.prefix):].lstrip("/")
+        path = Path(dest) / meta["path"][len(loc.prefix) :].lstrip("/")
         path.parent.mkdir(parents=True, exist_ok=True)
         wanted.append(Wanted(meta["path"], path, int(meta["size"])))
     return fetch_objects(cfg, loc.bucket, wanted, jobs)

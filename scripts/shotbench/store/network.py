@@ -35,7 +35,9 @@ class Profile:
     jitter_ms: int
     bandwidth_kbps: int | None = None  # KiB/s per connection (toxiproxy's unit)
     description: str = ""
-    faults: tuple[tuple[str, float, tuple[tuple[str, int], ...]], ...] = ()  # (toxic type, share of connections, attributes)
+    faults: tuple[
+        tuple[str, float, tuple[tuple[str, int], ...]], ...
+    ] = ()  # (toxic type, share of connections, attributes)
     http: HttpFaults | None = None  # HTTP-level faults, answered by store/faultproxy.py in front of the server
 
 
@@ -47,38 +49,74 @@ NETWORK_PROFILES: dict[str, Profile | None] = {
     "latency-70ms": Profile(70, 15, None, "~70 ms first byte, no bandwidth cap (the latency of s3-cross-region alone)"),
     # The upstream study's conditions: an m5.4xlarge reading S3 in its own region. The bench profile
     # of the same name adds its page buffer (264 MB) and its worker counts scaled to this machine.
-    "upstream-ec2": Profile(15, 5, UPSTREAM_STREAM_KBPS,
-                            "~15 ms first byte and ~90 MB/s per connection, like one S3 stream from EC2 in-region"),
+    "upstream-ec2": Profile(
+        15,
+        5,
+        UPSTREAM_STREAM_KBPS,
+        "~15 ms first byte and ~90 MB/s per connection, like one S3 stream from EC2 in-region",
+    ),
 }
 # Faults on purpose (`bench --faults NAME`): connection-level toxics at a share of connections.
 # reset_peer: the connection is reset after `timeout` ms; limit_data: closed after `bytes`;
 # slicer: responses cut into small, delayed pieces; timeout: data stops (a stall) for `timeout` ms.
 FAULTS: dict[str, Profile] = {
-    "flaky-5pc": Profile(0, 0, None, "5 % of connections reset mid-response, 5 % cut after 1 MB", (
-        ("reset_peer", 0.05, (("timeout", 50),)),
-        ("limit_data", 0.05, (("bytes", 1_000_000),)),
-    )),
-    "throttled": Profile(20, 5, 20_000, "~20 ms latency, ~20 MB/s per connection, responses in 1 KiB slices", (
-        ("slicer", 1.0, (("average_size", 1024), ("size_variation", 512), ("delay", 50))),
-    )),
-    "stalls-2pc": Profile(0, 0, None, "2 % of connections stop moving data for 120 s", (
-        ("timeout", 0.02, (("timeout", 120_000),)),
-    )),
+    "flaky-5pc": Profile(
+        0,
+        0,
+        None,
+        "5 % of connections reset mid-response, 5 % cut after 1 MB",
+        (
+            ("reset_peer", 0.05, (("timeout", 50),)),
+            ("limit_data", 0.05, (("bytes", 1_000_000),)),
+        ),
+    ),
+    "throttled": Profile(
+        20,
+        5,
+        20_000,
+        "~20 ms latency, ~20 MB/s per connection, responses in 1 KiB slices",
+        (("slicer", 1.0, (("average_size", 1024), ("size_variation", 512), ("delay", 50))),),
+    ),
+    "stalls-2pc": Profile(
+        0, 0, None, "2 % of connections stop moving data for 120 s", (("timeout", 0.02, (("timeout", 120_000),)),)
+    ),
     # HTTP-level: the fault-injecting proxy answers a seeded share of requests (any method: S3's
     # SlowDown can hit any request) as S3 does under trouble; truncated: a GET's body ends at half
     # its Content-Length.
-    "http-0pc": Profile(0, 0, None, "the fault proxy injecting nothing: the fault-free baseline of the HTTP "
-                        "profiles (same proxy hop)", http=HttpFaults(())),
-    "slowdown-5pc": Profile(0, 0, None, "5 % of requests answered 503 SlowDown (S3's XML error body)",
-                            http=HttpFaults((("slowdown", 0.05),))),
-    "http-flaky-5pc": Profile(0, 0, None, "5 % of requests fail: 2 % 503 SlowDown, 1 % 500 InternalError, "
-                              "2 % of GET bodies cut at half their Content-Length",
-                              http=HttpFaults((("slowdown", 0.02), ("internal", 0.01), ("truncated", 0.02)))),
+    "http-0pc": Profile(
+        0,
+        0,
+        None,
+        "the fault proxy injecting nothing: the fault-free baseline of the HTTP profiles (same proxy hop)",
+        http=HttpFaults(()),
+    ),
+    "slowdown-5pc": Profile(
+        0,
+        0,
+        None,
+        "5 % of requests answered 503 SlowDown (S3's XML error body)",
+        http=HttpFaults((("slowdown", 0.05),)),
+    ),
+    "http-flaky-5pc": Profile(
+        0,
+        0,
+        None,
+        "5 % of requests fail: 2 % 503 SlowDown, 1 % 500 InternalError, "
+        "2 % of GET bodies cut at half their Content-Length",
+        http=HttpFaults((("slowdown", 0.02), ("internal", 0.01), ("truncated", 0.02))),
+    ),
     # `make bench-chaos`: every kind at once; stalls of 15 s so that the quick matrix ends in minutes
-    "chaos-5pc": Profile(0, 0, None, "5 % of connections reset, 5 % stalled 15 s, 5 % of requests answered 503 SlowDown", (
-        ("reset_peer", 0.05, (("timeout", 50),)),
-        ("timeout", 0.05, (("timeout", 15_000),)),
-    ), http=HttpFaults((("slowdown", 0.05),))),
+    "chaos-5pc": Profile(
+        0,
+        0,
+        None,
+        "5 % of connections reset, 5 % stalled 15 s, 5 % of requests answered 503 SlowDown",
+        (
+            ("reset_peer", 0.05, (("timeout", 50),)),
+            ("timeout", 0.05, (("timeout", 15_000),)),
+        ),
+        http=HttpFaults((("slowdown", 0.05),)),
+    ),
 }
 NETWORK_PROFILES.update(FAULTS)
 SEED = 1  # toxiproxy's jitter is pseudo-random; a fixed seed repeats the same delays
@@ -101,7 +139,9 @@ class ProxyInfo:
 def _api(port: int, path: str, body: dict | None = None, method: str | None = None) -> dict:
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", data=data, method=method or ("POST" if data else "GET"),
+        f"http://127.0.0.1:{port}{path}",
+        data=data,
+        method=method or ("POST" if data else "GET"),
         headers={"Content-Type": "application/json"},
     )
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=3) as resp:
@@ -111,18 +151,33 @@ def _api(port: int, path: str, body: dict | None = None, method: str | None = No
 
 def toxics(profile: Profile) -> list[dict]:
     """The toxiproxy toxics that make up a profile (downstream: responses are delayed)."""
-    out = [{
-        "name": "latency", "type": "latency", "stream": "downstream", "toxicity": 1.0,
-        "attributes": {"latency": profile.latency_ms, "jitter": profile.jitter_ms},
-    }] if profile.latency_ms or profile.jitter_ms else []
+    out = (
+        [
+            {
+                "name": "latency",
+                "type": "latency",
+                "stream": "downstream",
+                "toxicity": 1.0,
+                "attributes": {"latency": profile.latency_ms, "jitter": profile.jitter_ms},
+            }
+        ]
+        if profile.latency_ms or profile.jitter_ms
+        else []
+    )
     if profile.bandwidth_kbps:
-        out.append({
-            "name": "bandwidth", "type": "bandwidth", "stream": "downstream", "toxicity": 1.0,
-            "attributes": {"rate": profile.bandwidth_kbps},
-        })
+        out.append(
+            {
+                "name": "bandwidth",
+                "type": "bandwidth",
+                "stream": "downstream",
+                "toxicity": 1.0,
+                "attributes": {"rate": profile.bandwidth_kbps},
+            }
+        )
     for kind, share, attributes in profile.faults:
-        out.append({"name": kind, "type": kind, "stream": "downstream", "toxicity": share,
-                    "attributes": dict(attributes)})
+        out.append(
+            {"name": kind, "type": kind, "stream": "downstream", "toxicity": share, "attributes": dict(attributes)}
+        )
     return out
 
 
@@ -133,15 +188,28 @@ def start_proxy(state: Path, upstream_port: int, profile: Profile, private: bool
     binary = tools.toxiproxy_server()
     api_port, listen_port = free_port(), free_port()
     config = state / "toxiproxy.json"
-    config.write_text(json.dumps([{
-        "name": "s3", "listen": f"127.0.0.1:{listen_port}", "upstream": f"127.0.0.1:{upstream_port}", "enabled": True,
-    }]))
+    config.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "s3",
+                    "listen": f"127.0.0.1:{listen_port}",
+                    "upstream": f"127.0.0.1:{upstream_port}",
+                    "enabled": True,
+                }
+            ]
+        )
+    )
     log = open(state / "toxiproxy.log", "ab")
     try:
         proc = subprocess.Popen(
             [str(binary), "-host", "127.0.0.1", "-port", str(api_port), "-config", str(config), "-seed", str(SEED)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=die_with_parent() if private else None, env={**os.environ, "LOG_LEVEL": "warn"},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent() if private else None,
+            env={**os.environ, "LOG_LEVEL": "warn"},
         )
     finally:
         log.close()

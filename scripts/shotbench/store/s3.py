@@ -160,7 +160,7 @@ def parse_location(text: str) -> Location:
     if not text:
         raise UserError("the data location is empty; give s3://bucket/prefix or a local folder.")
     if text.startswith("s3://"):
-        rest = text[len("s3://"):]
+        rest = text[len("s3://") :]
         bucket, _, prefix = rest.partition("/")
         if not _BUCKET_RE.match(bucket) or ".." in bucket:
             raise UserError(
@@ -193,7 +193,9 @@ def is_shot_name(name: str) -> bool:
 def _local_files(loc: Location) -> list[ShotObject]:
     assert loc.path is not None
     if not loc.path.exists():
-        raise UserError(f"the folder {loc.path} does not exist; make shot files with `shotbench synth --out {loc.path}`.")
+        raise UserError(
+            f"the folder {loc.path} does not exist; make shot files with `shotbench synth --out {loc.path}`."
+        )
     if not loc.path.is_dir():
         raise UserError(f"{loc.path} is a file, not a folder; give the folder that holds the shot files.")
     return [
@@ -305,18 +307,24 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
             "(for the embedded server: `source .shotbench/env.sh`)."
         )
     if code in ("ExpiredToken", "TokenRefreshRequired", "InvalidToken"):
-        return UserError("the AWS session token has expired; refresh your credentials (e.g. `aws sso login`) and retry.")
+        return UserError(
+            "the AWS session token has expired; refresh your credentials (e.g. `aws sso login`) and retry."
+        )
     if code in ("PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException"):
         region = err.get("Region") or exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get(
             "x-amz-bucket-region", "its own region"
         )
-        return UserError(f"bucket '{loc.bucket}' lives in {region}, not {cfg.region}; set AWS_REGION={region} and retry.")
+        return UserError(
+            f"bucket '{loc.bucket}' lives in {region}, not {cfg.region}; set AWS_REGION={region} and retry."
+        )
     if code in ("AccessDenied", "403", "AllAccessDisabled") or status == 403:
         return UserError(
             f"access to {loc.uri()} is denied for access key {key}; grant it s3:ListBucket and s3:GetObject "
             "or use credentials that have them."
         )
-    return UserError(f"S3 request to {where} failed with {code or status}: {err.get('Message', '')}; check the location and credentials.")
+    return UserError(
+        f"S3 request to {where} failed with {code or status}: {err.get('Message', '')}; check the location and credentials."
+    )
 
 
 def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
@@ -341,7 +349,9 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
     shots = [o for o in objs if is_shot_name(o.key)]
     _check_not_empty(loc, objs, shots)
     try:
-        body = client.get_object(Bucket=loc.bucket, Key=shots[0].key, Range=f"bytes=0-{SIGNATURE_PROBE_BYTES - 1}")["Body"]
+        body = client.get_object(Bucket=loc.bucket, Key=shots[0].key, Range=f"bytes=0-{SIGNATURE_PROBE_BYTES - 1}")[
+            "Body"
+        ]
         head = body.read()
     except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None

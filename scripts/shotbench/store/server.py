@@ -137,7 +137,8 @@ def _healthy(port: int, timeout: float = 1.0, ca: str | None = None) -> bool:
         import ssl
 
         opener = urllib.request.build_opener(
-            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca)))
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca))
+        )
         url = f"https://127.0.0.1:{port}{HEALTH_PATH}"
     else:
         opener, url = _LOCAL, f"http://127.0.0.1:{port}{HEALTH_PATH}"
@@ -196,14 +197,23 @@ def _launch_byte_counter(st: Path, private: bool) -> tuple[subprocess.Popen, int
     port = free_port(socket.SOCK_DGRAM)
     proc = subprocess.Popen(
         [sys.executable, "-m", STATSD_MODULE, "--port", str(port), "--out", str(st / "access.log")],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, preexec_fn=die_with_parent() if private else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=die_with_parent() if private else None,
     )
     return proc, port
 
 
 def _launch(
-    binary: Path, st: Path, port: int, access: str, secret: str, private: bool, statsd_port: int,
+    binary: Path,
+    st: Path,
+    port: int,
+    access: str,
+    secret: str,
+    private: bool,
+    statsd_port: int,
     tls: _tls.TlsFiles | None = None,
 ) -> subprocess.Popen:
     root = st / "data"
@@ -219,24 +229,36 @@ def _launch(
         os.close(os.open(access_log, os.O_WRONLY | os.O_CREAT, 0o600))
     cmd = [
         str(binary),
-        "--port", f"127.0.0.1:{port}",
-        "--region", DEFAULT_REGION,
+        "--port",
+        f"127.0.0.1:{port}",
+        "--region",
+        DEFAULT_REGION,
         "--keep-alive",
         "--quiet",
-        "--health", HEALTH_PATH,
-        "--access-log", str(access_log),
-        "--metrics-service-name", "shotbench",
-        "--metrics-statsd-servers", f"127.0.0.1:{statsd_port}",
+        "--health",
+        HEALTH_PATH,
+        "--access-log",
+        str(access_log),
+        "--metrics-service-name",
+        "shotbench",
+        "--metrics-statsd-servers",
+        f"127.0.0.1:{statsd_port}",
         *(["--cert", str(tls.cert), "--key", str(tls.key)] if tls else []),
         "posix",
-        "--io-buffer-size", str(IO_BUFFER_SIZE),
+        "--io-buffer-size",
+        str(IO_BUFFER_SIZE),
         str(root),
     ]
     log = open(st / "versitygw.log", "ab")
     try:
         return subprocess.Popen(
-            cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=die_with_parent() if private else None,
+            cmd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent() if private else None,
         )
     finally:
         log.close()
@@ -446,4 +468,3 @@ def resolve_s3config(embedded: bool = False, state: Path | None = None, quiet: b
         "no S3 endpoint or credentials are configured; start the embedded server with `shotbench server start` "
         "(or pass --embedded), or set AWS_ENDPOINT_URL_S3 and AWS credentials for another S3 service."
     )
-

@@ -85,7 +85,8 @@ def local_files(src_dir: Path) -> list[Path]:
     if not src_dir.is_dir():
         raise UserError(f"{src_dir} is not a folder; make shot files with `shotbench synth --out {src_dir}` first.")
     files = [
-        p for p in sorted(src_dir.rglob("*"))
+        p
+        for p in sorted(src_dir.rglob("*"))
         if p.is_file() and not any(part.startswith(".") for part in p.relative_to(src_dir).parts)
     ]
     if not files:
@@ -158,7 +159,9 @@ def ensure_bucket(client: Any, loc: Location, cfg: S3Config, create: bool | None
     client.create_bucket(**kwargs)
 
 
-def _remote(engine: Engine, loc: Location, cfg: S3Config, create_bucket: bool | None) -> dict[str, tuple[int, str | None]]:
+def _remote(
+    engine: Engine, loc: Location, cfg: S3Config, create_bucket: bool | None
+) -> dict[str, tuple[int, str | None]]:
     """What is already under the prefix. The usual case is one ListObjectsV2 on the engine; anything
     unusual (a missing bucket, refused credentials, no server) takes the botocore path, whose
     errors `explain` turns into one sentence."""
@@ -226,7 +229,12 @@ class _Stager:
         refuses a body that is not what was hashed, so a write between the two reads fails the
         request instead of landing."""
         return self.engine.start(
-            "PUT", self.bucket, up.key, operation="PutObject", send_filepath=str(up.path), send_size=up.stat[0],
+            "PUT",
+            self.bucket,
+            up.key,
+            operation="PutObject",
+            send_filepath=str(up.path),
+            send_size=up.stat[0],
             headers=[("Content-Type", "application/octet-stream"), ("x-amz-checksum-sha256", _b64(digest))],
         )
 
@@ -265,7 +273,12 @@ class _Stager:
 
     def start_multipart(self, up: _Upload) -> None:
         reply = self.engine.call(
-            "POST", self.bucket, up.key, operation="CreateMultipartUpload", query="uploads=", timeout=60,
+            "POST",
+            self.bucket,
+            up.key,
+            operation="CreateMultipartUpload",
+            query="uploads=",
+            timeout=60,
             headers=[("Content-Type", "application/octet-stream"), ("x-amz-checksum-algorithm", "SHA256")],
         )
         up.upload_id = xml_text(reply.body, "UploadId") or ""
@@ -284,7 +297,12 @@ class _Stager:
         from urllib.parse import quote
 
         reply = self.engine.call(
-            "PUT", self.bucket, up.key, operation="UploadPart", body=data, timeout=_bound(len(data)),
+            "PUT",
+            self.bucket,
+            up.key,
+            operation="UploadPart",
+            body=data,
+            timeout=_bound(len(data)),
             query=f"partNumber={number}&uploadId={quote(up.upload_id, safe='-_.~')}",
             headers=[("x-amz-checksum-sha256", _b64(digest))],
         )
@@ -295,13 +313,22 @@ class _Stager:
     def complete(self, up: _Upload) -> None:
         from urllib.parse import quote
 
-        body = "<CompleteMultipartUpload>" + "".join(
-            f"<Part><PartNumber>{n}</PartNumber><ETag>\"{etag}\"</ETag><ChecksumSHA256>{_b64(d)}</ChecksumSHA256></Part>"
-            for n, (etag, d) in sorted(up.parts.items())
-        ) + "</CompleteMultipartUpload>"
+        body = (
+            "<CompleteMultipartUpload>"
+            + "".join(
+                f'<Part><PartNumber>{n}</PartNumber><ETag>"{etag}"</ETag><ChecksumSHA256>{_b64(d)}</ChecksumSHA256></Part>'
+                for n, (etag, d) in sorted(up.parts.items())
+            )
+            + "</CompleteMultipartUpload>"
+        )
         reply = self.engine.call(
-            "POST", self.bucket, up.key, operation="CompleteMultipartUpload", body=body.encode(),
-            query=f"uploadId={quote(up.upload_id, safe='-_.~')}", timeout=_bound(up.stat[0]),
+            "POST",
+            self.bucket,
+            up.key,
+            operation="CompleteMultipartUpload",
+            body=body.encode(),
+            query=f"uploadId={quote(up.upload_id, safe='-_.~')}",
+            timeout=_bound(up.stat[0]),
         )
         digests = [d for _, (_, d) in sorted(up.parts.items())]
         composite = f"{_b64(hashlib.sha256(b''.join(digests)).digest())}-{len(digests)}"
@@ -317,23 +344,32 @@ class _Stager:
         from urllib.parse import quote
 
         try:
-            self.engine.call("DELETE", self.bucket, up.key, operation="AbortMultipartUpload",
-                             query=f"uploadId={quote(up.upload_id, safe='-_.~')}", timeout=60)
+            self.engine.call(
+                "DELETE",
+                self.bucket,
+                up.key,
+                operation="AbortMultipartUpload",
+                query=f"uploadId={quote(up.upload_id, safe='-_.~')}",
+                timeout=60,
+            )
         except S3Failure:
             pass  # an upload left open costs storage, never a wrong object; S3 lifecycle rules end it
 
     def delete(self, key: str) -> None:
         self.engine.call("DELETE", self.bucket, key, operation="DeleteObject", timeout=60)
 
-    def _check_checksum(self, key: str, headers: dict[str, str], want: str, size: int, digests: list[bytes],
-                        part: int | None = None) -> None:
+    def _check_checksum(
+        self, key: str, headers: dict[str, str], want: str, size: int, digests: list[bytes], part: int | None = None
+    ) -> None:
         """The server's checksum must be ours; a server that keeps none is checked by reading back."""
         got = headers.get("x-amz-checksum-sha256")
         if got is None and part is None:
             got = self._read_back(key, size, digests)
         if got is not None and got != want:
             where = f"part {part} of {key}" if part else key
-            raise S3Failure("stage", None, "ChecksumMismatch", f"{where}: the server holds SHA-256 {got}, the file read gave {want}")
+            raise S3Failure(
+                "stage", None, "ChecksumMismatch", f"{where}: the server holds SHA-256 {got}, the file read gave {want}"
+            )
 
     def _read_back(self, key: str, size: int, digests: list[bytes]) -> str:
         """The object's checksum in our notation, from its bytes (servers that store no checksums)."""
@@ -343,7 +379,7 @@ class _Stager:
         if len(digests) == 1:
             return f"<{len(reply.body)} bytes>"
         step = math.ceil(size / len(digests))
-        parts = [hashlib.sha256(reply.body[i:i + step]).digest() for i in range(0, len(reply.body), step)]
+        parts = [hashlib.sha256(reply.body[i : i + step]).digest() for i in range(0, len(reply.body), step)]
         return f"{_b64(hashlib.sha256(b''.join(parts)).digest())}-{len(parts)}"
 
 
@@ -397,7 +433,11 @@ def stage(
         on_bytes = progress
     else:
         bar = tqdm(  # disable=None: a bar on a terminal, nothing in CI logs
-            total=total, unit="B", unit_scale=True, desc="stage", file=sys.stderr,
+            total=total,
+            unit="B",
+            unit_scale=True,
+            desc="stage",
+            file=sys.stderr,
             disable=True if (not progress or not ups) else None,
         )
         on_bytes = bar.update
@@ -410,8 +450,11 @@ def stage(
             for u in big:
                 stager.start_multipart(u)
                 opened.append(u)
-            futures = [pool.submit(stager.put_part, u, n, part_size)
-                       for u in big for n in range(1, max(1, math.ceil(u.stat[0] / part_size)) + 1)]
+            futures = [
+                pool.submit(stager.put_part, u, n, part_size)
+                for u in big
+                for n in range(1, max(1, math.ceil(u.stat[0] / part_size)) + 1)
+            ]
             try:
                 stager.put_smalls(small, jobs)
                 for fut in futures:
@@ -442,7 +485,9 @@ def stage(
             bar.close()
     done = [u for u in ups if u not in changed]
     summary = StageSummary(
-        files=len(done), bytes=sum(u.stat[0] for u in done), skipped=len(keep),
+        files=len(done),
+        bytes=sum(u.stat[0] for u in done),
+        skipped=len(keep),
         seconds=time.monotonic() - started,
     )
     if changed:
@@ -454,12 +499,18 @@ def _explain_failure(exc: S3Failure, loc: Location, cfg: S3Config) -> UserError:
     """One sentence for a request that failed mid-stage."""
     where = cfg.endpoint_url or "AWS"
     if exc.code == "ChecksumMismatch":
-        return UserError(f"the server does not hold what was sent ({exc.message}); nothing was marked staged for it, "
-                         "check the server's storage and run `shotbench stage` again.")
+        return UserError(
+            f"the server does not hold what was sent ({exc.message}); nothing was marked staged for it, "
+            "check the server's storage and run `shotbench stage` again."
+        )
     if exc.status is None:
-        return UserError(f"the S3 endpoint {where} stopped answering during the upload ({exc.code}); check that "
-                         "the server is healthy and run `shotbench stage` again (it resumes).")
+        return UserError(
+            f"the S3 endpoint {where} stopped answering during the upload ({exc.code}); check that "
+            "the server is healthy and run `shotbench stage` again (it resumes)."
+        )
     if exc.code in ("SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied") or exc.status == 403:
-        return UserError(f"{where} refused the upload to {loc.uri()} for access key {mask(cfg.access_key)} "
-                         f"({exc.code}); check the credentials and s3:PutObject rights.")
+        return UserError(
+            f"{where} refused the upload to {loc.uri()} for access key {mask(cfg.access_key)} "
+            f"({exc.code}); check the credentials and s3:PutObject rights."
+        )
     return UserError(f"{exc}; check the location and the server, then run `shotbench stage` again (it resumes).")

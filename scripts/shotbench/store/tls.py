@@ -29,8 +29,10 @@ def _openssl(args: list[str], cwd: Path) -> None:
 
     proc = subprocess.run([str(which.openssl()), *args], cwd=cwd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise UserError(f"openssl could not make the embedded server's certificate ({proc.stderr.strip()[-200:]}); "
-                        f"delete {cwd} and retry.")
+        raise UserError(
+            f"openssl could not make the embedded server's certificate ({proc.stderr.strip()[-200:]}); "
+            f"delete {cwd} and retry."
+        )
 
 
 def ensure(state: Path) -> TlsFiles:
@@ -41,16 +43,66 @@ def ensure(state: Path) -> TlsFiles:
         return files
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
-    _openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-              "-days", "3650", "-subj", "/CN=shotbench local CA",
-              "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
-             folder)
-    _openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-              "-subj", "/CN=127.0.0.1"], folder)
-    (folder / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                                    "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
-    _openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-              "-out", "server.crt", "-days", "825", "-extfile", "san.cnf"], folder)
+    _openssl(
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "3650",
+            "-subj",
+            "/CN=shotbench local CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+        folder,
+    )
+    _openssl(
+        [
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        folder,
+    )
+    (folder / "san.cnf").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+    )
+    _openssl(
+        [
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "825",
+            "-extfile",
+            "san.cnf",
+        ],
+        folder,
+    )
     return files
 
 

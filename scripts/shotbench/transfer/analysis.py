@@ -68,14 +68,18 @@ def summarize(cases: pd.DataFrame) -> pd.DataFrame:
         good = g[(g["error"] == "") & g["seconds"].notna()]
         errors = g.loc[g["error"] != "", "error"]
         lo, hi = median_interval(good["seconds"].to_numpy())
-        out.append({
-            **dict(zip(keys, key)),
-            "seconds": good["seconds"].median() if len(good) else float("nan"),
-            "lo": lo, "hi": hi,
-            "mb-per-s": good["mb-per-s"].median() if len(good) else float("nan"),
-            "trials": len(g), "good": len(good),
-            "error": "" if len(good) else (errors.iloc[0] if len(errors) else "no result"),
-        })
+        out.append(
+            {
+                **dict(zip(keys, key)),
+                "seconds": good["seconds"].median() if len(good) else float("nan"),
+                "lo": lo,
+                "hi": hi,
+                "mb-per-s": good["mb-per-s"].median() if len(good) else float("nan"),
+                "trials": len(g),
+                "good": len(good),
+                "error": "" if len(good) else (errors.iloc[0] if len(errors) else "no result"),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -84,8 +88,16 @@ def tools_table(meta: dict) -> pd.DataFrame:
     rows = []
     for name, t in (meta.get("tools") or {}).items():
         how = t.get("how") or {}
-        rows.append({"tool": name, "mode": t.get("mode"), "version": t.get("version") or "",
-                     "status": t.get("status"), "upload": how.get("upload", "—"), "download": how.get("download", "—")})
+        rows.append(
+            {
+                "tool": name,
+                "mode": t.get("mode"),
+                "version": t.get("version") or "",
+                "status": t.get("status"),
+                "upload": how.get("upload", "—"),
+                "download": how.get("download", "—"),
+            }
+        )
     return pd.DataFrame(rows).set_index("tool") if rows else pd.DataFrame()
 
 
@@ -108,8 +120,9 @@ def main_concurrency(cases: pd.DataFrame) -> int | None:
     return int(tied[len(tied) // 2])
 
 
-def seed_table(cases: pd.DataFrame, direction: str, metric: str = "seconds",
-               concurrency: int | None = None) -> pd.DataFrame:
+def seed_table(
+    cases: pd.DataFrame, direction: str, metric: str = "seconds", concurrency: int | None = None
+) -> pd.DataFrame:
     """Rows = test ('1000 File/1 MiB ea'), then Total Transfer Size, columns = tools, at one
     concurrency (default `main_concurrency`); cells '12.34s' / MB/s, or the error."""
     cases = loopback(cases)
@@ -119,8 +132,11 @@ def seed_table(cases: pd.DataFrame, direction: str, metric: str = "seconds",
     if s.empty:
         return pd.DataFrame()
     s = s.assign(cell=[_cell(r, metric) for _, r in s.iterrows()])
-    tests = (s[["test", "file-count", "file-size", "total-bytes"]].drop_duplicates("test")
-             .sort_values(["total-bytes", "file-size"], ascending=[False, True]))
+    tests = (
+        s[["test", "file-count", "file-size", "total-bytes"]]
+        .drop_duplicates("test")
+        .sort_values(["total-bytes", "file-size"], ascending=[False, True])
+    )
     table = s.pivot(index="test", columns="tool", values="cell")
     table = table.reindex(index=tests["test"], columns=sorted(s["tool"].unique())).fillna("")
     table.insert(0, "Total Transfer Size", [size_label(int(b)) for b in tests["total-bytes"]])
@@ -172,7 +188,9 @@ class Ratio:
     def text(self) -> str:
         if self.value is None:
             return f"{self.name}: not measured ({self.note})"
-        return f"{self.name}: {self.value:.2f}  [{self.numerator} / {self.denominator}]" + (f"  {self.note}" if self.note else "")
+        return f"{self.name}: {self.value:.2f}  [{self.numerator} / {self.denominator}]" + (
+            f"  {self.note}" if self.note else ""
+        )
 
 
 def _best(s: pd.DataFrame, tool: str, direction: str, test: str) -> pd.Series | None:
@@ -216,16 +234,25 @@ def best_vs_raw(cases: pd.DataFrame) -> list[Ratio]:
         best = tools.sort_values("mb-per-s", ascending=False).iloc[0]
         raw = g[(g["tool"] == BASELINE) & (g["concurrency"] == best["concurrency"])]
         if raw.empty:
-            out.append(Ratio(f"download {test}: best tool MB/s / raw-get MB/s", None, "", "",
-                             f"no verified raw-get at concurrency {best['concurrency']}"))
+            out.append(
+                Ratio(
+                    f"download {test}: best tool MB/s / raw-get MB/s",
+                    None,
+                    "",
+                    "",
+                    f"no verified raw-get at concurrency {best['concurrency']}",
+                )
+            )
             continue
         r = raw.iloc[0]
-        out.append(Ratio(
-            f"download {test}: best tool MB/s / raw-get MB/s",
-            best["mb-per-s"] / r["mb-per-s"],
-            f"{best['tool']} {best['mb-per-s']:.1f} MB/s (c={best['concurrency']})",
-            f"raw-get {r['mb-per-s']:.1f} MB/s (c={r['concurrency']})",
-        ))
+        out.append(
+            Ratio(
+                f"download {test}: best tool MB/s / raw-get MB/s",
+                best["mb-per-s"] / r["mb-per-s"],
+                f"{best['tool']} {best['mb-per-s']:.1f} MB/s (c={best['concurrency']})",
+                f"raw-get {r['mb-per-s']:.1f} MB/s (c={r['concurrency']})",
+            )
+        )
     return out
 
 
@@ -238,7 +265,9 @@ def terminal_summary(run_dir: Path) -> str:
         for metric, unit in (("seconds", "seconds"), ("mb-per-s", "MB/s")):
             t = seed_table(cases, direction, metric)
             if not t.empty:
-                parts.append(f"\n{direction.capitalize()} ({unit}, concurrency {conc}, median of verified trials)\n{markdown(t)}")
+                parts.append(
+                    f"\n{direction.capitalize()} ({unit}, concurrency {conc}, median of verified trials)\n{markdown(t)}"
+                )
         t = sweep_table(cases, direction)
         if not t.empty:
             parts.append(f"\n{direction.capitalize()} concurrency sweep (MB/s)\n{markdown(t)}")
@@ -266,10 +295,15 @@ def normalised_table(cases: pd.DataFrame, direction: str, ref: str) -> pd.DataFr
     if s.empty or r.empty:
         return pd.DataFrame()
     s = s[s.set_index(["test", "concurrency"]).index.isin(r.index)]
-    s = s.assign(row=s["test"] + " · c=" + s["concurrency"].astype(str),
-                 cell=[f"{v / r[(t, c)]:.2f}×" for v, t, c in zip(s["seconds"], s["test"], s["concurrency"])])
-    order = (s[["row", "total-bytes", "file-size", "concurrency"]].drop_duplicates("row")
-             .sort_values(["total-bytes", "file-size", "concurrency"], ascending=[False, True, True])["row"])
+    s = s.assign(
+        row=s["test"] + " · c=" + s["concurrency"].astype(str),
+        cell=[f"{v / r[(t, c)]:.2f}×" for v, t, c in zip(s["seconds"], s["test"], s["concurrency"])],
+    )
+    order = (
+        s[["row", "total-bytes", "file-size", "concurrency"]]
+        .drop_duplicates("row")
+        .sort_values(["total-bytes", "file-size", "concurrency"], ascending=[False, True, True])["row"]
+    )
     table = s.pivot(index="row", columns="tool", values="cell").reindex(index=order).fillna("")
     table = table[[ref] + sorted(c for c in table.columns if c != ref)]
     table.index.name = f"Test · concurrency (time ÷ {ref})"
@@ -316,8 +350,10 @@ class StageCheck:
         if self.best_seconds is None:
             return f"{head} PASS  shotbench {iv(self.seconds, self.lo, self.hi)}; no other tool finished this row"
         tie = f"; tied with {', '.join(self.tied)}" if self.tied else ""
-        return (f"{head} {'PASS' if self.passed else 'FAIL'}  shotbench {iv(self.seconds, self.lo, self.hi)} vs "
-                f"{self.best_tool} {iv(self.best_seconds, self.best_lo, self.best_hi)} = {self.ratio:.2f}×{tie}")
+        return (
+            f"{head} {'PASS' if self.passed else 'FAIL'}  shotbench {iv(self.seconds, self.lo, self.hi)} vs "
+            f"{self.best_tool} {iv(self.best_seconds, self.best_lo, self.best_hi)} = {self.ratio:.2f}×{tie}"
+        )
 
 
 def _overlap(a: pd.Series, b: pd.Series) -> bool:
@@ -338,17 +374,60 @@ def stage_checks(cases: pd.DataFrame, threshold: float = THRESHOLD) -> list[Stag
         me = me.iloc[0]
         rivals = g[(g["tool"] != SELF) & (g["tool"] != BASELINE) & (g["good"] > 0)].sort_values("seconds")
         if me["good"] == 0:
-            out.append(StageCheck(direction, test, int(conc), None, np.nan, np.nan, "", None, np.nan, np.nan, [],
-                                  threshold, me["error"]))
+            out.append(
+                StageCheck(
+                    direction,
+                    test,
+                    int(conc),
+                    None,
+                    np.nan,
+                    np.nan,
+                    "",
+                    None,
+                    np.nan,
+                    np.nan,
+                    [],
+                    threshold,
+                    me["error"],
+                )
+            )
             continue
         tied = [r["tool"] for _, r in rivals.iterrows() if _overlap(me, r)]
         if rivals.empty:
-            out.append(StageCheck(direction, test, int(conc), float(me["seconds"]), me["lo"], me["hi"], "", None,
-                                  np.nan, np.nan, tied, threshold))
+            out.append(
+                StageCheck(
+                    direction,
+                    test,
+                    int(conc),
+                    float(me["seconds"]),
+                    me["lo"],
+                    me["hi"],
+                    "",
+                    None,
+                    np.nan,
+                    np.nan,
+                    tied,
+                    threshold,
+                )
+            )
             continue
         b = rivals.iloc[0]
-        out.append(StageCheck(direction, test, int(conc), float(me["seconds"]), me["lo"], me["hi"], b["tool"],
-                              float(b["seconds"]), b["lo"], b["hi"], tied, threshold))
+        out.append(
+            StageCheck(
+                direction,
+                test,
+                int(conc),
+                float(me["seconds"]),
+                me["lo"],
+                me["hi"],
+                b["tool"],
+                float(b["seconds"]),
+                b["lo"],
+                b["hi"],
+                tied,
+                threshold,
+            )
+        )
     order = {"upload": 0, "download": 1}
     return sorted(out, key=lambda c: (order.get(c.direction, 2), c.concurrency, c.test))
 
@@ -360,9 +439,11 @@ def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
         return "stage threshold: not checked (shotbench was not in this run)"
     passed = sum(c.passed for c in checks)
     verdict = "PASS" if passed == len(checks) else "FAIL"
-    head = (f"stage threshold: shotbench ≤ {threshold:.2f}× the fastest other tool's median time on every row "
-            f"(median of verified trials, {int(LEVEL * 100)} % bootstrap interval; raw-get excluded as the ceiling): "
-            f"{verdict} ({passed} of {len(checks)} rows pass)")
+    head = (
+        f"stage threshold: shotbench ≤ {threshold:.2f}× the fastest other tool's median time on every row "
+        f"(median of verified trials, {int(LEVEL * 100)} % bootstrap interval; raw-get excluded as the ceiling): "
+        f"{verdict} ({passed} of {len(checks)} rows pass)"
+    )
     return "\n".join([head, *("  " + c.line() for c in checks)])
 
 
@@ -430,14 +511,18 @@ def async_finding(cases: pd.DataFrame, pays: float = 1.10) -> str:
         paying = [g for g in mine if g.ratio >= pays]
         top = max(mine, key=lambda g: g.ratio)
         if not paying:
-            parts.append(f"on {net} async never pays ≥ {pays:.2f}× (best {top.ratio:.2f}×, {top.library} "
-                         f"{top.direction} {top.test} at {top.concurrency})")
+            parts.append(
+                f"on {net} async never pays ≥ {pays:.2f}× (best {top.ratio:.2f}×, {top.library} "
+                f"{top.direction} {top.test} at {top.concurrency})"
+            )
             continue
         first = min(g.concurrency for g in paying)
         at_first = max((g for g in paying if g.concurrency == first), key=lambda g: g.ratio)
-        parts.append(f"on {net} async pays from {first} in flight ({at_first.library} {at_first.direction} "
-                     f"{at_first.test} {at_first.ratio:.2f}×; best {top.ratio:.2f}×, {top.library} {top.direction} "
-                     f"{top.test} at {top.concurrency}; {len(paying)} of {len(mine)} cells ≥ {pays:.2f}×)")
+        parts.append(
+            f"on {net} async pays from {first} in flight ({at_first.library} {at_first.direction} "
+            f"{at_first.test} {at_first.ratio:.2f}×; best {top.ratio:.2f}×, {top.library} {top.direction} "
+            f"{top.test} at {top.concurrency}; {len(paying)} of {len(mine)} cells ≥ {pays:.2f}×)"
+        )
     return "sync vs async (async MB/s ÷ sync MB/s, same library): " + "; ".join(parts) + "."
 
 
@@ -446,6 +531,8 @@ def latency_text(cases: pd.DataFrame) -> str:
     for direction in ("upload", "download"):
         t = latency_table(cases, direction)
         if not t.empty:
-            parts.append(f"\n{direction.capitalize()} sync vs async sweep (MB/s, median of verified trials)\n{markdown(t)}")
+            parts.append(
+                f"\n{direction.capitalize()} sync vs async sweep (MB/s, median of verified trials)\n{markdown(t)}"
+            )
     parts.append("\n" + async_finding(cases))
     return "\n".join(parts)

@@ -24,30 +24,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "transfer",
         help="Upload/download benchmark: aws s3 sync, s5cmd, boto3, s3fs, obstore, awscrt, shotbench stage",
         description="Move a file count x file size matrix in and out of S3 with each tool, verify every "
-                    "file, and write data/transfer/<run-id>/{cases,transfers}.csv and run.json.",
+        "file, and write data/transfer/<run-id>/{cases,transfers}.csv and run.json.",
     )
-    p.add_argument("--profile", default="quick", choices=sorted(TRANSFER_PROFILES),
-                   help="matrix size: quick (default, ~10 min on 2 cores), medium (1 GiB rows, sweep), full (seed matrix)")
-    p.add_argument("--data", metavar="s3://bucket/prefix",
-                   help="use this S3 location with your AWS credentials instead of the embedded server")
+    p.add_argument(
+        "--profile",
+        default="quick",
+        choices=sorted(TRANSFER_PROFILES),
+        help="matrix size: quick (default, ~10 min on 2 cores), medium (1 GiB rows, sweep), full (seed matrix)",
+    )
+    p.add_argument(
+        "--data",
+        metavar="s3://bucket/prefix",
+        help="use this S3 location with your AWS credentials instead of the embedded server",
+    )
     p.add_argument("--rows", help="override the profile's rows, e.g. 1000x1MiB,10x100MiB")
     p.add_argument("--tools", help=f"comma-separated subset of: {', '.join(TOOL_CLASSES)}")
     p.add_argument("--concurrency", help="comma-separated thread/worker counts to sweep, e.g. 4,16,64")
     p.add_argument("--trials", type=int, help="repeats of every case (interleaved)")
     p.add_argument("--seed", type=int, default=0, help="seed for the file contents and the case order")
     p.add_argument("--direction", choices=["both", "upload", "download"], default="both")
-    p.add_argument("--networks", metavar="NAMES",
-                   help="comma-separated networks for the sync-vs-async sweep, from: loopback, s3-same-region, "
-                        "s3-cross-region (default: the profile's); 'none' skips the sweep")
-    p.add_argument("--check", type=Path, metavar="RUN_DIR",
-                   help="check a finished run (or 'latest') against the stage threshold: print pass/fail per row, "
-                        "exit 1 when a row fails")
+    p.add_argument(
+        "--networks",
+        metavar="NAMES",
+        help="comma-separated networks for the sync-vs-async sweep, from: loopback, s3-same-region, "
+        "s3-cross-region (default: the profile's); 'none' skips the sweep",
+    )
+    p.add_argument(
+        "--check",
+        type=Path,
+        metavar="RUN_DIR",
+        help="check a finished run (or 'latest') against the stage threshold: print pass/fail per row, "
+        "exit 1 when a row fails",
+    )
     p.add_argument("--out", type=Path, help="parent folder of the run folder (default data/transfer)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run (same plan)")
     p.add_argument("--aws-bin", help="use this `aws` executable instead of the cached awscli install")
     p.add_argument("--s5cmd-bin", help="use this `s5cmd` executable instead of the cached build")
-    p.add_argument("--install-only", action="store_true",
-                   help="install the command-line tools (awscli venv, s5cmd build) into the cache and exit")
+    p.add_argument(
+        "--install-only",
+        action="store_true",
+        help="install the command-line tools (awscli venv, s5cmd build) into the cache and exit",
+    )
     p.set_defaults(func=main)
 
 
@@ -74,10 +91,13 @@ def build_plan(args: argparse.Namespace):
         allowed = ("loopback", "s3-same-region", "s3-cross-region")
         bad = [n for n in networks if n not in allowed]
         if bad:
-            raise UserError(f"Unknown network {bad[0]!r} for --networks; use loopback, s3-same-region, "
-                            "s3-cross-region or none.")
+            raise UserError(
+                f"Unknown network {bad[0]!r} for --networks; use loopback, s3-same-region, s3-cross-region or none."
+            )
         if networks and args.data:
-            raise UserError("--networks adds latency in front of the embedded server; drop --data or pass --networks none.")
+            raise UserError(
+                "--networks adds latency in front of the embedded server; drop --data or pass --networks none."
+            )
     elif args.data:
         networks = []
     return TransferPlan(
@@ -111,11 +131,15 @@ def _check_bucket(cfg, loc) -> None:
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in ("404", "NoSuchBucket"):
-            raise UserError(f"The bucket {loc.bucket} does not exist at {cfg.public()['endpoint']}; "
-                            "create it or point --data at an existing bucket.") from None
+            raise UserError(
+                f"The bucket {loc.bucket} does not exist at {cfg.public()['endpoint']}; "
+                "create it or point --data at an existing bucket."
+            ) from None
         if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-            raise UserError(f"The credentials (access key {cfg.public()['access_key']}) are not allowed to use "
-                            f"bucket {loc.bucket}; check AWS_PROFILE / AWS_ACCESS_KEY_ID or the bucket policy.") from None
+            raise UserError(
+                f"The credentials (access key {cfg.public()['access_key']}) are not allowed to use "
+                f"bucket {loc.bucket}; check AWS_PROFILE / AWS_ACCESS_KEY_ID or the bucket policy."
+            ) from None
         raise explain(exc, loc, cfg) from None
     except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
         raise explain(exc, loc, cfg) from None
@@ -161,7 +185,9 @@ def s3_target(data: str | None) -> Iterator[tuple]:
             raise UserError(f"--data must be an s3://bucket/prefix location, not {data}.")
         cfg = S3Config.from_env()
         if not cfg.access_key:
-            raise UserError("no AWS credentials found for --data; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE.")
+            raise UserError(
+                "no AWS credentials found for --data; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE."
+            )
         _check_bucket(cfg, loc)
         base = loc.prefix + "shotbench-transfer/"
         yield cfg, loc.bucket, base, {"location": f"s3://{loc.bucket}/{base}", "embedded": False, **cfg.public()}
@@ -177,9 +203,15 @@ def s3_target(data: str | None) -> Iterator[tuple]:
         with embedded_server(state) as info:
             cfg = info.s3config()
             cfg.boto3_client().create_bucket(Bucket=BUCKET)
-            server = {"endpoint_url": info.endpoint_url, "region": info.region, "access_key": mask(info.access_key),
-                      "network": info.network, "versitygw": VERSITYGW_VERSION, "upstream_port": info.upstream_port or info.port,
-                      "state": str(state)}
+            server = {
+                "endpoint_url": info.endpoint_url,
+                "region": info.region,
+                "access_key": mask(info.access_key),
+                "network": info.network,
+                "versitygw": VERSITYGW_VERSION,
+                "upstream_port": info.upstream_port or info.port,
+                "state": str(state),
+            }
             yield cfg, BUCKET, "", {"location": f"s3://{BUCKET}/", "embedded": True, **cfg.public(), "server": server}
     finally:
         shutil.rmtree(state, ignore_errors=True)
@@ -218,29 +250,35 @@ def main(args: argparse.Namespace) -> int:
         try:
             plan = TransferPlan.from_json(read_meta(run_dir)["plan"])
         except (ValueError, KeyError, TypeError):
-            raise UserError(f"{meta_path} is damaged or incomplete, so the run cannot be resumed; "
-                            "start a new run with `shotbench transfer`.") from None
+            raise UserError(
+                f"{meta_path} is damaged or incomplete, so the run cannot be resumed; "
+                "start a new run with `shotbench transfer`."
+            ) from None
     else:
         plan = build_plan(args)
         from shotbench.diskspace import writable
 
         writable(args.out or transfer_runs_dir(), "output folder")
         run_dir = (args.out or transfer_runs_dir()) / new_run_id()
-    binaries = {k: v for k, v in {"aws-s3-sync": args.aws_bin, "aws-s3-cp": args.aws_bin,
-                                  "s5cmd": args.s5cmd_bin}.items() if v}
+    binaries = {
+        k: v for k, v in {"aws-s3-sync": args.aws_bin, "aws-s3-cp": args.aws_bin, "s5cmd": args.s5cmd_bin}.items() if v
+    }
     tools = make_tools(plan.tools, binaries)
     files_root = cache_dir() / "transfer" / "files"
     check_disk(plan, files_root)
     with s3_target(args.data) as (cfg, bucket, prefix, info):
-        print(f"shotbench transfer: profile {plan.profile}, {len(plan.rows)} rows, {len(tools)} tools, "
-              f"concurrency {plan.concurrency}, {plan.trials} trial(s), {info['location']} -> {run_dir}",
-              file=sys.stderr)
+        print(
+            f"shotbench transfer: profile {plan.profile}, {len(plan.rows)} rows, {len(tools)} tools, "
+            f"concurrency {plan.concurrency}, {plan.trials} trial(s), {info['location']} -> {run_dir}",
+            file=sys.stderr,
+        )
         scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=cache_dir() / "transfer"))
         server = info.get("server") or {}
         nets = plan.latency_networks if plan.latency_tools else []
         try:
-            with latency_endpoints(Path(server.get("state") or scratch), int(server.get("upstream_port") or 0), cfg,
-                                   nets if server else []) as networks:
+            with latency_endpoints(
+                Path(server.get("state") or scratch), int(server.get("upstream_port") or 0), cfg, nets if server else []
+            ) as networks:
                 public = {k: v for k, v in info.items() if k != "server"}
                 if server:
                     public["server"] = {k: v for k, v in server.items() if k not in ("state", "upstream_port")}
@@ -251,10 +289,14 @@ def main(args: argparse.Namespace) -> int:
     print(terminal_summary(run_dir))
     print(threshold_text(run_dir))
     if args.data:
-        print(f"\nThe download sources stay under {info['location']}src/ for the next run; "
-              f"remove them with `aws s3 rm --recursive {info['location']}`.")
-    print(f"\nrun folder: {run_dir}  (wall time {time.monotonic() - t0:.0f} s; "
-          "render with `shotbench report --latest-transfer`)")
+        print(
+            f"\nThe download sources stay under {info['location']}src/ for the next run; "
+            f"remove them with `aws s3 rm --recursive {info['location']}`."
+        )
+    print(
+        f"\nrun folder: {run_dir}  (wall time {time.monotonic() - t0:.0f} s; "
+        "render with `shotbench report --latest-transfer`)"
+    )
     return 0
 
 

@@ -107,7 +107,7 @@ TRANSFER_PROFILES: dict[str, Profile] = {
         concurrency=(16,),
         trials=3,
         note="scaled down for a busy 2-core machine: 256 MiB rows at 16 in flight, 128 x 1 MiB also at 4 and 64; "
-             "sync-vs-async sweep under s3-same-region and s3-cross-region, one trial",
+        "sync-vs-async sweep under s3-same-region and s3-cross-region, one trial",
         sweep=(4, 64),
         sweep_rows=(Row(128, 1 * MiB),),
         latency_networks=("s3-same-region", "s3-cross-region"),
@@ -127,8 +127,13 @@ TRANSFER_PROFILES: dict[str, Profile] = {
     "full": Profile(
         name="full",
         rows=(
-            Row(1000, 1 * MiB), Row(100, 10 * MiB), Row(10, 100 * MiB),
-            Row(100, 100 * MiB), Row(10, 1 * GiB), Row(1, 10 * GiB), Row(10, 10 * GiB),
+            Row(1000, 1 * MiB),
+            Row(100, 10 * MiB),
+            Row(10, 100 * MiB),
+            Row(100, 100 * MiB),
+            Row(10, 1 * GiB),
+            Row(1, 10 * GiB),
+            Row(10, 10 * GiB),
         ),
         concurrency=(4, 16, 64),
         trials=3,

@@ -21,11 +21,20 @@ def per_file_size(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
     panels = []
     for test, g in s.sort_values(["file-size", "file-count"]).groupby("test", sort=False):
         g = g.sort_values("mb-per-s", ascending=False)
-        panels.append(hvPlotTabular(g).bar(
-            x="column", y="mb-per-s", title=f"{direction}: {test} ({conc} threads)", rot=45, width=520, height=340,
-            xlabel="", ylabel="MB/s (median of verified trials)", hover_cols=["seconds", "concurrency"],
-            color="#1f77b4" if direction == "upload" else "#2ca02c",
-        ))
+        panels.append(
+            hvPlotTabular(g).bar(
+                x="column",
+                y="mb-per-s",
+                title=f"{direction}: {test} ({conc} threads)",
+                rot=45,
+                width=520,
+                height=340,
+                xlabel="",
+                ylabel="MB/s (median of verified trials)",
+                hover_cols=["seconds", "concurrency"],
+                color="#1f77b4" if direction == "upload" else "#2ca02c",
+            )
+        )
     return hv.Layout(panels).cols(2)
 
 
@@ -39,10 +48,20 @@ def concurrency_sweep(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
         return None
     panels = []
     for test, g in s.sort_values(["file-size", "file-count"]).groupby("test", sort=False):
-        panels.append(hvPlotTabular(g.sort_values("concurrency")).line(
-            x="concurrency", y="mb-per-s", by="tool", logx=True, title=f"{direction}: {test}",
-            width=520, height=340, xlabel="threads / workers / requests in flight", ylabel="MB/s",
-        ) * hvPlotTabular(g).scatter(x="concurrency", y="mb-per-s", by="tool", logx=True))
+        panels.append(
+            hvPlotTabular(g.sort_values("concurrency")).line(
+                x="concurrency",
+                y="mb-per-s",
+                by="tool",
+                logx=True,
+                title=f"{direction}: {test}",
+                width=520,
+                height=340,
+                xlabel="threads / workers / requests in flight",
+                ylabel="MB/s",
+            )
+            * hvPlotTabular(g).scatter(x="concurrency", y="mb-per-s", by="tool", logx=True)
+        )
     return hv.Layout(panels).cols(2)
 
 
@@ -61,8 +80,18 @@ def latency_sweep(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
     for net in nets:
         for test, g in s[s["network"] == net].sort_values(["file-size", "file-count"]).groupby("test", sort=False):
             g = g.sort_values("concurrency")
-            panels.append(hvPlotTabular(g).line(
-                x="concurrency", y="mb-per-s", by="tool", logx=True, title=f"{direction} · {net} · {test}",
-                width=420, height=300, xlabel="requests in flight", ylabel="MB/s",
-            ) * hvPlotTabular(g).scatter(x="concurrency", y="mb-per-s", by="tool", logx=True))
+            panels.append(
+                hvPlotTabular(g).line(
+                    x="concurrency",
+                    y="mb-per-s",
+                    by="tool",
+                    logx=True,
+                    title=f"{direction} · {net} · {test}",
+                    width=420,
+                    height=300,
+                    xlabel="requests in flight",
+                    ylabel="MB/s",
+                )
+                * hvPlotTabular(g).scatter(x="concurrency", y="mb-per-s", by="tool", logx=True)
+            )
     return hv.Layout(panels).cols(3)

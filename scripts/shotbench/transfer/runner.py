@@ -24,11 +24,38 @@ from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
 from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed
 
 CASE_COLUMNS = [
-    "run-id", "case-id", "trial", "order", "direction", "tool", "mode", "network", "concurrency", "test",
-    "file-count", "file-size", "total-bytes", "seconds", "mb-per-s", "files-ok", "error", "started", "finished",
+    "run-id",
+    "case-id",
+    "trial",
+    "order",
+    "direction",
+    "tool",
+    "mode",
+    "network",
+    "concurrency",
+    "test",
+    "file-count",
+    "file-size",
+    "total-bytes",
+    "seconds",
+    "mb-per-s",
+    "files-ok",
+    "error",
+    "started",
+    "finished",
 ]
 TRANSFER_COLUMNS = [
-    "run-id", "case-id", "trial", "direction", "tool", "concurrency", "file", "size", "seconds", "verified", "error",
+    "run-id",
+    "case-id",
+    "trial",
+    "direction",
+    "tool",
+    "concurrency",
+    "file",
+    "size",
+    "seconds",
+    "verified",
+    "error",
 ]
 
 
@@ -163,7 +190,7 @@ def list_sizes(cfg: S3Config, bucket: str, prefix: str, client=None) -> dict[str
     out = {}
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for obj in page.get("Contents", []):
-            out[obj["Key"][len(prefix):]] = obj["Size"]
+            out[obj["Key"][len(prefix) :]] = obj["Size"]
     return out
 
 
@@ -171,7 +198,9 @@ def delete_prefix(cfg: S3Config, bucket: str, prefix: str, client=None) -> None:
     client = client or cfg.boto3_client()
     keys = [prefix + k for k in list_sizes(cfg, bucket, prefix, client)]
     for i in range(0, len(keys), 1000):
-        client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
+        client.delete_objects(
+            Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[i : i + 1000]], "Quiet": True}
+        )
 
 
 def seed_source(cfg: S3Config, target: Target, files: list[FileSpec]) -> None:
@@ -224,16 +253,30 @@ def _case_result(case: Case, seconds: float | None, error: str, checks: list[ver
     ok = sum(c.ok for c in checks)
     mbps = (case.row.total / 1e6 / seconds) if seconds and not error else None
     return {
-        "direction": case.direction, "tool": case.tool, "network": case.network, "concurrency": case.concurrency,
+        "direction": case.direction,
+        "tool": case.tool,
+        "network": case.network,
+        "concurrency": case.concurrency,
         "test": case.row.label,
-        "file-count": case.row.count, "file-size": case.row.size, "total-bytes": case.row.total,
+        "file-count": case.row.count,
+        "file-size": case.row.size,
+        "total-bytes": case.row.total,
         "seconds": f"{seconds:.4f}" if seconds is not None and not error else "",
-        "mb-per-s": f"{mbps:.2f}" if mbps else "", "files-ok": ok, "error": error,
+        "mb-per-s": f"{mbps:.2f}" if mbps else "",
+        "files-ok": ok,
+        "error": error,
     }
 
 
-def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[FileSpec], src_target: Target,
-             unavailable: str | None) -> tuple[dict, list[dict]]:
+def run_case(
+    ctx: RunContext,
+    tool: Tool,
+    case: Case,
+    trial: int,
+    files: list[FileSpec],
+    src_target: Target,
+    unavailable: str | None,
+) -> tuple[dict, list[dict]]:
     """Run one (case, trial): time the tool, then verify; any failure becomes the error cell."""
     cfg = ctx.cfg_for(case.network)
     if unavailable:
@@ -280,10 +323,16 @@ def run_case(ctx: RunContext, tool: Tool, case: Case, trial: int, files: list[Fi
     if not error:
         error = verify.summarize(checks)
     per_file = [
-        {"direction": case.direction, "tool": case.tool, "concurrency": case.concurrency, "file": c.name,
-         "size": c.size if c.size is not None else "",
-         "seconds": f"{outcome.file_seconds[c.name]:.4f}" if c.name in outcome.file_seconds else "",
-         "verified": c.ok, "error": c.error}
+        {
+            "direction": case.direction,
+            "tool": case.tool,
+            "concurrency": case.concurrency,
+            "file": c.name,
+            "size": c.size if c.size is not None else "",
+            "seconds": f"{outcome.file_seconds[c.name]:.4f}" if c.name in outcome.file_seconds else "",
+            "verified": c.ok,
+            "error": c.error,
+        }
         for c in checks
     ]
     return _case_result(case, seconds, error, checks), per_file
@@ -294,8 +343,9 @@ def _one_line(exc: BaseException, cfg: S3Config) -> str:
     return scrub(" ".join(text.split()), cfg.secrets())[:400] or type(exc).__name__
 
 
-def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
-                 progress: Callable[[str], None] = print) -> Path:
+def run_transfer(
+    ctx: RunContext, plan: TransferPlan, tools: list[Tool], progress: Callable[[str], None] = print
+) -> Path:
     """Run (or resume) the plan into ctx.run_dir; returns the run folder."""
     folder: RunFolder | None = None
     old: dict = {}
@@ -307,11 +357,24 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
         skip = folder.repair()
     reasons = {t.name: t.check() for t in tools}
     meta = {
-        "run_id": ctx.run_dir.name, "started": old.get("started", utc_iso()), "finished": None, "status": "running",
+        "run_id": ctx.run_dir.name,
+        "started": old.get("started", utc_iso()),
+        "finished": None,
+        "status": "running",
         "plan": plan.to_json(),
-        "tools": {t.name: {"family": t.family, "mode": t.mode, "version": None if reasons[t.name] else t.version(),
-                           "status": reasons[t.name] or "ok", "how": t.describe} for t in tools},
-        "versions": {"packages": package_versions()}, "machine": {**machine_info(), "python": platform.python_version()}, "git_commit": git_commit(),
+        "tools": {
+            t.name: {
+                "family": t.family,
+                "mode": t.mode,
+                "version": None if reasons[t.name] else t.version(),
+                "status": reasons[t.name] or "ok",
+                "how": t.describe,
+            }
+            for t in tools
+        },
+        "versions": {"packages": package_versions()},
+        "machine": {**machine_info(), "python": platform.python_version()},
+        "git_commit": git_commit(),
         "data": ctx.data_info,
         "load": {"start": old.get("load", {}).get("start") or list(os.getloadavg()), "end": None},
         "notes": [
@@ -347,16 +410,31 @@ def run_transfer(ctx: RunContext, plan: TransferPlan, tools: list[Tool],
             if (case.case_id, trial) in skip:
                 continue
             started = utc_iso()
-            res, per_file = run_case(ctx, by_name[case.tool], case, trial, files[case.row], sources[case.row],
-                                     reasons[case.tool])
+            res, per_file = run_case(
+                ctx, by_name[case.tool], case, trial, files[case.row], sources[case.row], reasons[case.tool]
+            )
             common = {"run-id": ctx.run_dir.name, "case-id": case.case_id, "trial": trial}
-            folder.append_case([{**common, **r} for r in per_file],
-                               {**common, "order": i, "mode": by_name[case.tool].mode, "started": started,
-                                "finished": utc_iso(), **res})
-            cell = f"{float(res['seconds']):8.2f} s {res['mb-per-s']:>8} MB/s" if res["seconds"] else f"error: {res['error'][:90]}"
+            folder.append_case(
+                [{**common, **r} for r in per_file],
+                {
+                    **common,
+                    "order": i,
+                    "mode": by_name[case.tool].mode,
+                    "started": started,
+                    "finished": utc_iso(),
+                    **res,
+                },
+            )
+            cell = (
+                f"{float(res['seconds']):8.2f} s {res['mb-per-s']:>8} MB/s"
+                if res["seconds"]
+                else f"error: {res['error'][:90]}"
+            )
             net = "" if case.network == LOOPBACK else f" {case.network}"
-            progress(f"[{i + 1}/{len(order)}] {case.direction:8} {case.tool:22} c={case.concurrency:<3} "
-                     f"{case.row.label:20}{net} {cell}")
+            progress(
+                f"[{i + 1}/{len(order)}] {case.direction:8} {case.tool:22} c={case.concurrency:<3} "
+                f"{case.row.label:20}{net} {cell}"
+            )
         meta["status"] = "finished"
     except KeyboardInterrupt:
         meta["status"] = "interrupted"

@@ -111,7 +111,9 @@ def effective_label(row: Mapping[str, object]) -> str:
         # "2.x default" (every 2.x ROS3 sets 64 MiB), "1.14 default" (none)
         generation = f"{version[0]}.x" if version[0] != "1" else ".".join(version[:2])
         if req < 0:
-            parts.append(f"page buffer {got} ({generation} default)" if version[0].isdigit() else f"page buffer {got} (default)")
+            parts.append(
+                f"page buffer {got} ({generation} default)" if version[0].isdigit() else f"page buffer {got} (default)"
+            )
         elif "|" in eff_text or int(float(eff_text)) != req:
             why = "; file not paged" if req > 0 and not paged else ""
             parts.append(f"page buffer {got} (asked {pb_label(req)}{why})")
@@ -165,8 +167,9 @@ def effective_table(ds: Dataset) -> pd.DataFrame:
         w[col] = pd.to_numeric(w[col], errors="coerce") if col in w.columns else np.nan
     settings = [c for c in ("pb-effective", "file-space-strategy", "block-cache-size", "block-size") if c in w.columns]
     g = w.groupby(["series", "obj-type", "pb-size"], sort=False, observed=True)
-    out = g.agg(**{c: (c, distinct) for c in settings}, tasks=("pb-size", "size"),
-                **{c: (c, "median") for c in STATS_COLUMNS})
+    out = g.agg(
+        **{c: (c, distinct) for c in settings}, tasks=("pb-size", "size"), **{c: (c, "median") for c in STATS_COLUMNS}
+    )
     out = out.reset_index()
     out.insert(3, "page buffer asked", out["pb-size"].map(pb_label))
     return out.drop(columns="pb-size")
@@ -222,14 +225,18 @@ def _read_csv(path: Path, what: str) -> pd.DataFrame:
         raise UserError(f"{path} is not a readable CSV ({str(exc).splitlines()[0]}); pass a {what}.") from None
 
 
-def _read_run_table(path: Path, what: str, valid: Callable[[Mapping[str, str]], bool], notes: list[str]) -> pd.DataFrame:
+def _read_run_table(
+    path: Path, what: str, valid: Callable[[Mapping[str, str]], bool], notes: list[str]
+) -> pd.DataFrame:
     """A run folder's table with its torn or invalid rows set aside (named in a note), so a line
     cut in the middle of the file is never read as a measurement with empty fields."""
     table = read_table(path, valid)
     if table.set_aside:
         lines = ", ".join(map(str, table.set_aside[:5])) + (" …" if len(table.set_aside) > 5 else "")
-        notes.append(f"{path}: {len(table.set_aside)} torn or invalid row(s) (line {lines}) set aside and not counted; "
-                     "`shotbench bench --resume` measures their cases again.")
+        notes.append(
+            f"{path}: {len(table.set_aside)} torn or invalid row(s) (line {lines}) set aside and not counted; "
+            "`shotbench bench --resume` measures their cases again."
+        )
     if not table.columns:
         raise UserError(f"{path} is empty; pass a {what} with a header row and data.")
     return pd.read_csv(io.StringIO(table.csv_text()), low_memory=False)
@@ -294,7 +301,9 @@ def _prepare_frame(df: pd.DataFrame, label: str, path: Path) -> tuple[pd.DataFra
 def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
     path = inp.path / "workers.csv"
     set_aside: list[str] = []
-    df = multishot.single_shot_rows(_read_run_table(path, "workers.csv from a shotbench run", lambda r: True, set_aside))
+    df = multishot.single_shot_rows(
+        _read_run_table(path, "workers.csv from a shotbench run", lambda r: True, set_aside)
+    )
     check_schema(df, path)
     notes = _correct_legacy(df, inp.label)
     for col, default in (("backend", ""), ("trial", 0), ("error", "")):
@@ -310,10 +319,14 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
             raise UserError(f"{meta} is not valid JSON; restore it or delete it to report without metadata.") from None
     case_file = inp.path / "cases.csv"
     if case_file.is_file() and case_file.stat().st_size > 0:
-        cases = multishot.single_shot_rows(_read_run_table(case_file, "cases.csv from a shotbench run", valid_case_row, set_aside))
+        cases = multishot.single_shot_rows(
+            _read_run_table(case_file, "cases.csv from a shotbench run", valid_case_row, set_aside)
+        )
         missing = [c for c in KEYS[1:] + ["trial", "total-runtime"] if c not in cases.columns]
         if missing:
-            raise UserError(f"{case_file} lacks the columns {', '.join(missing)}; it was not written by shotbench bench.")
+            raise UserError(
+                f"{case_file} lacks the columns {', '.join(missing)}; it was not written by shotbench bench."
+            )
         cases["backend"] = cases["backend"].fillna("").astype(str)
         cases = with_status(cases)
         bad = cases["status"] != OK
@@ -342,8 +355,9 @@ def with_status(cases: pd.DataFrame) -> pd.DataFrame:
     if missing.any():
         cases.loc[missing, "status"] = [legacy_case_status(r) for r in cases.loc[missing].to_dict("records")]
         text = legacy[missing].fillna("").astype(str)
-        cases.loc[missing & (cases["first-error"].fillna("") == ""), "first-error"] = (
-            text.str.replace(r"^\d+ errors; first: ", "", regex=True))
+        cases.loc[missing & (cases["first-error"].fillna("") == ""), "first-error"] = text.str.replace(
+            r"^\d+ errors; first: ", "", regex=True
+        )
     cases["errors"] = [error_count(v) for v in legacy]
     cases["first-error"] = cases["first-error"].fillna("").astype(str)
     return cases
@@ -402,7 +416,11 @@ def from_frames(frames: Mapping[str, pd.DataFrame]) -> Dataset:
 
 def load(spec: str | Iterable[str] | Mapping[str, str | Path] | list[Input]) -> Dataset:
     """Load and normalise every input; the only place that knows the two file layouts."""
-    inputs = spec if isinstance(spec, list) and spec and isinstance(spec[0], Input) else parse_inputs(cast("str | Iterable[str] | Mapping[str, str | Path]", spec))
+    inputs = (
+        spec
+        if isinstance(spec, list) and spec and isinstance(spec[0], Input)
+        else parse_inputs(cast("str | Iterable[str] | Mapping[str, str | Path]", spec))
+    )
     frames, case_frames, notes, runs = [], [], [], {}
     for inp in inputs:
         if inp.kind == "run":
@@ -454,22 +472,37 @@ def _assemble(
     failed = failed.drop(unsupported.index)
     cases = good.reset_index(drop=True)
     if not failed.empty:
-        notes.append(f"{len(failed)} failed or partial cases are left out of every table and plot; they are listed on their own.")
+        notes.append(
+            f"{len(failed)} failed or partial cases are left out of every table and plot; they are listed on their own."
+        )
     if not unsupported.empty:
-        notes.append(f"{len(unsupported)} cases were of a file shape their reader declares unsupported: they are not "
-                     "timed, not failures, and counted in the `unsupported` column and the capability matrix.")
+        notes.append(
+            f"{len(unsupported)} cases were of a file shape their reader declares unsupported: they are not "
+            "timed, not failures, and counted in the `unsupported` column and the capability matrix."
+        )
     sizes = sorted(workers["pb-size"].unique())
     if UPSTREAM_PAGE_BUFFER in sizes:
-        notes.append('Page buffer 268,435,456 bytes is asked as "256 MiB". libhdf5 rounds a page buffer down to whole '
-                     'file pages: with 8 MB pages it holds 264,000,000 bytes, which is what the upstream notebook\'s '
-                     '"264MB" label said. Where a run records what libhdf5 did (pb-effective), series names show it.')
+        notes.append(
+            'Page buffer 268,435,456 bytes is asked as "256 MiB". libhdf5 rounds a page buffer down to whole '
+            "file pages: with 8 MB pages it holds 264,000,000 bytes, which is what the upstream notebook's "
+            '"264MB" label said. Where a run records what libhdf5 did (pb-effective), series names show it.'
+        )
     if 0 in sizes:
         notes.append('Page buffer size 0 means the page buffer is off and is shown as "off".')
     if -1 in sizes:
-        notes.append('Page buffer "default" (pb-size -1) means none was set and the library chose; the series '
-                     'name says what it chose (64 MiB on libhdf5 2.x ROS3, none on 1.14).')
-    return Dataset(inputs=inputs, workers=workers, cases=cases, runs=runs, notes=notes, failed=failed,
-                   unsupported=unsupported.reset_index(drop=True))
+        notes.append(
+            'Page buffer "default" (pb-size -1) means none was set and the library chose; the series '
+            "name says what it chose (64 MiB on libhdf5 2.x ROS3, none on 1.14)."
+        )
+    return Dataset(
+        inputs=inputs,
+        workers=workers,
+        cases=cases,
+        runs=runs,
+        notes=notes,
+        failed=failed,
+        unsupported=unsupported.reset_index(drop=True),
+    )
 
 
 def _ordered(df: pd.DataFrame, ds: Dataset) -> pd.DataFrame:
@@ -527,7 +560,9 @@ def add_ratios(rt: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
             try:
                 w = int(workers)
             except ValueError:
-                raise UserError(f"Baseline {baseline!r} has a worker count that is not a number; write SERIES@8.") from None
+                raise UserError(
+                    f"Baseline {baseline!r} has a worker count that is not a number; write SERIES@8."
+                ) from None
             ref = ref[ref["num-workers"] == w]
             if ref.empty:
                 raise UserError(f"Baseline {series!r} has no case with {w} workers; pick a worker count it ran.")
@@ -559,7 +594,9 @@ def describe_times(ds: Dataset, keys: list[str] | None = None) -> pd.DataFrame:
     return out[DESCRIBE_COLUMNS]
 
 
-def summary(inputs: Dataset | str | Iterable[str] | Mapping[str, str | Path], baseline: str | None = None) -> pd.DataFrame:
+def summary(
+    inputs: Dataset | str | Iterable[str] | Mapping[str, str | Path], baseline: str | None = None
+) -> pd.DataFrame:
     """The published table: one row per (label, backend, mode, page buffer, workers)."""
     ds = inputs if isinstance(inputs, Dataset) else load(inputs)
     rt = add_ratios(runtimes(ds), baseline)
@@ -580,8 +617,17 @@ def case_metrics(ds: Dataset) -> pd.DataFrame:
     speed a backend reaches (1 = as fast as fetching the same bytes with no HDF5 at all).
     """
     c = ds.cases.copy()
-    for col in ("gets", "get-bytes", "harness-efficiency", "raw-get-runtime", "task-time-sum", "errors",
-                "client-gets", "client-bytes", "amplification"):
+    for col in (
+        "gets",
+        "get-bytes",
+        "harness-efficiency",
+        "raw-get-runtime",
+        "task-time-sum",
+        "errors",
+        "client-gets",
+        "client-bytes",
+        "amplification",
+    ):
         if col not in c.columns:
             c[col] = np.nan
         c[col] = pd.to_numeric(c[col], errors="coerce")
@@ -679,7 +725,10 @@ def default_inputs() -> list[str]:
     if run is not None:
         return [f"{run.name}={run}"]
     ref = data_dir() / "fixtures" / "mdsplusbench"
-    return [f"ros3-1.14={ref / 'single-shot-ec2-s3.csv.gz'}", f"ros3-2.0-dev={ref / 'single-shot-ec2-s3-libaws.csv.gz'}"]
+    return [
+        f"ros3-1.14={ref / 'single-shot-ec2-s3.csv.gz'}",
+        f"ros3-2.0-dev={ref / 'single-shot-ec2-s3-libaws.csv.gz'}",
+    ]
 
 
 def write_summary(table: pd.DataFrame, out_dir: Path) -> Path:

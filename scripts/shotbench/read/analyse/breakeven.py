@@ -32,8 +32,11 @@ def _num(v: Any) -> float | None:
 
 def per_file_read_time(workers: Iterable[dict[str, Any]], backend: str, mode: str) -> float | None:
     """Median seconds per file read (`mean-obj-time`) of error-free rows of one backend and mode."""
-    vals = [_num(r.get("mean-obj-time")) for r in workers
-            if r.get("backend") == backend and r.get("obj-type") == mode and not r.get("error")]
+    vals = [
+        _num(r.get("mean-obj-time"))
+        for r in workers
+        if r.get("backend") == backend and r.get("obj-type") == mode and not r.get("error")
+    ]
     known = [v for v in vals if v is not None]
     return statistics.median(known) if known else None
 
@@ -48,8 +51,11 @@ def per_file_index_time(workers: Iterable[dict[str, Any]], backend: str) -> floa
     return statistics.median(vals) if vals else None
 
 
-def summary_lines(workers: list[dict[str, Any]], indexed: str = "kerchunk",
-                  baselines: tuple[str, ...] = ("fsspec", "ros3-1.14", "local")) -> list[str]:
+def summary_lines(
+    workers: list[dict[str, Any]],
+    indexed: str = "kerchunk",
+    baselines: tuple[str, ...] = ("fsspec", "ros3-1.14", "local"),
+) -> list[str]:
     """One line per mode: the index's cost per file and its break-even against each baseline run."""
     idx = per_file_index_time(workers, indexed)
     if idx is None:

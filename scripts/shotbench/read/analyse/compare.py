@@ -27,8 +27,24 @@ ALPHA = 0.05
 THRESHOLD = 1.10  # the regression a gate fails on: 10 % slower
 CASE_KEYS = ["backend", "obj-type", "num-workers", "pb-size"]
 TASK_TIME = "open+read-data-time"
-COLUMNS = ["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "ci-low", "ci-high", "p-value", "p-adjusted",
-           "runtime-ratio", "copy-baseline", "vs-copy", "slower", "over-limit"]
+COLUMNS = [
+    "case",
+    "unit",
+    "n-a",
+    "n-b",
+    "median-a",
+    "median-b",
+    "ratio",
+    "ci-low",
+    "ci-high",
+    "p-value",
+    "p-adjusted",
+    "runtime-ratio",
+    "copy-baseline",
+    "vs-copy",
+    "slower",
+    "over-limit",
+]
 
 
 @dataclass(frozen=True)
@@ -46,9 +62,15 @@ def load(path: Path) -> Side:
     ds = analysis.load([f"{path.name}={path}"])
     c = decision.usable_cases(ds.cases).copy()
     c["total-runtime"] = pd.to_numeric(c["total-runtime"], errors="coerce")
-    raw = pd.to_numeric(c["raw-get-runtime"], errors="coerce") if "raw-get-runtime" in c else pd.Series(np.nan, index=c.index)
+    raw = (
+        pd.to_numeric(c["raw-get-runtime"], errors="coerce")
+        if "raw-get-runtime" in c
+        else pd.Series(np.nan, index=c.index)
+    )
     by_backend = c[c["backend"] == analysis.RAW_GET].groupby(["obj-type", "num-workers"])["total-runtime"].median()
-    fallback = pd.Series(by_backend.reindex(pd.MultiIndex.from_frame(c[["obj-type", "num-workers"]])).to_numpy(), index=c.index)
+    fallback = pd.Series(
+        by_backend.reindex(pd.MultiIndex.from_frame(c[["obj-type", "num-workers"]])).to_numpy(), index=c.index
+    )
     c["copy"] = raw.fillna(fallback)
     w = ds.workers
     if "status" in w.columns:  # a failed task's time is not a read time
@@ -69,8 +91,16 @@ def _key(key: object) -> tuple:
     return key if isinstance(key, tuple) else (key,)
 
 
-def compare(a: Side, b: Side, keys: list[str], threshold: float | None = THRESHOLD, limit: float | None = None,
-            correction: str = "holm", n_boot: int = stats.RESAMPLES, seed: int = stats.SEED) -> pd.DataFrame:
+def compare(
+    a: Side,
+    b: Side,
+    keys: list[str],
+    threshold: float | None = THRESHOLD,
+    limit: float | None = None,
+    correction: str = "holm",
+    n_boot: int = stats.RESAMPLES,
+    seed: int = stats.SEED,
+) -> pd.DataFrame:
     """One row per case both sides ran; `slower` and `over-limit` say which fail the gates.
 
     The samples are task read times where both sides have them (`unit` "task"), else trial runtimes."""
@@ -90,18 +120,34 @@ def compare(a: Side, b: Side, keys: list[str], threshold: float | None = THRESHO
         ci = stats.ratio_interval(xb, xa, n_resamples=n_boot, seed=seed)
         copy = float(gb["copy"].median()) if gb["copy"].notna().any() else float("nan")
         vs_copy = float(np.median(runs_b)) / copy if copy > 0 else float("nan")
-        rows.append({
-            "case": _name(key, keys), "unit": unit, "n-a": len(xa), "n-b": len(xb), "median-a": float(np.median(xa)),
-            "median-b": float(np.median(xb)), "ratio": ci.estimate, "ci-low": ci.low, "ci-high": ci.high,
-            "p-value": stats.mann_whitney(xb, xa).p, "runtime-ratio": float(np.median(runs_b) / np.median(runs_a)),
-            "copy-baseline": copy, "vs-copy": vs_copy, "over-limit": bool(limit is not None and vs_copy > limit),
-        })
+        rows.append(
+            {
+                "case": _name(key, keys),
+                "unit": unit,
+                "n-a": len(xa),
+                "n-b": len(xb),
+                "median-a": float(np.median(xa)),
+                "median-b": float(np.median(xb)),
+                "ratio": ci.estimate,
+                "ci-low": ci.low,
+                "ci-high": ci.high,
+                "p-value": stats.mann_whitney(xb, xa).p,
+                "runtime-ratio": float(np.median(runs_b) / np.median(runs_a)),
+                "copy-baseline": copy,
+                "vs-copy": vs_copy,
+                "over-limit": bool(limit is not None and vs_copy > limit),
+            }
+        )
     if not rows:
-        raise UserError("The two sides share no case (backend, mode, workers, page buffer); compare runs of the same matrix.")
+        raise UserError(
+            "The two sides share no case (backend, mode, workers, page buffer); compare runs of the same matrix."
+        )
     table = pd.DataFrame(rows)
     table["p-adjusted"] = stats.ADJUSTMENTS[correction](table["p-value"].to_numpy(float))
-    table["slower"] = [bool(threshold is not None and r >= threshold and lo > 1 and p < ALPHA)
-                       for r, lo, p in table[["ratio", "ci-low", "p-adjusted"]].to_numpy()]
+    table["slower"] = [
+        bool(threshold is not None and r >= threshold and lo > 1 and p < ALPHA)
+        for r, lo, p in table[["ratio", "ci-low", "p-adjusted"]].to_numpy()
+    ]
     return table[COLUMNS]
 
 
@@ -114,5 +160,6 @@ def pooled(paths: list[Path]) -> Side:
     """Several runs of one side as one: their cases and tasks pooled (runs made in turn with the
     other side's, so drift of the machine falls on both sides alike)."""
     sides = [load(p) for p in paths]
-    return Side(pd.concat([s.cases for s in sides], ignore_index=True),
-                pd.concat([s.tasks for s in sides], ignore_index=True))
+    return Side(
+        pd.concat([s.cases for s in sides], ignore_index=True), pd.concat([s.tasks for s in sides], ignore_index=True)
+    )

@@ -32,10 +32,28 @@ FASTEST, UNCLEAR, SLOWER, ONE_TRIAL = "fastest", "no clear difference", "slower"
 CANNOT_READ = "cannot read these files"  # every case of the configuration was unsupported
 NO_MEASUREMENT = "failed: no measurement"  # every case of the configuration failed: listed, never ranked
 COLUMNS = [
-    "obj-type", "num-workers", "rank", "name", "series", "pb-size", "trials", "failed", "unsupported",
-    "runtime", "runtime-ci-low", "runtime-ci-high",
-    "vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high", "verdict",
-    "limit", "vs-limit", "gets", "bytes", "amplification", "noisy",
+    "obj-type",
+    "num-workers",
+    "rank",
+    "name",
+    "series",
+    "pb-size",
+    "trials",
+    "failed",
+    "unsupported",
+    "runtime",
+    "runtime-ci-low",
+    "runtime-ci-high",
+    "vs-fastest",
+    "vs-fastest-ci-low",
+    "vs-fastest-ci-high",
+    "verdict",
+    "limit",
+    "vs-limit",
+    "gets",
+    "bytes",
+    "amplification",
+    "noisy",
 ]
 
 
@@ -59,7 +77,10 @@ def load_prices(path: Path = PRICES_FILE) -> Prices:
     try:
         raw = tomllib.loads(path.read_text())
         return Prices(
-            source=raw["source"], as_of=str(raw["as_of"]), region=raw["region"], currency=raw["currency"],
+            source=raw["source"],
+            as_of=str(raw["as_of"]),
+            region=raw["region"],
+            currency=raw["currency"],
             get_per_1000=float(raw["requests"]["get_per_1000"]),
             transfer_per_gb={k: float(v) for k, v in raw["transfer_per_gb"].items()},
         )
@@ -85,11 +106,17 @@ def failed_counts(failed: pd.DataFrame) -> dict[tuple[str, str, str, int, int], 
     ranked on its ok trials alone would look as good as one that never failed."""
     if failed.empty:
         return {}
-    return dict(Counter(zip(
-        failed.get("label", pd.Series("", index=failed.index)).astype(str), failed["backend"].astype(str),
-        failed["obj-type"].astype(str), pd.to_numeric(failed["num-workers"]).astype(int),
-        pd.to_numeric(failed["pb-size"]).astype(int),
-    )))
+    return dict(
+        Counter(
+            zip(
+                failed.get("label", pd.Series("", index=failed.index)).astype(str),
+                failed["backend"].astype(str),
+                failed["obj-type"].astype(str),
+                pd.to_numeric(failed["num-workers"]).astype(int),
+                pd.to_numeric(failed["pb-size"]).astype(int),
+            )
+        )
+    )
 
 
 def _number(cases: pd.DataFrame, preferred: str, fallback: str | None) -> pd.Series:
@@ -160,19 +187,32 @@ def decision_table(
             # trials until the interval is tight: the last trial's row says whether it got there
             last = g[pd.to_numeric(g["trial"], errors="coerce") == pd.to_numeric(g["trial"], errors="coerce").max()]
             noisy = bool("stop" in g.columns and last["stop"].astype(str).isin(stopping.NOISY).any())
-            rows.append({
-                "obj-type": mode, "num-workers": int(workers), "rank": np.nan if reference else rank,
-                "name": candidate_name(series, pb, pbs.get(series, 1) > 1), "series": series, "pb-size": pb,
-                "trials": len(times), "failed": failed.get((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb), 0),
-                "unsupported": unsupported.pop((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb), 0),
-                "runtime": med, "runtime-ci-low": lo, "runtime-ci-high": hi,
-                "vs-fastest": med / float(np.median(fastest)), "vs-fastest-ci-low": rlo, "vs-fastest-ci-high": rhi,
-                "verdict": LIMIT_ROW if reference else verdict(rank, rlo, rhi),
-                "limit": limit, "vs-limit": med / limit if not np.isnan(limit) else np.nan,
-                "gets": float(g["_gets"].median()), "bytes": float(g["_bytes"].median()),
-                "amplification": float(g["_amp"].median()),
-                "noisy": noisy,
-            })
+            rows.append(
+                {
+                    "obj-type": mode,
+                    "num-workers": int(workers),
+                    "rank": np.nan if reference else rank,
+                    "name": candidate_name(series, pb, pbs.get(series, 1) > 1),
+                    "series": series,
+                    "pb-size": pb,
+                    "trials": len(times),
+                    "failed": failed.get((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb), 0),
+                    "unsupported": unsupported.pop((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb), 0),
+                    "runtime": med,
+                    "runtime-ci-low": lo,
+                    "runtime-ci-high": hi,
+                    "vs-fastest": med / float(np.median(fastest)),
+                    "vs-fastest-ci-low": rlo,
+                    "vs-fastest-ci-high": rhi,
+                    "verdict": LIMIT_ROW if reference else verdict(rank, rlo, rhi),
+                    "limit": limit,
+                    "vs-limit": med / limit if not np.isnan(limit) else np.nan,
+                    "gets": float(g["_gets"].median()),
+                    "bytes": float(g["_bytes"].median()),
+                    "amplification": float(g["_amp"].median()),
+                    "noisy": noisy,
+                }
+            )
     rows += _cannot_read_rows(ds.unsupported, unsupported)
     rows += unmeasured_rows(ds, failed, ranked)
     out = pd.DataFrame(rows, columns=COLUMNS)
@@ -182,7 +222,9 @@ def decision_table(
     mode_rank = out["obj-type"].map({m: i for i, m in enumerate(analysis.MODES)})
     out["rank"] = out["rank"].astype("Int64")
     order = out.assign(_m=mode_rank, _r=out["rank"].astype(float).fillna(np.inf))
-    return order.sort_values(["_m", "num-workers", "_r"], kind="stable").drop(columns=["_m", "_r"]).reset_index(drop=True)
+    return (
+        order.sort_values(["_m", "num-workers", "_r"], kind="stable").drop(columns=["_m", "_r"]).reset_index(drop=True)
+    )
 
 
 def _cannot_read_rows(cases: pd.DataFrame, left: dict[tuple[str, str, str, int, int], int]) -> list[dict]:
@@ -192,21 +234,49 @@ def _cannot_read_rows(cases: pd.DataFrame, left: dict[tuple[str, str, str, int, 
     for (_label, backend, mode, workers, pb), n in left.items():
         mine = cases[(cases["backend"].astype(str) == backend) & (cases["obj-type"].astype(str) == mode)]
         series = str(mine["series"].iloc[0]) if "series" in mine.columns and len(mine) else backend
-        rows.append({"obj-type": mode, "num-workers": workers, "rank": np.nan, "name": series, "series": series,
-                     "pb-size": pb, "trials": 0, "failed": 0, "unsupported": n, "runtime": np.nan,
-                     "verdict": CANNOT_READ})
+        rows.append(
+            {
+                "obj-type": mode,
+                "num-workers": workers,
+                "rank": np.nan,
+                "name": series,
+                "series": series,
+                "pb-size": pb,
+                "trials": 0,
+                "failed": 0,
+                "unsupported": n,
+                "runtime": np.nan,
+                "verdict": CANNOT_READ,
+            }
+        )
     return rows
-def unmeasured_rows(ds: analysis.Dataset, failed: dict[tuple[str, str, str, int, int], int],
-                    ranked: set[tuple[str, str, str, int, int]]) -> list[dict[str, object]]:
+
+
+def unmeasured_rows(
+    ds: analysis.Dataset, failed: dict[tuple[str, str, str, int, int], int], ranked: set[tuple[str, str, str, int, int]]
+) -> list[dict[str, object]]:
     """A row for each configuration whose every case failed: unranked, no runtime, its failed
     count shown, so a backend that never measured is in the table rather than missing from it."""
     if ds.failed.empty:
         return []
     f = ds.failed
-    series = dict(zip(zip(f.get("label", pd.Series("", index=f.index)).astype(str), f["backend"].astype(str),
-                          f["obj-type"].astype(str), pd.to_numeric(f["num-workers"]).astype(int),
-                          pd.to_numeric(f["pb-size"]).astype(int)), f["series"].astype(str)))
-    both = pd.concat([ds.cases[["series", "pb-size"]], f[["series", "pb-size"]]]) if len(ds.cases) else f[["series", "pb-size"]]
+    series = dict(
+        zip(
+            zip(
+                f.get("label", pd.Series("", index=f.index)).astype(str),
+                f["backend"].astype(str),
+                f["obj-type"].astype(str),
+                pd.to_numeric(f["num-workers"]).astype(int),
+                pd.to_numeric(f["pb-size"]).astype(int),
+            ),
+            f["series"].astype(str),
+        )
+    )
+    both = (
+        pd.concat([ds.cases[["series", "pb-size"]], f[["series", "pb-size"]]])
+        if len(ds.cases)
+        else f[["series", "pb-size"]]
+    )
     pbs = both.astype({"series": str}).groupby("series")["pb-size"].nunique()
     out = []
     for key, n in failed.items():
@@ -214,14 +284,30 @@ def unmeasured_rows(ds: analysis.Dataset, failed: dict[tuple[str, str, str, int,
             continue
         label, backend, mode, workers, pb = key
         name = series.get(key, backend)
-        out.append({
-            "obj-type": mode, "num-workers": workers, "rank": np.nan,
-            "name": candidate_name(name, pb, pbs.get(name, 1) > 1), "series": name, "pb-size": pb,
-            "trials": 0, "failed": n, "runtime": np.nan, "runtime-ci-low": np.nan, "runtime-ci-high": np.nan,
-            "vs-fastest": np.nan, "vs-fastest-ci-low": np.nan, "vs-fastest-ci-high": np.nan,
-            "verdict": NO_MEASUREMENT, "limit": np.nan, "vs-limit": np.nan,
-            "gets": np.nan, "bytes": np.nan, "amplification": np.nan,
-        })
+        out.append(
+            {
+                "obj-type": mode,
+                "num-workers": workers,
+                "rank": np.nan,
+                "name": candidate_name(name, pb, pbs.get(name, 1) > 1),
+                "series": name,
+                "pb-size": pb,
+                "trials": 0,
+                "failed": n,
+                "runtime": np.nan,
+                "runtime-ci-low": np.nan,
+                "runtime-ci-high": np.nan,
+                "vs-fastest": np.nan,
+                "vs-fastest-ci-low": np.nan,
+                "vs-fastest-ci-high": np.nan,
+                "verdict": NO_MEASUREMENT,
+                "limit": np.nan,
+                "vs-limit": np.nan,
+                "gets": np.nan,
+                "bytes": np.nan,
+                "amplification": np.nan,
+            }
+        )
     return out
 
 
@@ -256,23 +342,35 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
     """The rows of one mode as a reader scans them: formatted numbers with their CIs."""
     prices = prices or load_prices()
     t = table[table["obj-type"] == mode]
-    out = pd.DataFrame({
-        "workers": t["num-workers"],
-        "rank": t["rank"].astype(object).where(t["rank"].notna(), "—"),
-        "backend": t["name"],
-        "median runtime [s] (95 % CI)": [_interval(v[0], v[1], v[2], "s") for v in t[["runtime", "runtime-ci-low", "runtime-ci-high"]].to_numpy()],
-        "× fastest (95 % CI)": [_interval(v[0], v[1], v[2], ".2f", "×") for v in t[["vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"]].to_numpy()],
-        "verdict": t["verdict"],
-        "failed cases": [f"{int(n)} of {int(n) + int(k)}" if n else "—" for n, k in zip(t["failed"], t["trials"])],
-        "unsupported": [f"{int(n)}" if n == n and n else "—" for n in (t["unsupported"] if "unsupported" in t.columns else [0] * len(t))],
-        "× limit": [_plain(v, ".2f", "×") for v in t["vs-limit"]],
-        "GETs": [_plain(v, ".0f") for v in t["gets"]],
-        "MB moved": [_plain(v / 1e6, ",.1f") for v in t["bytes"]],
-        "amplification": [_plain(v, ".2f", "×") for v in t["amplification"]],
-        "interval": ["noisy: stopped at the trial cap" if str(n) == "True" else "—"
-                     for n in t.get("noisy", pd.Series(False, index=t.index))],
-        **{f"$/1k reads, {p}": [_plain(v, ".4f") for v in t[cost_column(p)]] for p in prices.transfer_per_gb},
-    })
+    out = pd.DataFrame(
+        {
+            "workers": t["num-workers"],
+            "rank": t["rank"].astype(object).where(t["rank"].notna(), "—"),
+            "backend": t["name"],
+            "median runtime [s] (95 % CI)": [
+                _interval(v[0], v[1], v[2], "s") for v in t[["runtime", "runtime-ci-low", "runtime-ci-high"]].to_numpy()
+            ],
+            "× fastest (95 % CI)": [
+                _interval(v[0], v[1], v[2], ".2f", "×")
+                for v in t[["vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"]].to_numpy()
+            ],
+            "verdict": t["verdict"],
+            "failed cases": [f"{int(n)} of {int(n) + int(k)}" if n else "—" for n, k in zip(t["failed"], t["trials"])],
+            "unsupported": [
+                f"{int(n)}" if n == n and n else "—"
+                for n in (t["unsupported"] if "unsupported" in t.columns else [0] * len(t))
+            ],
+            "× limit": [_plain(v, ".2f", "×") for v in t["vs-limit"]],
+            "GETs": [_plain(v, ".0f") for v in t["gets"]],
+            "MB moved": [_plain(v / 1e6, ",.1f") for v in t["bytes"]],
+            "amplification": [_plain(v, ".2f", "×") for v in t["amplification"]],
+            "interval": [
+                "noisy: stopped at the trial cap" if str(n) == "True" else "—"
+                for n in t.get("noisy", pd.Series(False, index=t.index))
+            ],
+            **{f"$/1k reads, {p}": [_plain(v, ".4f") for v in t[cost_column(p)]] for p in prices.transfer_per_gb},
+        }
+    )
     # columns a dataset has nothing for (no limit, no request counts: upstream CSVs; no
     # client-side accounting: amplification) are left out rather than shown as a column of dashes
     empty = [c for c in out.columns if (out[c] == "—").all()]
@@ -282,18 +380,27 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
 
 def styled(frame: pd.DataFrame) -> pd.io.formats.style.Styler:
     """`display_table` for HTML: one line per row, names left-aligned, verdicts told apart."""
+
     def tone(v: str) -> str:
-        return {FASTEST: "font-weight: bold", UNCLEAR: "color: #555; font-style: italic", LIMIT_ROW: "color: #777"}.get(v, "")
+        return {FASTEST: "font-weight: bold", UNCLEAR: "color: #555; font-style: italic", LIMIT_ROW: "color: #777"}.get(
+            v, ""
+        )
 
     return (
         frame.style.hide(axis="index")
         .map(tone, subset=["verdict"])
         .set_properties(subset=[c for c in frame.columns if c != "backend"], **{"white-space": "nowrap"})
-        .set_properties(subset=["backend"], **{"text-align": "left", "white-space": "normal", "min-width": "14em",
-                                               "max-width": "24em"})
-        .set_table_styles([{"selector": "td", "props": "padding: 2px 6px"},
-                           {"selector": "th", "props": "padding: 2px 6px"},
-                           {"selector": "", "props": "display: block; overflow-x: auto; max-width: 100%"}])
+        .set_properties(
+            subset=["backend"],
+            **{"text-align": "left", "white-space": "normal", "min-width": "14em", "max-width": "24em"},
+        )
+        .set_table_styles(
+            [
+                {"selector": "td", "props": "padding: 2px 6px"},
+                {"selector": "th", "props": "padding: 2px 6px"},
+                {"selector": "", "props": "display: block; overflow-x: auto; max-width: 100%"},
+            ]
+        )
     )
 
 
@@ -344,9 +451,11 @@ class Answer:
     def text(self) -> str:
         w = _workers(self.workers)
         if self.tied:
-            text = (f"{self.mode}: {_and(self.names)} with {w} are within {self.within} % of one another "
-                    f"(no clear difference at 95 %); pick on cost or simplicity. Fastest median: {self.leader}, "
-                    f"{self.runtime:.3g} s")
+            text = (
+                f"{self.mode}: {_and(self.names)} with {w} are within {self.within} % of one another "
+                f"(no clear difference at 95 %); pick on cost or simplicity. Fastest median: {self.leader}, "
+                f"{self.runtime:.3g} s"
+            )
         else:
             text = f"{self.mode}: {self.leader} with {w}, {self.runtime:.3g} s"
         if not np.isnan(self.vs_limit):
@@ -365,13 +474,17 @@ def _and(names: tuple[str, ...]) -> str:
 def _tied_rows(table: pd.DataFrame, leader: pd.Series) -> pd.DataFrame:
     """The configurations at the leader's mode and worker count with no clear difference from it
     (none of whose cases failed when the leader's did not)."""
-    t = table[(table["obj-type"] == leader["obj-type"]) & (table["num-workers"] == leader["num-workers"])
-              & table["rank"].notna()]
+    t = table[
+        (table["obj-type"] == leader["obj-type"])
+        & (table["num-workers"] == leader["num-workers"])
+        & table["rank"].notna()
+    ]
     t = t[t.index != leader.name]
     if "failed" in t.columns and not leader.get("failed", 0):
         t = t[t["failed"].fillna(0) == 0]
-    ref = stats.Interval(float(leader["vs-fastest"]), float(leader["vs-fastest-ci-low"]),
-                         float(leader["vs-fastest-ci-high"]))
+    ref = stats.Interval(
+        float(leader["vs-fastest"]), float(leader["vs-fastest-ci-low"]), float(leader["vs-fastest-ci-high"])
+    )
 
     def tie(row: pd.Series) -> bool:
         ci = stats.Interval(float(row["vs-fastest"]), float(row["vs-fastest-ci-low"]), float(row["vs-fastest-ci-high"]))
@@ -394,19 +507,33 @@ def answer_records(table: pd.DataFrame, prices: Prices | None = None) -> list[An
             continue
         tied = _tied_rows(table, best)
         runtimes = [float(best["runtime"]), *tied["runtime"].astype(float)]
-        costs = {p: float(best[cost_column(p)]) for p in prices.transfer_per_gb
-                 if cost_column(p) in best.index and not np.isnan(best[cost_column(p)])}
+        costs = {
+            p: float(best[cost_column(p)])
+            for p in prices.transfer_per_gb
+            if cost_column(p) in best.index and not np.isnan(best[cost_column(p)])
+        }
         faster = ""
         quicker = _fastest(table, mode, reliable=False)
         if quicker is not None and quicker.name != best.name:  # .name: the row's index
             n, k, qw = int(quicker["failed"]), int(quicker["trials"]), int(quicker["num-workers"])
-            faster = (f"; {quicker['name']} with {_workers(qw)} was faster ({quicker['runtime']:.3g} s) "
-                      f"but {n} of its {n + k} cases failed")
-        out.append(Answer(
-            mode=mode, leader=str(best["name"]), workers=int(best["num-workers"]), runtime=float(best["runtime"]),
-            vs_limit=float(best["vs-limit"]), costs=costs, tied=tuple(str(n) for n in tied["name"]),
-            spread=max(runtimes) / min(runtimes) - 1 if min(runtimes) > 0 else 0.0, faster_failed=faster,
-            noisy=str(best.get("noisy", False)) == "True"))
+            faster = (
+                f"; {quicker['name']} with {_workers(qw)} was faster ({quicker['runtime']:.3g} s) "
+                f"but {n} of its {n + k} cases failed"
+            )
+        out.append(
+            Answer(
+                mode=mode,
+                leader=str(best["name"]),
+                workers=int(best["num-workers"]),
+                runtime=float(best["runtime"]),
+                vs_limit=float(best["vs-limit"]),
+                costs=costs,
+                tied=tuple(str(n) for n in tied["name"]),
+                spread=max(runtimes) / min(runtimes) - 1 if min(runtimes) > 0 else 0.0,
+                faster_failed=faster,
+                noisy=str(best.get("noisy", False)) == "True",
+            )
+        )
     return out
 
 
@@ -481,9 +608,17 @@ def _across_workers(
         if not _significant(lo, hi):
             continue
         r = float(np.median(ratios))
-        out.append((abs(np.log(r)), mode, "across", (
-            f"{mode}: across {len(ratios)} worker counts, {name} takes a median {r:.2f}× the runtime of "
-            f"{best['name']} ({round(level * 100)} % CI over worker counts {lo:.2f}–{hi:.2f}×).")))
+        out.append(
+            (
+                abs(np.log(r)),
+                mode,
+                "across",
+                (
+                    f"{mode}: across {len(ratios)} worker counts, {name} takes a median {r:.2f}× the runtime of "
+                    f"{best['name']} ({round(level * 100)} % CI over worker counts {lo:.2f}–{hi:.2f}×)."
+                ),
+            )
+        )
     return out
 
 
@@ -506,9 +641,17 @@ def findings(
         w = int(best["num-workers"])
         for _, row in t[(t["num-workers"] == w) & (t["verdict"] == SLOWER)].iterrows():
             r, lo, hi = row["vs-fastest"], row["vs-fastest-ci-low"], row["vs-fastest-ci-high"]
-            found.append((abs(np.log(r)), mode, "rank", (
-                f"{mode}, {_workers(w)}: {row['name']} takes {r:.2f}× the runtime of {best['name']} "
-                f"({pct} % CI {lo:.2f}–{hi:.2f}×).")))
+            found.append(
+                (
+                    abs(np.log(r)),
+                    mode,
+                    "rank",
+                    (
+                        f"{mode}, {_workers(w)}: {row['name']} takes {r:.2f}× the runtime of {best['name']} "
+                        f"({pct} % CI {lo:.2f}–{hi:.2f}×)."
+                    ),
+                )
+            )
         found += _across_workers(t, best, mode, n_boot, level, seed)
         c = usable_cases(ds.cases)
         c = c[(c["obj-type"] == mode) & ~c["backend"].isin(REFERENCES)]
@@ -527,9 +670,17 @@ def findings(
             name = name.iloc[0] if len(name) else str(series)
             how = "faster" if r > 1 else "slower"
             shown, slo, shi = (r, lo, hi) if r > 1 else (1 / r, 1 / hi, 1 / lo)
-            found.append((abs(np.log(r)), mode, "workers", (
-                f"{mode}: {name} is {shown:.2f}× {how} with {_workers(int(ws[-1]))} than with {ws[0]} "
-                f"({pct} % CI {slo:.2f}–{shi:.2f}×).")))
+            found.append(
+                (
+                    abs(np.log(r)),
+                    mode,
+                    "workers",
+                    (
+                        f"{mode}: {name} is {shown:.2f}× {how} with {_workers(int(ws[-1]))} than with {ws[0]} "
+                        f"({pct} % CI {slo:.2f}–{shi:.2f}×)."
+                    ),
+                )
+            )
     found.sort(key=lambda x: -x[0])
     out: list[str] = []
     per: dict[tuple[str, str], int] = {}

@@ -40,7 +40,7 @@ DESCRIBED = ["mean-obj-time", "open-file-time", "pb-meta-hitrate", "pb-raw-hitra
 
 
 def schema_of(columns: Iterable[str]) -> str | None:
-    """"upstream" (20-column many-shot CSV, any order), "shotbench" (a many-shot run's
+    """ "upstream" (20-column many-shot CSV, any order), "shotbench" (a many-shot run's
     workers.csv), or None when the columns are neither."""
     cols = set(columns)
     if set(UPSTREAM_MANY_COLUMNS) <= cols:
@@ -67,9 +67,11 @@ def parse_sources(spec: str | Iterable[str] | Mapping[str, str | Path]) -> list[
     """`LABEL=PATH` strings (or a {label: path} mapping) into sources whose files exist."""
     if isinstance(spec, (str, Path)):
         spec = [str(spec)]
-    pairs = list(spec.items()) if isinstance(spec, Mapping) else [
-        tuple(s.split("=", 1)) if "=" in str(s) else (Path(str(s)).name.split(".")[0], s) for s in spec
-    ]
+    pairs = (
+        list(spec.items())
+        if isinstance(spec, Mapping)
+        else [tuple(s.split("=", 1)) if "=" in str(s) else (Path(str(s)).name.split(".")[0], s) for s in spec]
+    )
     out = []
     for label, path in pairs:
         p = Path(str(path)).expanduser()
@@ -111,7 +113,9 @@ def load_one(source: Source) -> pd.DataFrame:
         # raw-get reads the file's bytes, the same in both orders: it is the run's ceiling, not a case here
         df = df[df["layout"].isin(LAYOUTS) & (df["backend"].astype(str) != "raw-get")].copy()
         if df.empty:
-            raise UserError(f"{source.path} holds no many-shot cases (layout shot or signal); run the `layouts` profile.")
+            raise UserError(
+                f"{source.path} holds no many-shot cases (layout shot or signal); run the `layouts` profile."
+            )
         df["tot-runtime"] = df["total-runtime"]
         df["file"] = df.get("file", df["layout"].map(lambda x: f"{x} layout"))
         df["source"] = source.label + " " + df["backend"].fillna("").astype(str)
@@ -186,7 +190,11 @@ def layout_order_ratios(table: pd.DataFrame) -> pd.DataFrame:
 def case_label(row: pd.Series) -> str:
     """`shot layout · shots · pb 64 MB`: what one line of the many-shot figures shows."""
     pb = int(row["pb-size"])
-    return f"{row['layout']} layout · {row['obj-type']} · pb {pb / 1e6:g} MB" if pb else f"{row['layout']} layout · {row['obj-type']} · no pb"
+    return (
+        f"{row['layout']} layout · {row['obj-type']} · pb {pb / 1e6:g} MB"
+        if pb
+        else f"{row['layout']} layout · {row['obj-type']} · no pb"
+    )
 
 
 def reference_inputs() -> list[str]:
@@ -194,8 +202,10 @@ def reference_inputs() -> list[str]:
     from shotbench.paths import data_dir
 
     base = data_dir() / "fixtures" / "mdsplusbench"
-    return [f"old-ros3-1.14={base / 'multi-shot-ec2-s3.csv.gz'}",
-            f"new-ros3-2.0dev={base / 'multi-shot-ec2-s3-libaws.csv.gz'}"]
+    return [
+        f"old-ros3-1.14={base / 'multi-shot-ec2-s3.csv.gz'}",
+        f"new-ros3-2.0dev={base / 'multi-shot-ec2-s3-libaws.csv.gz'}",
+    ]
 
 
 def single_shot_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -227,7 +237,8 @@ def partial_table(df: pd.DataFrame) -> pd.DataFrame:
     if part.empty:
         return part
     cases = part.groupby(["file-family", "backend", "obj-type", "pb-size", "num-workers", "trial"], dropna=False).agg(
-        runtime=("total-runtime", "max"), open_time=("open-file-time", "sum"), signals=("tot-num-obj", "max"))
+        runtime=("total-runtime", "max"), open_time=("open-file-time", "sum"), signals=("tot-num-obj", "max")
+    )
     table = cases.groupby(level=[0, 1, 2, 3, 4]).median().unstack("obj-type")
     if ("runtime", "partial-each") in table.columns and ("runtime", "partial-once") in table.columns:
         table[("each ÷ once", "")] = table[("runtime", "partial-each")] / table[("runtime", "partial-once")]

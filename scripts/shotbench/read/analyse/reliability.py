@@ -30,8 +30,19 @@ from shotbench.read.status import OK, STALL, row_status
 from shotbench.runs import RunFolder, read_meta
 from shotbench.store.faultproxy import KINDS
 
-COLUMNS = ["backend", "rows", "failed", "timeouts", "stalls", "retries", "injected", "server-extra", "wrong-bytes",
-           "verified", "slowdown"]
+COLUMNS = [
+    "backend",
+    "rows",
+    "failed",
+    "timeouts",
+    "stalls",
+    "retries",
+    "injected",
+    "server-extra",
+    "wrong-bytes",
+    "verified",
+    "slowdown",
+]
 
 
 def _median_runtimes(rows: list[dict[str, str]]) -> dict[tuple[str, ...], float]:
@@ -48,8 +59,11 @@ def table(run: Path, baseline: Path | None = None) -> list[dict[str, Any]]:
     folder = RunFolder(run, RUN_KIND)
     out: dict[str, dict[str, Any]] = {}
     for w in folder.details():
-        b = out.setdefault(w["backend"], {c: 0 for c in COLUMNS} | {"backend": w["backend"], "retries": None,
-                                                                     "injected": None, "server-extra": None})
+        b = out.setdefault(
+            w["backend"],
+            {c: 0 for c in COLUMNS}
+            | {"backend": w["backend"], "retries": None, "injected": None, "server-extra": None},
+        )
         b["rows"] += 1
         status = w.get("status") or ("failed" if w.get("error") else OK)
         b["failed"] += status not in (OK, STALL)  # a stall finished, late: counted on its own
@@ -99,8 +113,11 @@ def answered_gets_by_case(meta: dict[str, Any]) -> dict[str, int] | None:
     record = meta.get("faults_injected")
     if not record:
         return None
-    return {case_id: int(counts[ANSWERED_GETS]) for case_id, counts in (record.get("by_case") or {}).items()
-            if ANSWERED_GETS in counts}
+    return {
+        case_id: int(counts[ANSWERED_GETS])
+        for case_id, counts in (record.get("by_case") or {}).items()
+        if ANSWERED_GETS in counts
+    }
 
 
 def injected_by_backend(meta: dict[str, Any]) -> dict[str, int]:
@@ -119,16 +136,21 @@ def injected_by_backend(meta: dict[str, Any]) -> dict[str, int]:
 def render(rows: list[dict[str, Any]]) -> str:
     """A fixed-width text table (`-` where the client cannot tell its retries, or nothing was injected
     at the HTTP level)."""
+
     def cell(value: Any) -> str:
         return "-" if value is None else str(value)
 
-    lines = [f"{'backend':<10} {'rows':>5} {'failed':>6} {'timeouts':>8} {'stalls':>6} {'retries':>7} {'injected':>8} "
-             f"{'srv-extra':>9} {'wrong':>5} {'verified':>8} {'slowdown':>8}"]
+    lines = [
+        f"{'backend':<10} {'rows':>5} {'failed':>6} {'timeouts':>8} {'stalls':>6} {'retries':>7} {'injected':>8} "
+        f"{'srv-extra':>9} {'wrong':>5} {'verified':>8} {'slowdown':>8}"
+    ]
     for r in rows:
         slow = "-" if r["slowdown"] is None else f"{r['slowdown']:.2f}x"
-        lines.append(f"{r['backend']:<10} {r['rows']:>5} {r['failed']:>6} {r['timeouts']:>8} {r.get('stalls', 0):>6} {cell(r['retries']):>7} "
-                     f"{cell(r.get('injected')):>8} {cell(r.get('server-extra')):>9} {r['wrong-bytes']:>5} "
-                     f"{r['verified']:>8} {slow:>8}")
+        lines.append(
+            f"{r['backend']:<10} {r['rows']:>5} {r['failed']:>6} {r['timeouts']:>8} {r.get('stalls', 0):>6} {cell(r['retries']):>7} "
+            f"{cell(r.get('injected')):>8} {cell(r.get('server-extra')):>9} {r['wrong-bytes']:>5} "
+            f"{r['verified']:>8} {slow:>8}"
+        )
     return "\n".join(lines)
 
 
@@ -136,10 +158,18 @@ def render(rows: list[dict[str, Any]]) -> str:
 # The report's section: when to show it, which fault-free run to compare with, the table
 
 
-REPORT_COLUMNS = {"backend": "backend", "rows": "tasks", "failed": "failures", "timeouts": "timeouts",
-                  "retries": "retries", "injected": "injected (HTTP)",
-                  "server-extra": "extra GETs (server)", "slowdown": "slowdown", "wrong-bytes": "wrong bytes",
-                  "verified": "verified"}
+REPORT_COLUMNS = {
+    "backend": "backend",
+    "rows": "tasks",
+    "failed": "failures",
+    "timeouts": "timeouts",
+    "retries": "retries",
+    "injected": "injected (HTTP)",
+    "server-extra": "extra GETs (server)",
+    "slowdown": "slowdown",
+    "wrong-bytes": "wrong bytes",
+    "verified": "verified",
+}
 
 
 @dataclass(frozen=True)
@@ -157,8 +187,10 @@ class Section:
         stay empty (NaN) where they are unknown, never 0."""
         import pandas as pd
 
-        frame = pd.DataFrame([{REPORT_COLUMNS[k]: r[k] for k in REPORT_COLUMNS} for r in self.rows],
-                             columns=list(REPORT_COLUMNS.values()))
+        frame = pd.DataFrame(
+            [{REPORT_COLUMNS[k]: r[k] for k in REPORT_COLUMNS} for r in self.rows],
+            columns=list(REPORT_COLUMNS.values()),
+        )
         for name in ("retries", "injected (HTTP)", "extra GETs (server)"):
             frame[name] = pd.to_numeric(frame[name]).astype("Int64")  # counts, with <NA> where unknown
         frame["slowdown"] = pd.to_numeric(frame["slowdown"]).round(2)
@@ -197,9 +229,11 @@ def caveat(runs: list[Path]) -> str:
     if not under:
         return ""
     which = ", ".join(f"`{run.name}` (fault profile `{network}`)" for run, network in under)
-    return (f"**Measured under injected faults:** {which}. The runtimes include the clients' retries and "
-            "failed tasks are left out, so this ranks the backends under those faults; *Reliability* below "
-            "sets each one against a fault-free run of the same plan.")
+    return (
+        f"**Measured under injected faults:** {which}. The runtimes include the clients' retries and "
+        "failed tasks are left out, so this ranks the backends under those faults; *Reliability* below "
+        "sets each one against a fault-free run of the same plan."
+    )
 
 
 def _fault_free(network: str) -> bool:
@@ -233,7 +267,9 @@ def _plan(meta: dict[str, Any]) -> tuple[str, str]:
     data = meta.get("data") or {}
     cases = sorted(c.get("case_id", "") for c in meta.get("plan") or [] if isinstance(c, dict))
     bench = {k: v for k, v in (cfg.get("bench") or {}).items() if k != "verify"}
-    return json.dumps(cases or bench, sort_keys=True), json.dumps([data.get("location"), data.get("files"), data.get("bytes")])
+    return json.dumps(cases or bench, sort_keys=True), json.dumps(
+        [data.get("location"), data.get("files"), data.get("bytes")]
+    )
 
 
 def find_baseline(run: Path) -> Path | None:

@@ -34,10 +34,16 @@ def _case_lines(table: pd.DataFrame, source: str, y: str, ylabel: str, title: st
         color = PAIR_COLORS.get((layout, order), plots.PALETTE[0])
         k = pbs.index(int(pb))
         vdims = [hv.Dimension(y, label=ylabel)] + [c for c in hover if c != y]
-        layers.append(hv.Curve(part, plots.WORKERS, vdims, label=label).opts(
-            color=color, line_width=2, line_dash=plots.DASHES[k % len(plots.DASHES)]))
-        layers.append(hv.Scatter(part, plots.WORKERS, vdims, label=label).opts(
-            color=color, size=7, marker=plots.MARKERS[k % len(plots.MARKERS)], tools=["hover"]))
+        layers.append(
+            hv.Curve(part, plots.WORKERS, vdims, label=label).opts(
+                color=color, line_width=2, line_dash=plots.DASHES[k % len(plots.DASHES)]
+            )
+        )
+        layers.append(
+            hv.Scatter(part, plots.WORKERS, vdims, label=label).opts(
+                color=color, size=7, marker=plots.MARKERS[k % len(plots.MARKERS)], tools=["hover"]
+            )
+        )
     overlay = hv.Overlay(layers)
     xmax = int(df["num-workers"].max()) if not df.empty else 1
     return overlay.opts(hv.opts.Overlay(

@@ -33,7 +33,7 @@ def family(series: str) -> str:
 
 def _shade(color: str, amount: float) -> str:
     target = 255 if amount > 0 else 0
-    rgb = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    rgb = (int(color[i : i + 2], 16) for i in (1, 3, 5))
     return "#" + "".join(f"{round(c + (target - c) * abs(amount)):02x}" for c in rgb)
 
 
@@ -73,6 +73,7 @@ def _pb_styles(df: pd.DataFrame) -> dict[int, tuple[str, str]]:
 
 def _legend_order(groups: Any, palette: dict[str, str]) -> list[tuple[tuple[Any, ...], pd.DataFrame]]:
     """(line, series, pb-size) groups in legend order: by backend and series, then page buffer."""
+
     def key(group: tuple[tuple[Any, ...], pd.DataFrame]) -> tuple[int, int, int]:
         (_, series, pb), _ = group
         backend, own = _rank(palette, str(series))
@@ -81,8 +82,9 @@ def _legend_order(groups: Any, palette: dict[str, str]) -> list[tuple[tuple[Any,
     return sorted(groups, key=key)
 
 
-def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover: list[str],
-           names: Callable[[str], str] = str) -> hv.Overlay:
+def _lines(
+    df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover: list[str], names: Callable[[str], str] = str
+) -> hv.Overlay:
     """Line + scatter per line name (as `names` writes it in the legend), coloured by series."""
     df = df.assign(line=_line_name(df))
     styles = _pb_styles(df)
@@ -93,9 +95,13 @@ def _lines(df: pd.DataFrame, y: str, ylabel: str, palette: dict[str, str], hover
         color = palette.get(series, PALETTE[0])
         dash, marker = styles[int(pb)]
         vdims = [ydim] + [c for c in hover if c != y]
-        layers.append(hv.Curve(part, WORKERS, vdims, label=names(str(name))).opts(color=color, line_width=2, line_dash=dash))
         layers.append(
-            hv.Scatter(part, WORKERS, vdims, label=names(str(name))).opts(color=color, size=7, marker=marker, tools=["hover"])
+            hv.Curve(part, WORKERS, vdims, label=names(str(name))).opts(color=color, line_width=2, line_dash=dash)
+        )
+        layers.append(
+            hv.Scatter(part, WORKERS, vdims, label=names(str(name))).opts(
+                color=color, size=7, marker=marker, tools=["hover"]
+            )
         )
     return hv.Overlay(layers)
 
@@ -164,30 +170,40 @@ def ratio_plot(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Ov
     one = hv.HLine(1).opts(color="grey", line_width=0.8)
     lines = _lines(df, "norm-tot-runtime", "Performance ratio", palette, ["total-runtime", "trials"])
     ymax = max(float(df["norm-tot-runtime"].max()) * 1.15, 1.2)
-    overlay = _frame(ref * one * lines, f"{MODE_TITLES.get(mode, mode)}: performance ratio", "Baseline ÷ runtime (>1 faster)", wmax)
+    overlay = _frame(
+        ref * one * lines, f"{MODE_TITLES.get(mode, mode)}: performance ratio", "Baseline ÷ runtime (>1 faster)", wmax
+    )
     return overlay.opts(hv.opts.Overlay(ylim=(0, ymax)))
 
 
-def runtime_plot(table: pd.DataFrame, mode: str, palette: dict[str, str], names: Callable[[str], str] = str) -> hv.Overlay:
+def runtime_plot(
+    table: pd.DataFrame, mode: str, palette: dict[str, str], names: Callable[[str], str] = str
+) -> hv.Overlay:
     """Total runtime (median over trials) vs workers; `names` shortens the legend's series names."""
     use_bokeh()
     df = table[table["obj-type"] == mode]
     lines = _lines(df, "total-runtime", "Total runtime [s]", palette, ["norm-tot-runtime", "trials"], names)
-    first = df[(df["series"] == df["series"].iloc[0]) & (df["pb-size"] == df["pb-size"].iloc[0])].sort_values("num-workers")
+    first = df[(df["series"] == df["series"].iloc[0]) & (df["pb-size"] == df["pb-size"].iloc[0])].sort_values(
+        "num-workers"
+    )
     w0, t0 = int(first["num-workers"].iloc[0]), float(first["total-runtime"].iloc[0])
     ws = sorted(set(df["num-workers"]) | {w0})
     ideal = pd.DataFrame({"num-workers": ws, "total-runtime": [t0 * w0 / w for w in ws]})
-    ref = hv.Curve(ideal, WORKERS, "total-runtime", label=f"linear scaling of {names(str(first['series'].iloc[0]))}").opts(
-        color="grey", line_dash="dashed", line_width=1
+    ref = hv.Curve(
+        ideal, WORKERS, "total-runtime", label=f"linear scaling of {names(str(first['series'].iloc[0]))}"
+    ).opts(color="grey", line_dash="dashed", line_width=1)
+    return _frame(
+        ref * lines, f"{MODE_TITLES.get(mode, mode)}: total runtime", "Total runtime [s]", int(df["num-workers"].max())
     )
-    return _frame(ref * lines, f"{MODE_TITLES.get(mode, mode)}: total runtime", "Total runtime [s]", int(df["num-workers"].max()))
 
 
 def scaling_plots(table: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Layout:
     """The seed's pair of figures, for any number of series: ratio and runtime vs workers."""
-    return (ratio_plot(table, mode, palette) + runtime_plot(table, mode, palette)).opts(
-        hv.opts.Layout(shared_axes=False)
-    ).cols(2)
+    return (
+        (ratio_plot(table, mode, palette) + runtime_plot(table, mode, palette))
+        .opts(hv.opts.Layout(shared_axes=False))
+        .cols(2)
+    )
 
 
 def _rank(palette: dict[str, str], name: str) -> tuple[int, int]:
@@ -196,10 +212,21 @@ def _rank(palette: dict[str, str], name: str) -> tuple[int, int]:
     order = list(palette)
     families = list(dict.fromkeys(map(family, order)))
     fam = family(name)
-    return (families.index(fam) if fam in families else len(families), order.index(name) if name in order else len(order))
+    return (
+        families.index(fam) if fam in families else len(families),
+        order.index(name) if name in order else len(order),
+    )
 
 
-def metric_plot(metrics: pd.DataFrame, mode: str, column: str, ylabel: str, title: str, palette: dict[str, str], one_line: bool = False) -> hv.Overlay | None:
+def metric_plot(
+    metrics: pd.DataFrame,
+    mode: str,
+    column: str,
+    ylabel: str,
+    title: str,
+    palette: dict[str, str],
+    one_line: bool = False,
+) -> hv.Overlay | None:
     """Any per-case metric (raw-GET ratio, GETs, MB, efficiency) vs workers; None if absent."""
     use_bokeh()
     df = metrics[(metrics["obj-type"] == mode) & metrics[column].notna()]
@@ -213,7 +240,15 @@ def metric_plot(metrics: pd.DataFrame, mode: str, column: str, ylabel: str, titl
 
 def raw_get_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay | None:
     """Share of the raw-GET ceiling each backend reaches (1 = as fast as plain GETs)."""
-    return metric_plot(metrics, mode, "raw-get-ratio", "Raw-GET runtime ÷ runtime (1 = ceiling)", "ratio to the raw-GET ceiling", palette, one_line=True)
+    return metric_plot(
+        metrics,
+        mode,
+        "raw-get-ratio",
+        "Raw-GET runtime ÷ runtime (1 = ceiling)",
+        "ratio to the raw-GET ceiling",
+        palette,
+        one_line=True,
+    )
 
 
 def requests_plots(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Layout | None:
@@ -228,7 +263,15 @@ def requests_plots(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) ->
 
 def efficiency_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay | None:
     """Harness efficiency: busy task time ÷ (workers × wall time); low means idle workers."""
-    return metric_plot(metrics, mode, "harness-efficiency", "Harness efficiency (task time ÷ workers × runtime)", "harness efficiency", palette, one_line=True)
+    return metric_plot(
+        metrics,
+        mode,
+        "harness-efficiency",
+        "Harness efficiency (task time ÷ workers × runtime)",
+        "harness efficiency",
+        palette,
+        one_line=True,
+    )
 
 
 def ratio_ci_plot(ratios: pd.DataFrame, mode: str, palette: dict[str, str]) -> hv.Overlay | None:
@@ -248,7 +291,16 @@ def ratio_ci_plot(ratios: pd.DataFrame, mode: str, palette: dict[str, str]) -> h
         dash, marker = styles[int(pb)]
         vd = [hv.Dimension("ratio", label=f"Speed vs {ref}")]
         layers.append(hv.Curve(part, WORKERS, vd, label=str(name)).opts(color=color, line_width=2, line_dash=dash))
-        layers.append(hv.Scatter(part, WORKERS, vd + ["ci-low", "ci-high", "trials"], label=str(name)).opts(color=color, size=7, marker=marker, tools=["hover"]))
+        layers.append(
+            hv.Scatter(part, WORKERS, vd + ["ci-low", "ci-high", "trials"], label=str(name)).opts(
+                color=color, size=7, marker=marker, tools=["hover"]
+            )
+        )
         layers.append(hv.ErrorBars(part, WORKERS, ["ratio", "neg", "pos"]).opts(color=color, line_width=1.5))
     ylabel = f"Speed vs {ref} (its runtime ÷ runtime), 95 % CI"
-    return _frame(hv.Overlay(layers), f"{MODE_TITLES.get(mode, mode)}: speed relative to {ref}", ylabel, int(df["num-workers"].max()))
+    return _frame(
+        hv.Overlay(layers),
+        f"{MODE_TITLES.get(mode, mode)}: speed relative to {ref}",
+        ylabel,
+        int(df["num-workers"].max()),
+    )

@@ -12,8 +12,17 @@ from typing import Any
 
 import pandas as pd
 
-COLUMNS = ["client-gets", "client-heads", "client-bytes", "bytes-needed", "bytes-returned", "amplification",
-           "request-p50-ms", "request-p99-ms", "total-runtime"]
+COLUMNS = [
+    "client-gets",
+    "client-heads",
+    "client-bytes",
+    "bytes-needed",
+    "bytes-returned",
+    "amplification",
+    "request-p50-ms",
+    "request-p99-ms",
+    "total-runtime",
+]
 
 
 def request_table(cases: pd.DataFrame) -> pd.DataFrame:
@@ -30,8 +39,20 @@ def request_table(cases: pd.DataFrame) -> pd.DataFrame:
     out["client-MB"] = out.pop("client-bytes") / 1e6
     out["needed-MB"] = out.pop("bytes-needed") / 1e6
     out["returned-MB"] = out.pop("bytes-returned") / 1e6
-    return out[keys + ["total-runtime", "client-gets", "client-heads", "client-MB", "needed-MB", "returned-MB", "amplification",
-                       "request-p50-ms", "request-p99-ms"]]
+    return out[
+        keys
+        + [
+            "total-runtime",
+            "client-gets",
+            "client-heads",
+            "client-MB",
+            "needed-MB",
+            "returned-MB",
+            "amplification",
+            "request-p50-ms",
+            "request-p99-ms",
+        ]
+    ]
 
 
 def amplification_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]) -> Any:
@@ -40,8 +61,15 @@ def amplification_plot(metrics: pd.DataFrame, mode: str, palette: dict[str, str]
 
     if "amplification" not in metrics.columns:
         return None
-    return plots.metric_plot(metrics, mode, "amplification", "Bytes fetched ÷ stored bytes needed",
-                             "byte amplification (client-counted)", palette, one_line=True)
+    return plots.metric_plot(
+        metrics,
+        mode,
+        "amplification",
+        "Bytes fetched ÷ stored bytes needed",
+        "byte amplification (client-counted)",
+        palette,
+        one_line=True,
+    )
 
 
 def anatomy_table(path: Path) -> pd.DataFrame:
@@ -51,15 +79,22 @@ def anatomy_table(path: Path) -> pd.DataFrame:
     for name, r in doc["backends"].items():
         s = r["summary"]
         st = s.get("strace_warm_median") or {}
-        rows.append({
-            "backend": name, "cold open ms": s["cold_open_ms"], "warm open ms": s["warm_open_ms"],
-            "first read ms": s["warm_first_read_ms"], "GETs/open": s["gets_per_open"],
-            "HEADs/open": s["heads_per_open"], "MB/open": (s["bytes_per_open"] or 0) / 1e6,
-            "CA loads/open": st.get("ca_bundle_loads"), "CA ms/open (strace)": st.get("ca_bundle_ms"),
-            "warm open ms, 1-cert CA": s.get("warm_open_ms_one_cert_bundle"),
-            "ms/signal, open per signal": s["one_open_per_signal_ms"],
-            "ms/signal, one open": s["one_open_all_signals_ms_per_signal"],
-        })
+        rows.append(
+            {
+                "backend": name,
+                "cold open ms": s["cold_open_ms"],
+                "warm open ms": s["warm_open_ms"],
+                "first read ms": s["warm_first_read_ms"],
+                "GETs/open": s["gets_per_open"],
+                "HEADs/open": s["heads_per_open"],
+                "MB/open": (s["bytes_per_open"] or 0) / 1e6,
+                "CA loads/open": st.get("ca_bundle_loads"),
+                "CA ms/open (strace)": st.get("ca_bundle_ms"),
+                "warm open ms, 1-cert CA": s.get("warm_open_ms_one_cert_bundle"),
+                "ms/signal, open per signal": s["one_open_per_signal_ms"],
+                "ms/signal, one open": s["one_open_all_signals_ms_per_signal"],
+            }
+        )
     return pd.DataFrame(rows)
 
 

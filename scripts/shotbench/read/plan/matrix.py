@@ -181,9 +181,7 @@ def shots_tasks(f: ShotFile, workers: int, upstream: bool = False) -> list[Task]
     return [Task(i + 1, (Part(f.shot, tuple(batch)),)) for i, batch in enumerate(batches)]
 
 
-def signal_batches(
-    files: Sequence[ShotFile], signal: str, workers: int, upstream: bool = False
-) -> list[list[Item]]:
+def signal_batches(files: Sequence[ShotFile], signal: str, workers: int, upstream: bool = False) -> list[list[Item]]:
     """For one signal, the files holding it split across the workers."""
     split = split_upstream if upstream else split_balanced
     items = [Item(f.key, f.size, f.shot, signal) for f in files if signal in f.signals]
@@ -203,8 +201,10 @@ def signals_tasks(files: Sequence[ShotFile], workers: int) -> list[Task]:
 def signals_rounds(files: Sequence[ShotFile], workers: int) -> list[list[Task]]:
     """The upstream `signals` pattern: one submit/gather round per signal."""
     return [
-        [Task(i + 1, (Part(signal, tuple(b)),)) for i, b in enumerate(
-            signal_batches(files, signal, workers, upstream=True))]
+        [
+            Task(i + 1, (Part(signal, tuple(b)),))
+            for i, b in enumerate(signal_batches(files, signal, workers, upstream=True))
+        ]
         for signal in all_signals(files)
     ]
 
@@ -216,13 +216,15 @@ def rawget_tasks(mode: str, files: Sequence[ShotFile], shot: ShotFile | None, wo
         n = max(1, min(workers, shot.size))
         bounds = [shot.size * i // n for i in range(n + 1)]
         return [
-            Task(i + 1, (Part(shot.shot, (Item(shot.key, shot.size, shot.shot, "", bounds[i], bounds[i + 1] - bounds[i]),)),))
+            Task(
+                i + 1,
+                (Part(shot.shot, (Item(shot.key, shot.size, shot.shot, "", bounds[i], bounds[i + 1] - bounds[i]),)),),
+            )
             for i in range(n)
         ]
     batches = split_balanced(sorted(files, key=lambda f: f.key), workers)
     return [
-        Task(i + 1, (Part("*", tuple(Item(f.key, f.size, f.shot) for f in batch)),))
-        for i, batch in enumerate(batches)
+        Task(i + 1, (Part("*", tuple(Item(f.key, f.size, f.shot) for f in batch)),)) for i, batch in enumerate(batches)
     ]
 
 
@@ -314,7 +316,10 @@ def setting_token(value: int) -> str:
 
 
 def plan_cases(
-    matrix: Matrix, seed: int, reads_hdf5: dict[str, bool], block_cache: dict[str, bool] | None = None,
+    matrix: Matrix,
+    seed: int,
+    reads_hdf5: dict[str, bool],
+    block_cache: dict[str, bool] | None = None,
 ) -> list[Case]:
     """Every case of the run, interleaved in a seeded random order within each trial.
 
@@ -373,7 +378,10 @@ def many_shot_objects(mode: str, shots: Sequence[ShotFile]) -> list[Part]:
     if mode == "shots":
         return [Part(f.shot, tuple(shot_items(f))) for f in sorted(shots, key=lambda f: f.shot)]
     return [
-        Part(name, tuple(Item(f.key, f.size, f.shot, name) for f in sorted(shots, key=lambda f: f.shot) if name in f.signals))
+        Part(
+            name,
+            tuple(Item(f.key, f.size, f.shot, name) for f in sorted(shots, key=lambda f: f.shot) if name in f.signals),
+        )
         for name in all_signals(shots)
     ]
 

@@ -80,11 +80,14 @@ class BenchConfig:
 
     def matrix(self) -> Matrix:
         return Matrix(
-            backends=list(self.backends), modes=list(self.modes), workers=list(self.workers),
+            backends=list(self.backends),
+            modes=list(self.modes),
+            workers=list(self.workers),
             page_buffers=[size_setting(v, "page_buffers") for v in self.page_buffers],
             chunk_caches=list(self.chunk_caches),
             block_caches=[size_setting(v, "block_caches") for v in self.block_caches],
-            trials=self.trials, families=self.family_shapes(),
+            trials=self.trials,
+            families=self.family_shapes(),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,9 +104,11 @@ def size_setting(value: Any, what: str) -> int:
     try:
         size = int(text)
     except ValueError:
-        raise UserError(f"{what} entry {value!r} is not a size; give bytes, \"off\" or \"default\", e.g. 0 default 268435456.") from None
+        raise UserError(
+            f'{what} entry {value!r} is not a size; give bytes, "off" or "default", e.g. 0 default 268435456.'
+        ) from None
     if size < 0:
-        raise UserError(f"{what} entry {value!r} is negative; give bytes, \"off\" or \"default\".")
+        raise UserError(f'{what} entry {value!r} is negative; give bytes, "off" or "default".')
     return size
 
 
@@ -114,8 +119,12 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
     "quick": {"workers": [1, 2], "trials": 2, "signals_files": 4, "signals_names": 16, "shots": 24},
     # The upstream matrix: 1..64 workers, both page buffers, every file, three trials.
     "full": {
-        "workers": [1, 2, 4, 8, 16, 24, 32, 48, 64], "trials": 3, "signals_files": 0, "signals_names": 0,
-        "shots": 500, "max_live_workers": 64,
+        "workers": [1, 2, 4, 8, 16, 24, 32, 48, 64],
+        "trials": 3,
+        "signals_files": 0,
+        "signals_names": 0,
+        "shots": 500,
+        "max_live_workers": 64,
     },
     # File shapes side by side: 16 MB files, 256 MB files paged and unpaged, and a
     # many-shot file in shot and in signal layout, every backend, both upstream orders plus the
@@ -125,10 +134,18 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
     # 8 MB page buffer (8 pages, as upstream's 64 MB held 8 of its 8 MB pages), 48 shots of
     # 4 MB-file payload, so a file is about 10x its buffer, as upstream's 3.7 GB were 14x theirs.
     "layouts": {
-        "families": list(fammod.NAMES), "modes": list(ALL_MODES), "workers": [2], "trials": 1,
-        "page_buffers": [64_000_000], "signals_files": 4, "signals_names": 16,
-        "family_shots": 8, "family_big_size": 256_000_000, "family_many_shots": 48,
-        "family_many_file_size": 4_000_000, "family_many_page_size": 1_000_000,
+        "families": list(fammod.NAMES),
+        "modes": list(ALL_MODES),
+        "workers": [2],
+        "trials": 1,
+        "page_buffers": [64_000_000],
+        "signals_files": 4,
+        "signals_names": 16,
+        "family_shots": 8,
+        "family_big_size": 256_000_000,
+        "family_many_shots": 48,
+        "family_many_file_size": 4_000_000,
+        "family_many_page_size": 1_000_000,
         "family_many_page_buffers": [8_000_000],
     },
     # Every reader on common ground (`make bench-readers`): the compat files, which every reader
@@ -137,17 +154,30 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
     # so ties have a CI; h5coro skips the dimension scales it cannot resolve. The limit is each
     # case's raw-GET time of the same bytes (no `local` cases).
     "readers": {
-        "families": [fammod.COMPAT, fammod.DEFAULT], "modes": list(MODES), "workers": [1, 2], "trials": 2,
+        "families": [fammod.COMPAT, fammod.DEFAULT],
+        "modes": list(MODES),
+        "workers": [1, 2],
+        "trials": 2,
         "backends": ["ros3-1.14", "fsspec", "fsspec-tuned", "remfile", "kerchunk", "pyfive", "h5coro"],
-        "page_buffers": [0], "signals_files": 2, "signals_names": 8, "family_shots": 4,
+        "page_buffers": [0],
+        "signals_files": 2,
+        "signals_names": 8,
+        "family_shots": 4,
         "options": {"h5coro": {"scales": "skip"}},
     },
     # The same at upstream sizes: 500-shot files (about 2 GB each here), 1-16 workers, 64 MB and
     # 264 MB page buffers, three trials.
     "layouts-full": {
-        "families": list(fammod.NAMES), "modes": list(ALL_MODES), "workers": [1, 2, 4, 8, 16], "trials": 3,
-        "page_buffers": [64_000_000, 264_000_000], "signals_files": 0, "signals_names": 0,
-        "family_shots": 500, "family_many_shots": 500, "family_big_size": 256_000_000,
+        "families": list(fammod.NAMES),
+        "modes": list(ALL_MODES),
+        "workers": [1, 2, 4, 8, 16],
+        "trials": 3,
+        "page_buffers": [64_000_000, 264_000_000],
+        "signals_files": 0,
+        "signals_names": 0,
+        "family_shots": 500,
+        "family_many_shots": 500,
+        "family_big_size": 256_000_000,
     },
 }
 
@@ -163,8 +193,13 @@ BENCH_PROFILES["upstream-ec2"] = {
     # The study's question under its conditions (`--network upstream-ec2` is implied): its 16 MB
     # files, its page buffer (its notebooks say "264MB"; its CSVs record 268,435,456 B, 256 MiB),
     # its worker range per core, three trials, https by default.
-    "backends": ["ros3-1.14", "ros3-2.0", "ros3-wheel"], "workers": upstream_workers(),
-    "page_buffers": [0, UPSTREAM_PAGE_BUFFER], "trials": 3, "signals_files": 4, "signals_names": 16, "shots": 24,
+    "backends": ["ros3-1.14", "ros3-2.0", "ros3-wheel"],
+    "workers": upstream_workers(),
+    "page_buffers": [0, UPSTREAM_PAGE_BUFFER],
+    "trials": 3,
+    "signals_files": 4,
+    "signals_names": 16,
+    "shots": 24,
 }
 PROFILE_NETWORK = {"upstream-ec2": "upstream-ec2"}
 """Bench profiles that choose a network profile when --network is not given."""
@@ -188,18 +223,30 @@ def read_config(config: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise UserError(f"config file {config} does not exist; pass an existing TOML file to --config.") from None
     except IsADirectoryError:
-        raise UserError(f"--config {config} is a folder; pass a TOML file, e.g. --config {Path(config) / 'bench.toml'}.") from None
+        raise UserError(
+            f"--config {config} is a folder; pass a TOML file, e.g. --config {Path(config) / 'bench.toml'}."
+        ) from None
     except UnicodeDecodeError:
         raise UserError(f"config file {config} is not UTF-8 text; save it as a UTF-8 TOML file.") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"config file {config} is not valid TOML ({exc}); fix the file and rerun.") from None
     except OSError as exc:
-        raise UserError(f"config file {config} cannot be read ({exc.strerror or exc}); fix its path or permissions.") from None
+        raise UserError(
+            f"config file {config} cannot be read ({exc.strerror or exc}); fix its path or permissions."
+        ) from None
 
 
 # settings that list what to measure: a value given twice is measured once
-SELECTIONS = ("backends", "modes", "workers", "page_buffers", "chunk_caches", "block_caches", "families",
-              "family_many_page_buffers")
+SELECTIONS = (
+    "backends",
+    "modes",
+    "workers",
+    "page_buffers",
+    "chunk_caches",
+    "block_caches",
+    "families",
+    "family_many_page_buffers",
+)
 
 
 def collapse_duplicates(cfg: BenchConfig) -> list[str]:
@@ -226,8 +273,12 @@ def collapse_duplicates(cfg: BenchConfig) -> list[str]:
     return notes
 
 
-def load(profile: str = "quick", config: Path | None = None, overrides: dict[str, Any] | None = None,
-         notes: list[str] | None = None) -> BenchConfig:
+def load(
+    profile: str = "quick",
+    config: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    notes: list[str] | None = None,
+) -> BenchConfig:
     """Profile, then TOML file, then command-line overrides; duplicates collapsed (a note for
     each into `notes`); validated."""
     data: dict[str, Any] = {}
@@ -280,7 +331,9 @@ def _check_types(cfg: BenchConfig) -> None:
             ok = isinstance(value, str)
             want = "a string"
         if not ok:
-            raise UserError(f"setting {f.name.replace('_', '-')} = {value!r} must be {want}; fix it in the config or command line.")
+            raise UserError(
+                f"setting {f.name.replace('_', '-')} = {value!r} must be {want}; fix it in the config or command line."
+            )
 
 
 def check_local_workers(cfg: BenchConfig) -> None:
@@ -311,7 +364,7 @@ def validate(cfg: BenchConfig) -> None:
         raise UserError("worker counts must be positive integers, e.g. --workers 1 2 4.")
     for name in SIZE_SETTINGS:
         if not isinstance(getattr(cfg, name), list):
-            raise UserError(f"setting {name.replace('_', '-')} must be a list of sizes, \"off\" or \"default\".")
+            raise UserError(f'setting {name.replace("_", "-")} must be a list of sizes, "off" or "default".')
     pbs = [size_setting(pb, "page_buffers") for pb in cfg.page_buffers]
     for bc in cfg.block_caches:
         size_setting(bc, "block_caches")
@@ -331,7 +384,13 @@ def validate(cfg: BenchConfig) -> None:
             raise UserError(f"{name.replace('_', '-')} must be at least 1.")
     if int(cfg.trials) < 1:
         raise UserError("trials must be at least 1.")
-    for name in ("family_shots", "family_big_size", "family_many_shots", "family_many_file_size", "family_many_page_size"):
+    for name in (
+        "family_shots",
+        "family_big_size",
+        "family_many_shots",
+        "family_many_file_size",
+        "family_many_page_size",
+    ):
         if getattr(cfg, name) < 1:
             raise UserError(f"{name.replace('_', '-')} must be at least 1.")
     if any(v < 0 for v in cfg.family_many_page_buffers):
@@ -340,8 +399,10 @@ def validate(cfg: BenchConfig) -> None:
     if not 0 <= cfg.precision < 1 or cfg.max_minutes < 0:
         raise UserError("precision is a fraction between 0 and 1 (0.05: ±5 %) and max-minutes 0 or more; fix them.")
     if cfg.precision > 0 and cfg.max_trials < cfg.trials:
-        raise UserError(f"with precision set, max-trials ({cfg.max_trials}) is the cap on trials and must be at least "
-                        f"trials ({cfg.trials}); e.g. --max-trials 8.")
+        raise UserError(
+            f"with precision set, max-trials ({cfg.max_trials}) is the cap on trials and must be at least "
+            f"trials ({cfg.trials}); e.g. --max-trials 8."
+        )
     for name, opts in cfg.options.items():
         known = registry.get(name).defaults
         unknown = sorted(set(opts) - set(known))
@@ -365,11 +426,21 @@ def _check_bounds(cfg: BenchConfig, pbs: list[int]) -> None:
         for v in items:
             size = size_setting(v, f.name) if f.name in SIZE_SETTINGS else v
             if isinstance(size, (int, float)) and not isinstance(size, bool) and abs(size) > LARGEST:
-                raise UserError(f"setting {f.name.replace('_', '-')} = {v!r} is too large (at most {LARGEST}); fix it in the config or command line.")
+                raise UserError(
+                    f"setting {f.name.replace('_', '-')} = {v!r} is too large (at most {LARGEST}); fix it in the config or command line."
+                )
     if max(cfg.workers) > MAX_WORKERS:
         raise UserError(f"{max(cfg.workers)} workers is more than {MAX_WORKERS}; give fewer --workers.")
-    cases = (len(cfg.backends) * len(cfg.modes) * len(cfg.workers) * len(pbs) * len(cfg.chunk_caches)
-             * len(cfg.block_caches) * max(1, len(cfg.families)) * cfg.trials)
+    cases = (
+        len(cfg.backends)
+        * len(cfg.modes)
+        * len(cfg.workers)
+        * len(pbs)
+        * len(cfg.chunk_caches)
+        * len(cfg.block_caches)
+        * max(1, len(cfg.families))
+        * cfg.trials
+    )
     if cases > MAX_CASES:
         raise UserError(f"this matrix has up to {cases} cases, more than {MAX_CASES}; give fewer trials or settings.")
 
@@ -380,12 +451,20 @@ def _check_option(backend: str, key: str, value: Any, default: Any) -> None:
     if isinstance(default, bool):
         ok, want = isinstance(value, bool), "true or false"
     elif isinstance(default, int):
-        ok, want = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= LARGEST, "a whole number of 0 or more"
+        ok, want = (
+            isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= LARGEST,
+            "a whole number of 0 or more",
+        )
     elif isinstance(default, float):
-        ok, want = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value), "a finite number"
+        ok, want = (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
+            "a finite number",
+        )
     elif isinstance(default, str):
         ok, want = isinstance(value, str), "a string"
     else:
         return
     if not ok:
-        raise UserError(f"[options.{backend}] {key} = {value!r} must be {want}, like its default {default!r}; fix it in the config.")
+        raise UserError(
+            f"[options.{backend}] {key} = {value!r} must be {want}, like its default {default!r}; fix it in the config."
+        )

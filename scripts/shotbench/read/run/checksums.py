@@ -64,5 +64,8 @@ class Checksums:
             checked = True
             if int(crc) != want:
                 what = f"bytes {signal}" if shot == BYTES else f"signal {signal}"
-                return NO, f"{key}: wrong bytes: {what} differs from the local copy (CRC-32 {int(crc):08x}, expected {want:08x})"
+                return (
+                    NO,
+                    f"{key}: wrong bytes: {what} differs from the local copy (CRC-32 {int(crc):08x}, expected {want:08x})",
+                )
         return (YES if checked and not row.get("error") else ""), ""

@@ -125,8 +125,12 @@ class Driver:
         if workers not in self.clusters:
             with dask.config.set(OUR_DASK_CONFIG):
                 cluster = LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True,
-                    dashboard_address=":0", silence_logs=logging.ERROR, memory_limit=0,
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                    silence_logs=logging.ERROR,
+                    memory_limit=0,
                 )
                 client = Client(cluster, set_as_default=False)
             _report_worker_deaths()  # once distributed is imported: its import configures its loggers
@@ -136,8 +140,11 @@ class Driver:
         client = self.clusters[workers][1]
         names = sorted(client.scheduler_info()["workers"])
         if len(names) < workers:  # a worker process died since the last case; its nanny starts another
-            print(f"dask: {len(names)} of {workers} workers registered; waiting for the restarted ones",
-                  file=sys.stderr, flush=True)
+            print(
+                f"dask: {len(names)} of {workers} workers registered; waiting for the restarted ones",
+                file=sys.stderr,
+                flush=True,
+            )
             with contextlib.suppress(Exception):
                 client.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
             names = sorted(client.scheduler_info()["workers"])
@@ -151,10 +158,7 @@ class Driver:
     def prepare(self, req: Prepare) -> PrepareReply:
         client, names = self._client(int(req.workers))
         spec = req.spec
-        futs = [
-            client.submit(warm, spec, workers=[w], allow_other_workers=False, pure=False)
-            for w in names
-        ]
+        futs = [client.submit(warm, spec, workers=[w], allow_other_workers=False, pure=False) for w in names]
         info = client.gather(futs)
         self.current = (client, names, spec)
         return PrepareReply(client.dashboard_link or "", names, info)
@@ -173,11 +177,14 @@ class Driver:
         if not getattr(registry.get(spec.backend), "builds_index", False):
             return
         files = sorted({(it.key, it.size) for t in tasks for part in t.parts for it in part.items})
-        batches = [files[i::len(names)] for i in range(len(names))]
-        client.gather([
-            client.submit(index_files, spec, b, workers=[w], allow_other_workers=False, pure=False)
-            for w, b in zip(names, batches) if b
-        ])
+        batches = [files[i :: len(names)] for i in range(len(names))]
+        client.gather(
+            [
+                client.submit(index_files, spec, b, workers=[w], allow_other_workers=False, pure=False)
+                for w, b in zip(names, batches)
+                if b
+            ]
+        )
 
     def _listener(self) -> Any:
         import socket
@@ -204,8 +211,16 @@ class Driver:
         token = secrets.token_hex(8)
         addr = [self._host, lsock.getsockname()[1]]
         futs = [
-            client.submit(run_task_released, spec, t, addr, token, workers=[names[i % len(names)]],
-                          allow_other_workers=False, pure=False)
+            client.submit(
+                run_task_released,
+                spec,
+                t,
+                addr,
+                token,
+                workers=[names[i % len(names)]],
+                allow_other_workers=False,
+                pure=False,
+            )
             for i, t in enumerate(tasks)
         ]
         conns: list[socket.socket] = []
@@ -278,8 +293,9 @@ class Driver:
         w = int(req.workers)
         spec = req.spec
         e0 = time.perf_counter()
-        client = Client(processes=True, n_workers=w, threads_per_worker=1,
-                        dashboard_address=":0", silence_logs=logging.ERROR)
+        client = Client(
+            processes=True, n_workers=w, threads_per_worker=1, dashboard_address=":0", silence_logs=logging.ERROR
+        )
         try:
             from shotbench.read.plan.matrix import split_upstream
 

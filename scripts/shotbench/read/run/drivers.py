@@ -52,8 +52,15 @@ R = TypeVar("R", bound=Reply)
 class DriverProc:
     """`<env python> -m shotbench.read.run.driver --serve`, spoken to with `read/run/protocol.py`'s messages."""
 
-    def __init__(self, name: str, python: Path, env: dict[str, str], log: Path, scheduler: str | None,
-                 prefix: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        python: Path,
+        env: dict[str, str],
+        log: Path,
+        scheduler: str | None,
+        prefix: list[str] | None = None,
+    ) -> None:
         self.name, self.python, self.env, self.log, self.scheduler = name, python, env, log, scheduler
         self.prefix = list(prefix or [])  # e.g. a mount namespace that trusts a private CA
         self.proc: subprocess.Popen[str] | None = None
@@ -67,8 +74,14 @@ class DriverProc:
             cmd += ["--scheduler", self.scheduler]
         self._logfh = open(self.log, "a")
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._logfh,
-            text=True, env=self.env, start_new_session=True, bufsize=1,
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._logfh,
+            text=True,
+            env=self.env,
+            start_new_session=True,
+            bufsize=1,
             preexec_fn=die_with_parent(),
         )
         self.versions = self.request(Hello(PROTOCOL_VERSION), timeout=HELLO_TIMEOUT).versions
@@ -162,7 +175,9 @@ class DriverProc:
 class Drivers:
     """One driver per environment, started on first use; keeps warm clusters within a budget."""
 
-    def __init__(self, s3: Any, log_dir: Path, scheduler: str | None, max_live_workers: int, backends: list[str]) -> None:
+    def __init__(
+        self, s3: Any, log_dir: Path, scheduler: str | None, max_live_workers: int, backends: list[str]
+    ) -> None:
         self.s3, self.log_dir, self.scheduler = s3, log_dir, scheduler
         self.max_live = max_live_workers
         self.drivers: dict[str, DriverProc] = {}
@@ -180,8 +195,14 @@ class Drivers:
                     other = registry.get(name)
                     if other.env_key() == key:
                         extra.update(other.process_env(self.s3))
-            drv = DriverProc(key, cls.python(), child_env(extra), self.log_dir / f"driver-{key}.log", self.scheduler,
-                             self._trust_prefix(cls))
+            drv = DriverProc(
+                key,
+                cls.python(),
+                child_env(extra),
+                self.log_dir / f"driver-{key}.log",
+                self.scheduler,
+                self._trust_prefix(cls),
+            )
             drv.watch = self.watch
             drv.start()
             self.drivers[key] = drv

@@ -79,8 +79,11 @@ class InjectedFaults:
         if self.stats is None and not self.earlier:
             return None
         now = read_counts(self.stats) if self.stats is not None else {}
-        return {"by_case": self.by_case, "raw_get_ceiling": self.ceilings,
-                "total": _add(self.earlier.get("total", {}), now)}
+        return {
+            "by_case": self.by_case,
+            "raw_get_ceiling": self.ceilings,
+            "total": _add(self.earlier.get("total", {}), now),
+        }
 
 
 def summary_lines(record: dict[str, Any] | None, plan: list[dict[str, Any]]) -> list[str]:
@@ -92,8 +95,10 @@ def summary_lines(record: dict[str, Any] | None, plan: list[dict[str, Any]]) -> 
     for case_id, counts in record.get("by_case", {}).items():
         name = backend_of.get(case_id, "?")
         per_backend[name] = _add(per_backend.get(name, {}), counts)
-    lines = [f"faults injected by the HTTP proxy: {describe(_add(record.get('total', {}), {}))} "
-             "(whole run: staging, health checks and raw-get ceilings included)"]
+    lines = [
+        f"faults injected by the HTTP proxy: {describe(_add(record.get('total', {}), {}))} "
+        "(whole run: staging, health checks and raw-get ceilings included)"
+    ]
     lines += [f"  {name:<10} {describe(counts)}" for name, counts in sorted(per_backend.items())]
     lines.append(f"  {'(raw-get ceilings)':<10} {describe(_add(record.get('raw_get_ceiling', {}), {}))}")
     return lines

@@ -27,9 +27,19 @@ from shotbench.runs import interleave
 from shotbench.units import MiB
 
 COLUMNS = [
-    "run-id", "trial", "backend", "obj-type", "num-workers", "pb-size",
-    "upstream-runtime", "upstream-efficiency", "upstream-info-time", "upstream-wall",
-    "ours-runtime", "ours-efficiency", "ratio",
+    "run-id",
+    "trial",
+    "backend",
+    "obj-type",
+    "num-workers",
+    "pb-size",
+    "upstream-runtime",
+    "upstream-efficiency",
+    "upstream-info-time",
+    "upstream-wall",
+    "ours-runtime",
+    "ours-efficiency",
+    "ratio",
 ]
 
 
@@ -46,10 +56,16 @@ def cmd_harness(args: argparse.Namespace) -> int:
     from shotbench.read.run.drivers import Drivers
 
     backends = args.backends or default_backends()
-    overrides = {"backends": backends, "workers": args.workers, "trials": args.trials,
-                 "modes": args.modes, "signals_files": args.signals_files, "shots": args.shots,
-                 "signals_names": args.signals_names,
-                 "page_buffers": [args.page_buffer]}
+    overrides = {
+        "backends": backends,
+        "workers": args.workers,
+        "trials": args.trials,
+        "modes": args.modes,
+        "signals_files": args.signals_files,
+        "shots": args.shots,
+        "signals_names": args.signals_names,
+        "page_buffers": [args.page_buffer],
+    }
     cfg = profiles.load(args.profile, Path(args.config) if args.config else None, overrides)
     check_envs(cfg.backends)
     run_id = new_run_id()
@@ -63,7 +79,9 @@ def cmd_harness(args: argparse.Namespace) -> int:
             pb = int(args.page_buffer)
             combos = [(b, m, w) for b in prep.backends for m in cfg.modes for w in cfg.workers]
             trials = range(1, cfg.trials + 1)
-            for trial, (backend, mode, w) in interleave(combos, trials, lambda t: planmod.seeded(cfg.seed, "harness", t)):
+            for trial, (backend, mode, w) in interleave(
+                combos, trials, lambda t: planmod.seeded(cfg.seed, "harness", t)
+            ):
                 cls = registry.get(backend)
                 drv = drivers.for_backend(cls)
                 files = wl.files_for(mode)
@@ -82,20 +100,27 @@ def cmd_harness(args: argparse.Namespace) -> int:
                 tasks = planmod.case_tasks(case, files, cfg.seed, cls.reads_hdf5)
                 ours = drv.request(Run(tasks))
                 row = {
-                    "run-id": run_id, "trial": trial, "backend": backend, "obj-type": mode,
-                    "num-workers": w, "pb-size": pb,
+                    "run-id": run_id,
+                    "trial": trial,
+                    "backend": backend,
+                    "obj-type": mode,
+                    "num-workers": w,
+                    "pb-size": pb,
                     "upstream-runtime": up.total,
                     "upstream-efficiency": efficiency(task_time_sum(up.rows), w, up.total),
-                    "upstream-info-time": up.info_time, "upstream-wall": up.wall,
+                    "upstream-info-time": up.info_time,
+                    "upstream-wall": up.wall,
                     "ours-runtime": ours.total,
                     "ours-efficiency": efficiency(task_time_sum(ours.rows), w, ours.total),
                     "ratio": ours.total / up.total if up.total else float("nan"),
                 }
                 rows.append(row)
-                say(f"{backend:<9} {mode:<7} w={w:<2} t{trial}  upstream {row['upstream-runtime']:.3f}s "
+                say(
+                    f"{backend:<9} {mode:<7} w={w:<2} t{trial}  upstream {row['upstream-runtime']:.3f}s "
                     f"(eff {row['upstream-efficiency']:.2f}, info {row['upstream-info-time']:.3f}s, "
                     f"wall {row['upstream-wall']:.2f}s)  ours {row['ours-runtime']:.3f}s "
-                    f"(eff {row['ours-efficiency']:.2f})  ratio {row['ratio']:.2f}")
+                    f"(eff {row['ours-efficiency']:.2f})  ratio {row['ratio']:.2f}"
+                )
         finally:
             drivers.stop()
     out_csv.parent.mkdir(parents=True, exist_ok=True)
@@ -107,19 +132,24 @@ def cmd_harness(args: argparse.Namespace) -> int:
     ours_total = sum(r["ours-runtime"] for r in rows)
     ratio = ours_total / up_total if up_total else float("nan")
     say("")
-    say(f"total runtime: upstream {up_total:.2f}s, ours {ours_total:.2f}s -> ours = {ratio:.2f}x upstream "
-        f"(median per case {statistics.median(r['ratio'] for r in rows):.2f}x; goal <= 0.8x)")
-    say(f"harness efficiency (median): upstream {statistics.median(r['upstream-efficiency'] for r in rows):.2f}, "
-        f"ours {statistics.median(r['ours-efficiency'] for r in rows):.2f}")
+    say(
+        f"total runtime: upstream {up_total:.2f}s, ours {ours_total:.2f}s -> ours = {ratio:.2f}x upstream "
+        f"(median per case {statistics.median(r['ratio'] for r in rows):.2f}x; goal <= 0.8x)"
+    )
+    say(
+        f"harness efficiency (median): upstream {statistics.median(r['upstream-efficiency'] for r in rows):.2f}, "
+        f"ours {statistics.median(r['ours-efficiency'] for r in rows):.2f}"
+    )
     say(f"results: {out_csv}")
     return 0
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "bench-harness", help="upstream harness pattern vs ours on the same files: runtime ratio",
+        "bench-harness",
+        help="upstream harness pattern vs ours on the same files: runtime ratio",
         description="Run the upstream-style Dask harness and ours on the same files and server, "
-                    "interleaved, and print per-case harness efficiency and the runtime ratio.",
+        "interleaved, and print per-case harness efficiency and the runtime ratio.",
     )
     p.add_argument("--data", metavar="s3://bucket/prefix", help="default: embedded server + synthetic files")
     p.add_argument("--profile", default="quick", choices=list(profiles.BENCH_PROFILES))
@@ -131,7 +161,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--signals-files", type=int, metavar="N")
     p.add_argument("--signals-names", type=int, metavar="N")
     p.add_argument("--shots", type=int, metavar="N")
-    p.add_argument("--page-buffer", type=int, default=planmod.UPSTREAM_PAGE_BUFFER, metavar="BYTES", help="upstream used 268435456")
+    p.add_argument(
+        "--page-buffer", type=int, default=planmod.UPSTREAM_PAGE_BUFFER, metavar="BYTES", help="upstream used 268435456"
+    )
     p.add_argument("--shots-dir", help="where synthetic shot files live (default data/shots)")
     p.add_argument("--csv", metavar="FILE", help="where to write the per-case table (default data/harness/<id>.csv)")
     p.set_defaults(func=cmd_harness)

@@ -45,8 +45,9 @@ class Workload:
 
 
 def _inventory_key(source: Source, objs: list[Any]) -> str:
-    h = hashlib.sha256(json.dumps(
-        ["v4", source.to_dict()] + [[o.key, o.size, getattr(o, "etag", None)] for o in objs]).encode())
+    h = hashlib.sha256(
+        json.dumps(["v4", source.to_dict()] + [[o.key, o.size, getattr(o, "etag", None)] for o in objs]).encode()
+    )
     return h.hexdigest()[:16]
 
 
@@ -55,9 +56,20 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
     cache = state_dir() / "inventory" / f"{_inventory_key(source, objs)}.json"
     if cache.exists():
         data = json.loads(cache.read_text())
-        return [ShotFile(d["key"], d["size"], d["shot"], tuple(d["signals"]), tuple(d.get("weights", ())),
-                         d.get("file_meta", 0), d.get("shot_meta", 0), tuple(tuple(p) for p in d.get("datasets", ())),
-                         tuple((p, n) for p, n in d.get("stored", ()))) for d in data]
+        return [
+            ShotFile(
+                d["key"],
+                d["size"],
+                d["shot"],
+                tuple(d["signals"]),
+                tuple(d.get("weights", ())),
+                d.get("file_meta", 0),
+                d.get("shot_meta", 0),
+                tuple(tuple(p) for p in d.get("datasets", ())),
+                tuple((p, n) for p, n in d.get("stored", ())),
+            )
+            for d in data
+        ]
     from shotbench.backends.base import ReadSettings
     from shotbench.hdf5.shotfile import shot_ids
 
@@ -85,10 +97,24 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
         if len(objs) > 20 and (i % 50 == 0 or i == len(objs)):
             say(f"  listing signals: {i}/{len(objs)} files ({time.time() - t0:.0f}s)")
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps([{"key": f.key, "size": f.size, "shot": f.shot, "signals": list(f.signals),
-                                  "weights": list(f.weights), "file_meta": f.file_meta, "shot_meta": f.shot_meta,
-                                  "datasets": [list(p) for p in f.datasets], "stored": [list(s) for s in f.stored]}
-                                 for f in out]))
+    cache.write_text(
+        json.dumps(
+            [
+                {
+                    "key": f.key,
+                    "size": f.size,
+                    "shot": f.shot,
+                    "signals": list(f.signals),
+                    "weights": list(f.weights),
+                    "file_meta": f.file_meta,
+                    "shot_meta": f.shot_meta,
+                    "datasets": [list(p) for p in f.datasets],
+                    "stored": [list(s) for s in f.stored],
+                }
+                for f in out
+            ]
+        )
+    )
     return out
 
 
@@ -98,8 +124,9 @@ def unreadable(key: str, size: int, exc: BaseException) -> UserError:
     if size == 0:
         return UserError(f"{key} is an empty (0-byte) file; remove it or upload it again.")
     if "truncated" in text.lower():
-        return UserError(f"{key} is truncated ({size} bytes, shorter than its HDF5 metadata says); "
-                         "remove it or upload it again.")
+        return UserError(
+            f"{key} is truncated ({size} bytes, shorter than its HDF5 metadata says); remove it or upload it again."
+        )
     return UserError(f"{key} cannot be read as an HDF5 shot file ({text[:160]}); remove it or replace it.")
 
 
@@ -115,8 +142,19 @@ def describe(fh: Any, key: str, size: int, shots: list[str]) -> list[ShotFile]:
         names = tuple(signal_names(fh, shot))
         touched = [storage.signal_datasets(fh, shot, n) for n in names]
         stored = {p: b for t in touched for p, b in t.items()}
-        out.append(ShotFile(key, size, shot, names, tuple(payload_bytes(fh, shot, n) for n in names), meta,
-                            storage.shot_metadata(fh, shot), tuple(tuple(t) for t in touched), tuple(stored.items())))
+        out.append(
+            ShotFile(
+                key,
+                size,
+                shot,
+                names,
+                tuple(payload_bytes(fh, shot, n) for n in names),
+                meta,
+                storage.shot_metadata(fh, shot),
+                tuple(tuple(t) for t in touched),
+                tuple(stored.items()),
+            )
+        )
     return out
 
 
@@ -137,10 +175,17 @@ def mirror_locally(source: Source, objs: list[Any], s3: Any, dest: Path, say: Ca
     from shotbench import diskspace
     from shotbench.backends.obstore import make_store
 
-    missing = [o for o in objs if not (Path(source.local_path(o.key)).exists()
-                                       and Path(source.local_path(o.key)).stat().st_size == o.size)]
-    diskspace.require(dest, sum(o.size for o in missing), "local copies for the local backend",
-                      "free space, pass --local-copies on a bigger disk, or drop the local backend")
+    missing = [
+        o
+        for o in objs
+        if not (Path(source.local_path(o.key)).exists() and Path(source.local_path(o.key)).stat().st_size == o.size)
+    ]
+    diskspace.require(
+        dest,
+        sum(o.size for o in missing),
+        "local copies for the local backend",
+        "free space, pass --local-copies on a bigger disk, or drop the local backend",
+    )
     store = make_store(s3, source.bucket)
     for i, o in enumerate(objs, 1):
         path = Path(source.local_path(o.key))

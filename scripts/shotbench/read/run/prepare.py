@@ -38,8 +38,14 @@ class Prepared:
 
 
 @contextlib.contextmanager
-def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir: Path | None,
-            local_copies: Path | None, tls: bool = False) -> Iterator[Prepared]:
+def prepare(
+    cfg: profiles.BenchConfig,
+    data: str | None,
+    network: str,
+    shots_dir: Path | None,
+    local_copies: Path | None,
+    tls: bool = False,
+) -> Iterator[Prepared]:
     """Server (if embedded), files, staging, pre-flight, inventory; yields the workload."""
     from shotbench.read.run.inventory import Workload, inventory, mirror_locally
     from shotbench.read.run.keycheck import unsupported_keys
@@ -56,17 +62,26 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             from shotbench.store.server import embedded_server
             from shotbench.store.stage import stage
 
-            stack.enter_context(server_lock(state_dir() / ("bench-server-tls" if tls else "bench-server")))  # before touching its files
+            stack.enter_context(
+                server_lock(state_dir() / ("bench-server-tls" if tls else "bench-server"))
+            )  # before touching its files
             if cfg.families:
                 shots_dir = Path(shots_dir or data_dir() / "layouts")
                 made = make_families(cfg, shots_dir)
             else:
                 shots_dir = Path(shots_dir or data_dir() / "shots")
                 say(f"synthetic shot files: {cfg.shots} in {shots_dir} (made if missing)")
-                make_dataset(shots_dir, shots=cfg.shots, signals=cfg.signals, file_size=cfg.file_size,
-                             page_size=cfg.page_size, seed=0)
-            info = stack.enter_context(embedded_server(state_dir() / ("bench-server-tls" if tls else "bench-server"),
-                                                       network=network, tls=tls))
+                make_dataset(
+                    shots_dir,
+                    shots=cfg.shots,
+                    signals=cfg.signals,
+                    file_size=cfg.file_size,
+                    page_size=cfg.page_size,
+                    seed=0,
+                )
+            info = stack.enter_context(
+                embedded_server(state_dir() / ("bench-server-tls" if tls else "bench-server"), network=network, tls=tls)
+            )
             say(f"embedded S3 server: {info.endpoint_url} (network: {network})")
             s3 = info.s3config()
             loc = parse_location(f"s3://{EMBEDDED_BUCKET}/{'layouts/' if cfg.families else EMBEDDED_PREFIX}")
@@ -76,15 +91,19 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             local_dir = str(shots_dir)
         else:
             if network != "none":
-                raise UserError("--network emulates latency in front of the embedded server only; drop --network or --data.")
+                raise UserError(
+                    "--network emulates latency in front of the embedded server only; drop --network or --data."
+                )
             if tls:
-                raise UserError("--tls serves the embedded server over https; drop --tls or --data (set AWS_CA_BUNDLE for your own endpoint's CA).")
+                raise UserError(
+                    "--tls serves the embedded server over https; drop --tls or --data (set AWS_CA_BUNDLE for your own endpoint's CA)."
+                )
             loc = parse_location(data)
             s3 = S3Config.from_env() if loc.kind == "s3" else None
             local_dir = str(local_copies) if local_copies else ""
         objs = preflight(loc, s3)
         if data is None and made is not None:  # files of other family sizes may linger in the bucket
-            objs = [o for o in objs if o.key[len(loc.prefix):] in made]
+            objs = [o for o in objs if o.key[len(loc.prefix) :] in made]
         if loc.kind == "local":
             source = Source("local", local_dir=str(loc.path))
             dropped = [b for b in backends if registry.get(b).needs_s3]
@@ -92,7 +111,9 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
                 say(f"data is a local folder: skipping S3 backends {', '.join(dropped)}")
             backends = [b for b in backends if b not in dropped]
             if not backends:
-                raise UserError("a local folder only supports the local and raw-get backends; add them with --backends local raw-get.")
+                raise UserError(
+                    "a local folder only supports the local and raw-get backends; add them with --backends local raw-get."
+                )
         else:
             if not local_dir and "local" in backends:
                 local_dir = str(cache_dir() / "mirror" / loc.bucket / loc.prefix)
@@ -105,18 +126,25 @@ def prepare(cfg: profiles.BenchConfig, data: str | None, network: str, shots_dir
             say(f"{name}: unsupported for this data, left out of this run (unsupported is not failed): {why}")
         backends = [b for b in backends if b not in unsupported]
         if not backends:
-            raise UserError("no selected backend can open the keys at this location; add a backend that can, "
-                            "e.g. --backends obstore, or rename the objects.")
+            raise UserError(
+                "no selected backend can open the keys at this location; add a backend that can, "
+                "e.g. --backends obstore, or rename the objects."
+            )
         signal_files = planmod.sample_signals(
-            planmod.sample_files(files, cfg.signals_files, cfg.seed), cfg.signals_names, cfg.seed)
+            planmod.sample_files(files, cfg.signals_files, cfg.seed), cfg.signals_names, cfg.seed
+        )
         workload = Workload(source, files, signal_files, s3, access_log, loc.bucket if loc.kind == "s3" else None)
         if cfg.families:
             workload.families = cfg.family_shapes()
             workload.family_files = split_families(files, workload.families, cfg)
         record = {
-            "location": loc.uri(), "embedded": data is None, "network": network,
-            "files": len(files), "bytes": sum(f.size for f in files),
-            "signals": len(planmod.all_signals(files)), "local_copies": local_dir,
+            "location": loc.uri(),
+            "embedded": data is None,
+            "network": network,
+            "files": len(files),
+            "bytes": sum(f.size for f in files),
+            "signals": len(planmod.all_signals(files)),
+            "local_copies": local_dir,
             **({"endpoint": s3.public()["endpoint"], "region": s3.region} if s3 is not None else {}),
             **({"unsupported": unsupported} if unsupported else {}),
         }
@@ -147,15 +175,22 @@ def family_of(key: str) -> str:
     return parts[-2] if len(parts) > 1 else ""
 
 
-def split_families(files: list[Any], shapes: dict[str, Any], cfg: profiles.BenchConfig) -> dict[str, tuple[list[Any], list[Any]]]:
+def split_families(
+    files: list[Any], shapes: dict[str, Any], cfg: profiles.BenchConfig
+) -> dict[str, tuple[list[Any], list[Any]]]:
     """Per family: its files, and what `signals` mode reads (a seeded sample; every shot of a many-shot file)."""
     out = {}
     for name, fam in shapes.items():
         mine = [f for f in files if family_of(f.key) == name]
         if not mine:
             raise UserError(f"no files of family {name} at the data location; remove it from families or make it.")
-        sig = mine if fam.many_shot else planmod.sample_signals(
-            planmod.sample_files(mine, cfg.signals_files, cfg.seed), cfg.signals_names, cfg.seed)
+        sig = (
+            mine
+            if fam.many_shot
+            else planmod.sample_signals(
+                planmod.sample_files(mine, cfg.signals_files, cfg.seed), cfg.signals_names, cfg.seed
+            )
+        )
         out[name] = (mine, sig)
     return out
 
@@ -165,10 +200,12 @@ def server_lock(state: Path) -> Any:
     and mix its requests into this run's counts."""
     from shotbench.locks import held
 
-    return held(state / "users.lock",
-                "the embedded S3 server is in use by another run (pid {pid}); wait for it to finish, "
-                "or pass --data to read from another location.",
-                f"the state folder {state} is not writable; fix its permissions.")
+    return held(
+        state / "users.lock",
+        "the embedded S3 server is in use by another run (pid {pid}); wait for it to finish, "
+        "or pass --data to read from another location.",
+        f"the state folder {state} is not writable; fix its permissions.",
+    )
 
 
 def check_envs(backends: list[str]) -> None:

@@ -37,7 +37,9 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         groups.setdefault((r.get("file-family") or "", r["backend"], r["obj-type"]), []).append(r)
     width = max([len(k[0]) for k in groups] + [0])
     fam = f"{'family':<{width}} " if width else ""
-    lines = [f"{fam}{'backend':<10} {'mode':<12} {'cases':>5} {'median s':>9} {'x raw-get':>9} {'GETs':>7} {'MB':>8} {'eff':>5}"]
+    lines = [
+        f"{fam}{'backend':<10} {'mode':<12} {'cases':>5} {'median s':>9} {'x raw-get':>9} {'GETs':>7} {'MB':>8} {'eff':>5}"
+    ]
 
     def med(vals: list[float]) -> float | None:
         vals = [v for v in vals if v == v]
@@ -51,8 +53,9 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
 
     for (family, backend, mode), rs in sorted(groups.items()):
         tot = med([num(r["total-runtime"]) for r in rs])
-        ratio = med([num(r["total-runtime"]) / num(r["raw-get-runtime"]) for r in rs
-                     if num(r.get("raw-get-runtime")) > 0])
+        ratio = med(
+            [num(r["total-runtime"]) / num(r["raw-get-runtime"]) for r in rs if num(r.get("raw-get-runtime")) > 0]
+        )
         gets = med([num(r.get("gets")) for r in rs])
         mb = med([num(r.get("get-bytes")) / 1e6 for r in rs])
         eff = med([num(r.get("harness-efficiency")) for r in rs])

@@ -32,8 +32,10 @@ class ProtocolMismatch(UserError):
 
 def skew(what: str) -> ProtocolMismatch:
     """The one sentence for a message that shows the two sides run different versions."""
-    return ProtocolMismatch(f"{what}, so the orchestrator and an environment's driver run different versions "
-                            "of shotbench; rebuild the environments with `make envs`.")
+    return ProtocolMismatch(
+        f"{what}, so the orchestrator and an environment's driver run different versions "
+        "of shotbench; rebuild the environments with `make envs`."
+    )
 
 
 def _checked(cls: type, data: Any, what: str) -> dict[str, Any]:
@@ -43,8 +45,9 @@ def _checked(cls: type, data: Any, what: str) -> dict[str, Any]:
     unknown = sorted(set(data) - {f.name for f in fields(cls)})
     if unknown:
         raise skew(f"{what} has the unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
-    missing = [f.name for f in fields(cls)
-               if f.name not in data and f.default is MISSING and f.default_factory is MISSING]
+    missing = [
+        f.name for f in fields(cls) if f.name not in data and f.default is MISSING and f.default_factory is MISSING
+    ]
     if missing:
         raise skew(f"{what} lacks the field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     return data
@@ -167,8 +170,10 @@ class HelloReply(Reply):
         """The version first: a driver from another checkout may differ in every other field."""
         found = data.get("protocol") if isinstance(data, dict) else None
         if found != PROTOCOL_VERSION:
-            raise skew(f"its driver speaks protocol {'(none)' if found is None else found} "
-                       f"where this checkout speaks {PROTOCOL_VERSION}")
+            raise skew(
+                f"its driver speaks protocol {'(none)' if found is None else found} "
+                f"where this checkout speaks {PROTOCOL_VERSION}"
+            )
         return super().from_json(data)
 
 
@@ -299,9 +304,12 @@ class Upstream(Request[UpstreamReply], op="upstream", reply=UpstreamReply):
 
     @classmethod
     def _decode(cls, data: dict[str, Any]) -> dict[str, Any]:
-        return {**data, "spec": Spec.from_json(data["spec"]),
-                "rounds": [_tasks(r, cls.WHAT) for r in data["rounds"]],
-                "info_files": [(str(k), int(s)) for k, s in data["info_files"]]}
+        return {
+            **data,
+            "spec": Spec.from_json(data["spec"]),
+            "rounds": [_tasks(r, cls.WHAT) for r in data["rounds"]],
+            "info_files": [(str(k), int(s)) for k, s in data["info_files"]],
+        }
 
 
 @dataclass(frozen=True)

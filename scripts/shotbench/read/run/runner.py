@@ -94,7 +94,9 @@ class Runner:
         s3 = self.workload.s3
         url = None
         if s3 is not None:
-            url = getattr(s3, "endpoint_url", None) or (f"https://s3.{s3.region}.amazonaws.com/" if getattr(s3, "region", None) else None)
+            url = getattr(s3, "endpoint_url", None) or (
+                f"https://s3.{s3.region}.amazonaws.com/" if getattr(s3, "region", None) else None
+            )
         if url is None and not self.drivers.scheduler:
             return None
         return Watchdog(url, getattr(s3, "ca_bundle", None), self.drivers.scheduler)
@@ -109,7 +111,9 @@ class Runner:
                 self._trials[g] = self._trials.get(g, 0) + 1
             for r in self.folder.details():
                 if r.get("case-id") in ok and r.get("open+read-data-time", "") != "":
-                    self._samples.setdefault(stopping.group_of(r["case-id"]), []).append(float(r["open+read-data-time"]))
+                    self._samples.setdefault(stopping.group_of(r["case-id"]), []).append(
+                        float(r["open+read-data-time"])
+                    )
         return self._samples
 
     def _stop(self, res: CaseResult) -> CaseResult:
@@ -122,14 +126,18 @@ class Runner:
         samples += [float(r.open_read_data_time) for r in res.rows if (r.status or OK) == OK]
         self._trials[g] = self._trials.get(g, 0) + 1
         width, verdict = self.stop_rule.verdict(samples, self._trials[g])
-        return replace(res, case_row=replace(row, ci_half_width="" if width != width else round(width, 5), stop=verdict))
+        return replace(
+            res, case_row=replace(row, ci_half_width="" if width != width else round(width, 5), stop=verdict)
+        )
 
     def spec(self, case: Case, backend: str | None = None) -> Spec:
         """The case's backend with its settings; with `backend` (the raw-get ceiling), that one with none."""
         name = backend or case.backend
         return Spec(
-            name, self.workload.source,
-            pb_size=case.pb_size if backend is None else 0, chunk_cache=case.chunk_cache if backend is None else 0,
+            name,
+            self.workload.source,
+            pb_size=case.pb_size if backend is None else 0,
+            chunk_cache=case.chunk_cache if backend is None else 0,
             options={**self._index_option(name), **self.options.get(name, {})},
             block_cache=case.block_cache if backend is None else None,
             verify=self.checksums is not None and backend is None,
@@ -151,12 +159,21 @@ class Runner:
             return self.task_timeout
         most = 0
         for t in tasks:
-            most = max(most, sum(sum({it.key: it.size if it.length < 0 else it.length for it in p.items}.values())
-                                 for p in t.parts))
+            most = max(
+                most,
+                sum(sum({it.key: it.size if it.length < 0 else it.length for it in p.items}.values()) for p in t.parts),
+            )
         return 60.0 + most / 2e6
 
-    def _timed(self, drv: DriverProc, cls: type[Backend], case: Case, spec: Spec, tasks: list[Any],
-               gather: ShotFile | None = None) -> tuple[RunReply, float | None, Any]:
+    def _timed(
+        self,
+        drv: DriverProc,
+        cls: type[Backend],
+        case: Case,
+        spec: Spec,
+        tasks: list[Any],
+        gather: ShotFile | None = None,
+    ) -> tuple[RunReply, float | None, Any]:
         """The case's run reply, its gather-time (None when not measured) and its access-log counts."""
         self.drivers.reserve(cls.env_key(), case.workers)
         prep = drv.request(Prepare(case.workers, spec), timeout=PREPARE_TIMEOUT)
@@ -208,9 +225,15 @@ class Runner:
                     if attempt == HEALTH_ATTEMPTS - 1:
                         raise
         except (UserError, OSError, http.client.HTTPException) as exc:
-            reason = str(exc).split(";")[0] if isinstance(exc, UserError) else f"no HTTP answer within {HEALTH_TIMEOUT:.0f} s"
-            raise ServerDown(f"the S3 server stopped answering during the run ({reason}); "
-                             "fix it and finish with `shotbench bench --resume`.") from None
+            reason = (
+                str(exc).split(";")[0]
+                if isinstance(exc, UserError)
+                else f"no HTTP answer within {HEALTH_TIMEOUT:.0f} s"
+            )
+            raise ServerDown(
+                f"the S3 server stopped answering during the run ({reason}); "
+                "fix it and finish with `shotbench bench --resume`."
+            ) from None
 
     def run_case(self, case: Case) -> CaseResult:
         cls = registry.get(case.backend)
@@ -218,9 +241,17 @@ class Runner:
         layout, family = self.workload.shape(case.family)
         started = time.time()
         base = CaseRow(
-            run_id=self.run_id, case_id=case.case_id, trial=case.trial, order=case.order,
-            backend=case.backend, obj_type=case.mode, num_workers=case.workers,
-            pb_size=case.pb_size, chunk_cache=case.chunk_cache, layout=layout, file_family=family,
+            run_id=self.run_id,
+            case_id=case.case_id,
+            trial=case.trial,
+            order=case.order,
+            backend=case.backend,
+            obj_type=case.mode,
+            num_workers=case.workers,
+            pb_size=case.pb_size,
+            chunk_cache=case.chunk_cache,
+            layout=layout,
+            file_family=family,
             block_cache="" if case.block_cache is None else case.block_cache,
         )
         many = planmod.is_many_shot(files) and cls.reads_hdf5
@@ -250,8 +281,18 @@ class Runner:
                 r["verified"], wrong = self.checksums.verdict(r)
                 r["error"] = r.get("error") or wrong
         hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
-        rows = worker_rows(raw, case=case, total=total, tot_num_obj=planmod.tot_num_obj(case.mode, files),
-                           run_id=self.run_id, hdf5=hdf5, h5py_version=h5v, layout=layout, family=family, gather=gather)
+        rows = worker_rows(
+            raw,
+            case=case,
+            total=total,
+            tot_num_obj=planmod.tot_num_obj(case.mode, files),
+            run_id=self.run_id,
+            hdf5=hdf5,
+            h5py_version=h5v,
+            layout=layout,
+            family=family,
+            gather=gather,
+        )
         rows, stalls = mark_stalls(rows)
         errors = [r.error for r in rows if r.error]
         ceiling_error = ""
@@ -268,18 +309,28 @@ class Runner:
         first = errors[0] if errors else ceiling_error
         tsum = task_time_sum(raw)
         row = replace(
-            base, n_tasks=len(tasks), total_runtime=total, task_time_sum=tsum,
+            base,
+            n_tasks=len(tasks),
+            total_runtime=total,
+            task_time_sum=tsum,
             harness_efficiency=efficiency(tsum, case.workers, total),
             harness_overhead=harness_overhead(raw, total),
             raw_get_runtime="" if rg is None else rg,
-            gets="" if stats is None else stats.gets, get_bytes="" if stats is None or stats.get_bytes is None else stats.get_bytes,
-            hdf5_version=hdf5, h5py_version=h5v,
+            gets="" if stats is None else stats.gets,
+            get_bytes="" if stats is None or stats.get_bytes is None else stats.get_bytes,
+            hdf5_version=hdf5,
+            h5py_version=h5v,
             errors=len(errors) + bool(ceiling_error),
             status=case_status([r.status for r in rows], bool(ceiling_error)),
-            first_error=" ".join(first.split())[:500], stalls=stalls,
-            started=utc_iso(out.started), finished=utc_iso(out.finished),
-            **CaseRow.by_column(case_columns(raw, planmod.needed_bytes(tasks, files) if cls.reads_hdf5
-                                              else sum(int(r["bytes"]) for r in raw))),  # raw-get: the ranges it fetched
+            first_error=" ".join(first.split())[:500],
+            stalls=stalls,
+            started=utc_iso(out.started),
+            finished=utc_iso(out.finished),
+            **CaseRow.by_column(
+                case_columns(
+                    raw, planmod.needed_bytes(tasks, files) if cls.reads_hdf5 else sum(int(r["bytes"]) for r in raw)
+                )
+            ),  # raw-get: the ranges it fetched
             gather_time="" if gather is None else gather,
         )
         return CaseResult(row, rows)
@@ -305,7 +356,9 @@ class Runner:
             self.say(case_line(case, res.case_row, done_before + i, total_cases, elapsed, eta))
         n = flag_stalled_trials(self.folder)
         if n:
-            self.say(f"{n} case(s) far slower than the same settings' other trials were set apart as stalls, not measurements")
+            self.say(
+                f"{n} case(s) far slower than the same settings' other trials were set apart as stalls, not measurements"
+            )
         return out
 
 
@@ -317,8 +370,10 @@ def mark_stalls(rows: list[WorkerRow]) -> tuple[list[WorkerRow], int]:
     out = []
     for i, (r, slow) in enumerate(zip(rows, flags)):
         if slow and r.status == OK:
-            med = statistics.median(times[:i] + times[i + 1:])
-            r = replace(r, status=STALL, error=f"stall: {times[i]:.1f} s against a median {med:.2f} s of the case's other tasks")
+            med = statistics.median(times[:i] + times[i + 1 :])
+            r = replace(
+                r, status=STALL, error=f"stall: {times[i]:.1f} s against a median {med:.2f} s of the case's other tasks"
+            )
         out.append(r)
     return out, sum(1 for r in out if r.status == STALL)
 
@@ -340,7 +395,7 @@ def flag_stalled_trials(folder: RunFolder) -> int:
     for rs in groups.values():
         totals = [float(r["total-runtime"]) for r in rs]
         for i, r in enumerate(rs):
-            others = totals[:i] + totals[i + 1:]
+            others = totals[:i] + totals[i + 1 :]
             if beyond(totals[i], others):
                 peers[r["case-id"]] = statistics.median(others)
     if not peers:
@@ -348,7 +403,9 @@ def flag_stalled_trials(folder: RunFolder) -> int:
     slowest: dict[str, dict[str, str]] = {}
     for w in folder.details():
         cid = w.get("case-id", "")
-        if cid in peers and (cid not in slowest or float(w["open+read-data-time"]) > float(slowest[cid]["open+read-data-time"])):
+        if cid in peers and (
+            cid not in slowest or float(w["open+read-data-time"]) > float(slowest[cid]["open+read-data-time"])
+        ):
             slowest[cid] = w
 
     def ident(w: dict[str, str]) -> tuple[str, ...]:
@@ -358,8 +415,11 @@ def flag_stalled_trials(folder: RunFolder) -> int:
 
     def detail(w: dict[str, str]) -> dict[str, str]:
         if ident(w) in marked:
-            return {**w, "status": STALL, "error": f"stall: the case took far longer than its other trials "
-                                                   f"(median {peers[w['case-id']]:.2f} s)"}
+            return {
+                **w,
+                "status": STALL,
+                "error": f"stall: the case took far longer than its other trials (median {peers[w['case-id']]:.2f} s)",
+            }
         return w
 
     def case(r: dict[str, str]) -> dict[str, Any]:
@@ -368,8 +428,13 @@ def flag_stalled_trials(folder: RunFolder) -> int:
             return r
         reason = f"stall: {float(r['total-runtime']):.1f} s against a median {peers[cid]:.2f} s of its other trials"
         tasks = max(1, int(float(r.get("n-tasks") or 1)))
-        return {**r, "status": case_status([STALL] + [OK] * (tasks - 1), False), "stalls": 1,
-                "errors": int(float(r.get("errors") or 0)) + 1, "first-error": r.get("first-error") or reason}
+        return {
+            **r,
+            "status": case_status([STALL] + [OK] * (tasks - 1), False),
+            "stalls": 1,
+            "errors": int(float(r.get("errors") or 0)) + 1,
+            "first-error": r.get("first-error") or reason,
+        }
 
     folder.rewrite(case, detail)
     return len(peers)
@@ -377,15 +442,50 @@ def flag_stalled_trials(folder: RunFolder) -> int:
 
 def failed_row(base: CaseRow, n_tasks: int, errors: int, error: str, started: float) -> CaseRow:
     """The case row of a case that produced no measurement."""
-    return replace(base, n_tasks=n_tasks, errors=errors, status=FAILED,
-                   first_error=" ".join(error.split())[:500], started=utc_iso(started), finished=utc_iso())
+    return replace(
+        base,
+        n_tasks=n_tasks,
+        errors=errors,
+        status=FAILED,
+        first_error=" ".join(error.split())[:500],
+        started=utc_iso(started),
+        finished=utc_iso(),
+    )
 
 
-def timeout_rows(tasks: list[Any], case: Case, error: str, files: list[ShotFile], run_id: str,
-                 hdf5: str, h5py_version: str, status: str = TIMEOUT) -> list[WorkerRow]:
+def timeout_rows(
+    tasks: list[Any],
+    case: Case,
+    error: str,
+    files: list[ShotFile],
+    run_id: str,
+    hdf5: str,
+    h5py_version: str,
+    status: str = TIMEOUT,
+) -> list[WorkerRow]:
     """One `timeout` row per part of every task that did not report before the deadline (or,
     with `status`, that was ended for another reason: its server gone)."""
-    raw = [{"worker#": t.index, "obj-id": p.obj_id, "time": 0.0, "objs": 0, "dsets": 0, "bytes": 0,
-            "open": 0.0, "error": error, "status": status} for t in tasks for p in t.parts]
-    return worker_rows(raw, case=case, total=0.0, tot_num_obj=planmod.tot_num_obj(case.mode, files),
-                       run_id=run_id, hdf5=hdf5, h5py_version=h5py_version)
+    raw = [
+        {
+            "worker#": t.index,
+            "obj-id": p.obj_id,
+            "time": 0.0,
+            "objs": 0,
+            "dsets": 0,
+            "bytes": 0,
+            "open": 0.0,
+            "error": error,
+            "status": status,
+        }
+        for t in tasks
+        for p in t.parts
+    ]
+    return worker_rows(
+        raw,
+        case=case,
+        total=0.0,
+        tot_num_obj=planmod.tot_num_obj(case.mode, files),
+        run_id=run_id,
+        hdf5=hdf5,
+        h5py_version=h5py_version,
+    )

@@ -66,8 +66,15 @@ def _reason(exc: BaseException, timeout: float) -> str:
 class Watchdog:
     """Raises `ServerGone` after `failures` failed checks in a row, `interval` apart."""
 
-    def __init__(self, url: str | None, ca_bundle: str | None = None, scheduler: str | None = None,
-                 interval: float = WATCH_INTERVAL, failures: int = WATCH_FAILURES, timeout: float = WATCH_TIMEOUT) -> None:
+    def __init__(
+        self,
+        url: str | None,
+        ca_bundle: str | None = None,
+        scheduler: str | None = None,
+        interval: float = WATCH_INTERVAL,
+        failures: int = WATCH_FAILURES,
+        timeout: float = WATCH_TIMEOUT,
+    ) -> None:
         self.url, self.ca_bundle, self.scheduler = url, ca_bundle, scheduler
         self.interval, self.failures, self.timeout = interval, failures, timeout
         self.failed = 0
@@ -87,9 +94,11 @@ class Watchdog:
         if self.failed >= self.failures:
             self.failed = 0
             what, reason = problem
-            raise ServerGone(f"{what} stopped answering during the run (server gone: {self.failures} checks "
-                             f"{self.interval:.0f} s apart failed, the last with {reason}); "
-                             "fix it and finish with `shotbench bench --resume`.")
+            raise ServerGone(
+                f"{what} stopped answering during the run (server gone: {self.failures} checks "
+                f"{self.interval:.0f} s apart failed, the last with {reason}); "
+                "fix it and finish with `shotbench bench --resume`."
+            )
 
     def probe(self, timeout: float) -> tuple[str, str] | None:
         """(what, why) of the first dependency that does not answer within `timeout`, or None."""

@@ -26,7 +26,18 @@ def versions() -> dict[str, str]:
     import platform
 
     out = {"python": platform.python_version()}
-    for pkg in ("h5py", "numpy", "dask", "distributed", "s3fs", "fsspec", "obstore", "boto3", "botocore", "aiobotocore"):
+    for pkg in (
+        "h5py",
+        "numpy",
+        "dask",
+        "distributed",
+        "s3fs",
+        "fsspec",
+        "obstore",
+        "boto3",
+        "botocore",
+        "aiobotocore",
+    ):
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
@@ -51,8 +62,12 @@ def backend_for(spec: Spec) -> Any:
     from shotbench.backends.base import ReadSettings, s3_from_environ
 
     cls = registry.get(spec.backend)
-    settings = ReadSettings(int(spec.pb_size), int(spec.chunk_cache), dict(spec.options),
-                            None if spec.block_cache is None else int(spec.block_cache))
+    settings = ReadSettings(
+        int(spec.pb_size),
+        int(spec.chunk_cache),
+        dict(spec.options),
+        None if spec.block_cache is None else int(spec.block_cache),
+    )
     inst = cls(spec.source, settings)
     inst.setup(s3_from_environ())
     return inst
@@ -99,11 +114,20 @@ def execute(backend: Any, task: Task, verify: bool = False) -> list[Row]:
                     reads.fetch(it)
                 nobjs = len(part.items)
             elapsed = time.perf_counter() - t0
-            rows.append({
-                "worker#": task.index, "obj-id": part.obj_id, "time": elapsed, "objs": nobjs,
-                "dsets": reads.dsets, "bytes": reads.bytes, "open": reads.open_time, "error": reads.error,
-                "dask-worker": address, **reads.columns(),
-            })
+            rows.append(
+                {
+                    "worker#": task.index,
+                    "obj-id": part.obj_id,
+                    "time": elapsed,
+                    "objs": nobjs,
+                    "dsets": reads.dsets,
+                    "bytes": reads.bytes,
+                    "open": reads.open_time,
+                    "error": reads.error,
+                    "dask-worker": address,
+                    **reads.columns(),
+                }
+            )
         return rows
     finally:
         backend.end_task()
@@ -186,8 +210,9 @@ def index_files(spec: Spec, files: list[tuple[str, int]]) -> int:
     return built
 
 
-def read_open(backend: Any, key: str, items: list[Any], readback: Any = None,
-              crcs: list[list[Any]] | None = None) -> tuple[int, int, float, str]:
+def read_open(
+    backend: Any, key: str, items: list[Any], readback: Any = None, crcs: list[list[Any]] | None = None
+) -> tuple[int, int, float, str]:
     """Open one file, read `items` from it: (datasets, bytes, open seconds, error or "").
 
     After the reads, what libhdf5 did goes into `readback` (effective settings, page-buffer
@@ -238,9 +263,17 @@ def read_whole(backend: Any, task: Task, verify: bool = False) -> Row:
             reads.read(key, list(group))
     total = time.perf_counter() - t0
     return {
-        "worker#": task.index, "obj-id": "*", "time": total, "objs": len(task.parts), "dsets": reads.dsets,
-        "bytes": reads.bytes, "open": reads.open_time, "read": total - reads.open_time, "opens": reads.opens,
-        "error": reads.error, **reads.columns(),
+        "worker#": task.index,
+        "obj-id": "*",
+        "time": total,
+        "objs": len(task.parts),
+        "dsets": reads.dsets,
+        "bytes": reads.bytes,
+        "open": reads.open_time,
+        "read": total - reads.open_time,
+        "opens": reads.opens,
+        "error": reads.error,
+        **reads.columns(),
     }
 
 
@@ -265,7 +298,9 @@ def gather_time(spec: Spec, key: str, size: int) -> float | None:
         if not isinstance(fh, h5py.File):
             backend.end_task()
             return None
-        fh.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) and "shot" in obj.attrs else None)
+        fh.visititems(
+            lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) and "shot" in obj.attrs else None
+        )
     seconds = time.perf_counter() - t0
     backend.end_task()
     if not found:

@@ -25,18 +25,50 @@ from shotbench.transfer.programs.external import (
 from shotbench.transfer.programs.fs import ObstoreAsync, ObstoreSync, S3fsAsync, S3fsSync
 
 __all__ = [
-    "AWSCLI_VERSION", "DEFAULT_TOOLS", "S5CMD_VERSION", "TOOL_CLASSES", "CliTool", "Outcome", "Target", "Tool",
-    "ToolFailed", "_pkg_version", "ensure_awscli", "ensure_s5cmd", "make_tools",
+    "AWSCLI_VERSION",
+    "DEFAULT_TOOLS",
+    "S5CMD_VERSION",
+    "TOOL_CLASSES",
+    "CliTool",
+    "Outcome",
+    "Target",
+    "Tool",
+    "ToolFailed",
+    "_pkg_version",
+    "ensure_awscli",
+    "ensure_s5cmd",
+    "make_tools",
 ]
 
 TOOL_CLASSES: dict[str, type[Tool]] = {
     cls.name: cls
-    for cls in (AwsS3Sync, AwsS3Cp, S5cmd, Boto3UploadFile, Boto3TransferManager, Boto3Tuned, S3fsSync, S3fsAsync,
-                ObstoreSync, ObstoreAsync, AwsCrt, Shotbench, RawGet)
+    for cls in (
+        AwsS3Sync,
+        AwsS3Cp,
+        S5cmd,
+        Boto3UploadFile,
+        Boto3TransferManager,
+        Boto3Tuned,
+        S3fsSync,
+        S3fsAsync,
+        ObstoreSync,
+        ObstoreAsync,
+        AwsCrt,
+        Shotbench,
+        RawGet,
+    )
 }
 DEFAULT_TOOLS: tuple[str, ...] = (
-    "aws-s3-sync", "s5cmd", "boto3-transfer-manager", "s3fs", "s3fs-async",
-    "obstore", "obstore-async", "awscrt", "shotbench", "raw-get",
+    "aws-s3-sync",
+    "s5cmd",
+    "boto3-transfer-manager",
+    "s3fs",
+    "s3fs-async",
+    "obstore",
+    "obstore-async",
+    "awscrt",
+    "shotbench",
+    "raw-get",
 )
 
 

@@ -107,6 +107,7 @@ class Tool:
 
 def _timed_pool(items: list, fn: Callable, jobs: int) -> dict[str, float]:
     """Run fn(item) on a thread pool; per-item seconds; the first exception aborts the case."""
+
     def one(item):
         t = time.perf_counter()
         fn(item)

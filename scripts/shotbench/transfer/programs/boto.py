@@ -17,8 +17,10 @@ class Boto3UploadFile(Tool):
 
     name = "boto3-loop"
     family = "boto3"
-    describe = {"upload": "for f: s3.upload_file(f, TransferConfig(max_concurrency=N))",
-                "download": "for f: s3.download_file(…, TransferConfig(max_concurrency=N))"}
+    describe = {
+        "upload": "for f: s3.upload_file(f, TransferConfig(max_concurrency=N))",
+        "download": "for f: s3.download_file(…, TransferConfig(max_concurrency=N))",
+    }
 
     def _setup(self, cfg: S3Config, concurrency: int):
         from boto3.s3.transfer import TransferConfig
@@ -50,8 +52,10 @@ class Boto3TransferManager(Tool):
 
     name = "boto3-transfer-manager"
     family = "boto3"
-    describe = {"upload": "TransferManager(max_concurrency=N).upload(all files)",
-                "download": "TransferManager(max_concurrency=N).download(all files)"}
+    describe = {
+        "upload": "TransferManager(max_concurrency=N).upload(all files)",
+        "download": "TransferManager(max_concurrency=N).download(all files)",
+    }
 
     def _manager(self, cfg: S3Config, concurrency: int):
         from boto3.s3.transfer import TransferConfig, create_transfer_manager
@@ -71,11 +75,15 @@ class Boto3TransferManager(Tool):
 
     def upload(self, files, src, target, cfg, concurrency):
         with self._manager(cfg, concurrency) as tm:
-            return self._all(lambda: [(f.name, tm.upload(str(f.path), target.bucket, target.key(f.name))) for f in files])
+            return self._all(
+                lambda: [(f.name, tm.upload(str(f.path), target.bucket, target.key(f.name))) for f in files]
+            )
 
     def download(self, files, target, dest, cfg, concurrency):
         with self._manager(cfg, concurrency) as tm:
-            return self._all(lambda: [(f.name, tm.download(target.bucket, target.key(f.name), str(dest / f.name))) for f in files])
+            return self._all(
+                lambda: [(f.name, tm.download(target.bucket, target.key(f.name), str(dest / f.name))) for f in files]
+            )
 
 
 class RawGet(Tool):
@@ -117,10 +125,12 @@ class Boto3Tuned(Boto3TransferManager):
     requires (boto3 otherwise computes a CRC32 of every body in Python)."""
 
     name = "boto3-tuned"
-    describe = {"upload": "TransferManager(max_concurrency=N, 16 MiB parts, io_chunksize 1 MiB, pool N, "
-                          "checksums when_required).upload(all files)",
-                "download": "TransferManager(max_concurrency=N, 16 MiB parts, io_chunksize 1 MiB, pool N, "
-                            "checksums when_required).download(all files)"}
+    describe = {
+        "upload": "TransferManager(max_concurrency=N, 16 MiB parts, io_chunksize 1 MiB, pool N, "
+        "checksums when_required).upload(all files)",
+        "download": "TransferManager(max_concurrency=N, 16 MiB parts, io_chunksize 1 MiB, pool N, "
+        "checksums when_required).download(all files)",
+    }
 
     def _manager(self, cfg: S3Config, concurrency: int):
         import boto3
@@ -128,18 +138,31 @@ class Boto3Tuned(Boto3TransferManager):
         from botocore.config import Config
 
         config = Config(
-            region_name=cfg.region, signature_version="s3v4", max_pool_connections=max(10, concurrency),
-            retries={"max_attempts": 2, "mode": "standard"}, tcp_keepalive=True,
-            request_checksum_calculation="when_required", response_checksum_validation="when_required",
+            region_name=cfg.region,
+            signature_version="s3v4",
+            max_pool_connections=max(10, concurrency),
+            retries={"max_attempts": 2, "mode": "standard"},
+            tcp_keepalive=True,
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
             s3={"addressing_style": "path"} if cfg.endpoint_url else {},
         )
         client = boto3.client(
-            "s3", endpoint_url=cfg.endpoint_url, aws_access_key_id=cfg.access_key,
-            aws_secret_access_key=cfg.secret_key, aws_session_token=cfg.session_token, config=config,
+            "s3",
+            endpoint_url=cfg.endpoint_url,
+            aws_access_key_id=cfg.access_key,
+            aws_secret_access_key=cfg.secret_key,
+            aws_session_token=cfg.session_token,
+            config=config,
             **({"verify": cfg.ca_bundle} if cfg.ca_bundle else {}),
         )
-        tc = TransferConfig(max_concurrency=concurrency, multipart_threshold=16 << 20, multipart_chunksize=16 << 20,
-                            io_chunksize=1 << 20, max_io_queue=1000)
+        tc = TransferConfig(
+            max_concurrency=concurrency,
+            multipart_threshold=16 << 20,
+            multipart_chunksize=16 << 20,
+            io_chunksize=1 << 20,
+            max_io_queue=1000,
+        )
         return create_transfer_manager(client, tc)
 
 
@@ -150,8 +173,10 @@ class Shotbench(Tool):
 
     name = "shotbench"
     family = "shotbench"
-    describe = {"upload": "shotbench.store.stage.stage(dir, s3://…/, jobs=N)",
-                "download": "shotbench.store.fetch.fetch_objects(keys → files, jobs=N)"}
+    describe = {
+        "upload": "shotbench.store.stage.stage(dir, s3://…/, jobs=N)",
+        "download": "shotbench.store.fetch.fetch_objects(keys → files, jobs=N)",
+    }
 
     requires = ("shotbench.store.stage", "awscrt.s3", "obstore")
 

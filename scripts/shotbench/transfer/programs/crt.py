@@ -19,8 +19,10 @@ class AwsCrt(Tool):
 
     name = "awscrt"
     family = "awscrt"
-    describe = {"upload": "S3Client.make_request(PUT_OBJECT, send_filepath=f) for all files",
-                "download": "S3Client.make_request(GET_OBJECT, recv_filepath=f) for all files"}
+    describe = {
+        "upload": "S3Client.make_request(PUT_OBJECT, send_filepath=f) for all files",
+        "download": "S3Client.make_request(GET_OBJECT, recv_filepath=f) for all files",
+    }
 
     requires = ("awscrt.s3",)
 
@@ -33,9 +35,14 @@ class AwsCrt(Tool):
         else:
             creds = AwsCredentialsProvider.new_default_chain()
         signing = create_default_s3_signing_config(region=cfg.region, credential_provider=creds)
-        tls = S3RequestTlsMode.DISABLED if cfg.endpoint_url and cfg.endpoint_url.startswith("http:") else S3RequestTlsMode.ENABLED
-        return S3Client(region=cfg.region, signing_config=signing, tls_mode=tls,
-                        max_active_connections_override=concurrency)
+        tls = (
+            S3RequestTlsMode.DISABLED
+            if cfg.endpoint_url and cfg.endpoint_url.startswith("http:")
+            else S3RequestTlsMode.ENABLED
+        )
+        return S3Client(
+            region=cfg.region, signing_config=signing, tls_mode=tls, max_active_connections_override=concurrency
+        )
 
     @staticmethod
     def _host_path(cfg: S3Config, bucket: str, key: str) -> tuple[str, str]:
@@ -56,11 +63,17 @@ class AwsCrt(Tool):
             headers = [("Host", host)]
             if method == "PUT":
                 headers += [("Content-Length", str(f.size)), ("Content-Type", "application/octet-stream")]
-                req = client.make_request(type=S3RequestType.PUT_OBJECT, request=HttpRequest("PUT", path, HttpHeaders(headers)),
-                                          send_filepath=str(local(f)))
+                req = client.make_request(
+                    type=S3RequestType.PUT_OBJECT,
+                    request=HttpRequest("PUT", path, HttpHeaders(headers)),
+                    send_filepath=str(local(f)),
+                )
             else:
-                req = client.make_request(type=S3RequestType.GET_OBJECT, request=HttpRequest("GET", path, HttpHeaders(headers)),
-                                          recv_filepath=str(local(f)))
+                req = client.make_request(
+                    type=S3RequestType.GET_OBJECT,
+                    request=HttpRequest("GET", path, HttpHeaders(headers)),
+                    recv_filepath=str(local(f)),
+                )
             pending.append((f.name, req))
         out = Outcome()
         errors = []

@@ -60,8 +60,10 @@ def ensure_awscli(quiet: bool = False) -> Path:
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": str(home)}
     env.pop("UV_PROJECT_ENVIRONMENT", None)
     # the `aws` entry point is written last, so its presence means a complete install
-    for argv in ([uv, "venv", "-q", "--allow-existing", "--python", sys.executable, str(home)],
-                 [uv, "pip", "install", "-q", "--python", str(home / "bin" / "python"), f"awscli=={AWSCLI_VERSION}"]):
+    for argv in (
+        [uv, "venv", "-q", "--allow-existing", "--python", sys.executable, str(home)],
+        [uv, "pip", "install", "-q", "--python", str(home / "bin" / "python"), f"awscli=={AWSCLI_VERSION}"],
+    ):
         proc = subprocess.run(argv, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ToolFailed(f"installing awscli {AWSCLI_VERSION} with uv failed: {_last_lines(proc.stderr)}")
@@ -128,8 +130,9 @@ class AwsS3Sync(CliTool):
         if cfg.endpoint_url:
             lines.append("  addressing_style = path")
         conf.write_text("\n".join(lines) + "\n")
-        return _subprocess_env(cfg, {"AWS_CONFIG_FILE": str(conf), "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "none"),
-                                     "AWS_PAGER": ""})
+        return _subprocess_env(
+            cfg, {"AWS_CONFIG_FILE": str(conf), "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "none"), "AWS_PAGER": ""}
+        )
 
     def _run(self, src: str, dst: str, cfg: S3Config, concurrency: int) -> Outcome:
         with tempfile.TemporaryDirectory(prefix="awscfg-") as tmp:

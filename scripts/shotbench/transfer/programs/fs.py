@@ -36,12 +36,24 @@ class S3fsSync(Tool):
         return Outcome()
 
     def upload(self, files, src, target, cfg, concurrency):
-        return self._with_fs(cfg, lambda fs: fs.put(
-            [str(f.path) for f in files], [f"{target.bucket}/{target.key(f.name)}" for f in files], batch_size=concurrency))
+        return self._with_fs(
+            cfg,
+            lambda fs: fs.put(
+                [str(f.path) for f in files],
+                [f"{target.bucket}/{target.key(f.name)}" for f in files],
+                batch_size=concurrency,
+            ),
+        )
 
     def download(self, files, target, dest, cfg, concurrency):
-        return self._with_fs(cfg, lambda fs: fs.get(
-            [f"{target.bucket}/{target.key(f.name)}" for f in files], [str(dest / f.name) for f in files], batch_size=concurrency))
+        return self._with_fs(
+            cfg,
+            lambda fs: fs.get(
+                [f"{target.bucket}/{target.key(f.name)}" for f in files],
+                [str(dest / f.name) for f in files],
+                batch_size=concurrency,
+            ),
+        )
 
 
 class S3fsAsync(Tool):
@@ -51,8 +63,10 @@ class S3fsAsync(Tool):
     name = "s3fs-async"
     family = "s3fs"
     mode = "async"
-    describe = {"upload": "asyncio: await fs._put_file(f, key), N in flight",
-                "download": "asyncio: await fs._get_file(key, f), N in flight"}
+    describe = {
+        "upload": "asyncio: await fs._put_file(f, key), N in flight",
+        "download": "asyncio: await fs._get_file(key, f), N in flight",
+    }
 
     requires = ("s3fs",)
 
@@ -69,12 +83,20 @@ class S3fsAsync(Tool):
         return Outcome(asyncio.run(main()))
 
     def upload(self, files, src, target, cfg, concurrency):
-        return self._go(cfg, lambda fs: _timed_gather(
-            files, lambda f: fs._put_file(str(f.path), f"{target.bucket}/{target.key(f.name)}"), concurrency))
+        return self._go(
+            cfg,
+            lambda fs: _timed_gather(
+                files, lambda f: fs._put_file(str(f.path), f"{target.bucket}/{target.key(f.name)}"), concurrency
+            ),
+        )
 
     def download(self, files, target, dest, cfg, concurrency):
-        return self._go(cfg, lambda fs: _timed_gather(
-            files, lambda f: fs._get_file(f"{target.bucket}/{target.key(f.name)}", str(dest / f.name)), concurrency))
+        return self._go(
+            cfg,
+            lambda fs: _timed_gather(
+                files, lambda f: fs._get_file(f"{target.bucket}/{target.key(f.name)}", str(dest / f.name)), concurrency
+            ),
+        )
 
 
 # ---------------------------------------------------------------- obstore
@@ -86,8 +108,10 @@ class ObstoreSync(Tool):
 
     name = "obstore"
     family = "obstore"
-    describe = {"upload": "N threads: obstore.put(store, key, Path(f))",
-                "download": "N threads: for chunk in obstore.get(store, key): f.write(chunk)"}
+    describe = {
+        "upload": "N threads: obstore.put(store, key, Path(f))",
+        "download": "N threads: for chunk in obstore.get(store, key): f.write(chunk)",
+    }
 
     requires = ("obstore",)
 
@@ -116,8 +140,10 @@ class ObstoreAsync(Tool):
     name = "obstore-async"
     family = "obstore"
     mode = "async"
-    describe = {"upload": "asyncio: await obstore.put_async(store, key, Path(f)), N in flight",
-                "download": "asyncio: async for chunk in await obstore.get_async(…): f.write(chunk), N in flight"}
+    describe = {
+        "upload": "asyncio: await obstore.put_async(store, key, Path(f)), N in flight",
+        "download": "asyncio: async for chunk in await obstore.get_async(…): f.write(chunk), N in flight",
+    }
 
     requires = ("obstore",)
 
@@ -125,7 +151,11 @@ class ObstoreAsync(Tool):
         import obstore
 
         store = obstore_store(cfg, target.bucket)
-        return Outcome(asyncio.run(_timed_gather(files, lambda f: obstore.put_async(store, target.key(f.name), f.path), concurrency)))
+        return Outcome(
+            asyncio.run(
+                _timed_gather(files, lambda f: obstore.put_async(store, target.key(f.name), f.path), concurrency)
+            )
+        )
 
     def download(self, files, target, dest, cfg, concurrency):
         import obstore
