@@ -757,8 +757,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def register_compare(subparsers: Any) -> None:
-    from shotbench.read.analyse import stats as statistics
-    from shotbench.read.analyse.compare import ALPHA, THRESHOLD
+    from shotbench.read.analyse.gate import ADJUSTMENT_NAMES, ALPHA, THRESHOLD
 
     p = subparsers.add_parser(
         "compare",
@@ -787,7 +786,7 @@ def register_compare(subparsers: Any) -> None:
     )
     p.add_argument(
         "--correction",
-        choices=sorted(statistics.ADJUSTMENTS),
+        choices=list(ADJUSTMENT_NAMES),
         default="holm",
         help="how p-values are adjusted for many cases: holm (family-wise, default) or fdr (Benjamini-Hochberg)",
     )

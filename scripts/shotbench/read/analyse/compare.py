@@ -22,9 +22,8 @@ import pandas as pd
 
 from shotbench.errors import UserError
 from shotbench.read.analyse import analysis, decision, stats
+from shotbench.read.analyse.gate import ALPHA, THRESHOLD
 
-ALPHA = 0.05
-THRESHOLD = 1.10  # the regression a gate fails on: 10 % slower
 CASE_KEYS = ["backend", "obj-type", "num-workers", "pb-size"]
 TASK_TIME = "open+read-data-time"
 COLUMNS = [

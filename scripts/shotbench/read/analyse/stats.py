@@ -165,7 +165,7 @@ def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
     return out
 
 
-ADJUSTMENTS = {"holm": holm, "fdr": fdr}
+ADJUSTMENTS = {"holm": holm, "fdr": fdr}  # keys: gate.ADJUSTMENT_NAMES
 
 
 def tied(ratio: Interval) -> bool:

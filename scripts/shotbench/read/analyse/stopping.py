@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from shotbench.read.analyse import stats
-
 TIGHT, CAP, MORE, FIXED = "tight", "cap", "more", ""
 NOISY = (CAP, MORE)  # a group that stopped on its cap, or whose run ran out of time
 
@@ -39,6 +37,8 @@ class Rule:
 
     def verdict(self, samples: Sequence[float], trials: int) -> tuple[float, str]:
         """(half-width of the median's 95 % interval, tight/cap/more) after `trials` trials."""
+        from shotbench.read.analyse import stats  # scipy: 3 s to import, so only once a case ran
+
         if not self.adaptive:
             return stats.median_interval(samples).half_width, FIXED
         width = stats.median_interval(samples).half_width
