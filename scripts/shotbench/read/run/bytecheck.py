@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from shotbench.backends import registry
 from shotbench.backends.base import ReadSettings, Source, child_env
 from shotbench.read.analyse.byteverdict import Verdict, verdict
 from shotbench.read.plan.matrix import ShotFile
+from shotbench.store import tls
 
 SKIP = ("local",)  # reads the local copies the digests are computed from
 TIMEOUT_S = 600.0
@@ -101,16 +103,22 @@ def _run(
         "backends": [{"backend": b, "options": options.get(b) or {}} for b in members],
         "files": [{"key": f.key, "size": f.size, "shot": f.shot, "signals": list(f.signals)} for f in files],
     }
+    ca = getattr(s3, "ca_bundle", None)
     try:
-        proc = subprocess.run(
-            [str(cls.python()), "-m", "shotbench.backends.readcheck"],
-            input=json.dumps(req),
-            text=True,
-            capture_output=True,
-            env=child_env(extra),
-            timeout=TIMEOUT_S,
-            check=False,
-        )
+        with tempfile.TemporaryDirectory(prefix="shotbench-bytecheck-") as scratch:
+            prefix: list[str] = []
+            if ca and any(b.startswith("ros3") for b in members):
+                # ROS3 trusts the system bundle only: the same mount namespace as the timed workers
+                prefix = tls.with_system_bundle(tls.trusting(ca, Path(scratch)), [])
+            proc = subprocess.run(
+                [*prefix, str(cls.python()), "-m", "shotbench.backends.readcheck"],
+                input=json.dumps(req),
+                text=True,
+                capture_output=True,
+                env=child_env(extra),
+                timeout=TIMEOUT_S,
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         return {"": f"readcheck in {env} did not answer within {TIMEOUT_S:.0f} s"}
     lines = proc.stdout.strip().splitlines()
