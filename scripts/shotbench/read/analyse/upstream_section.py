@@ -112,6 +112,9 @@ def per_open(run_dir: Path) -> list[PerOpen]:
     w = pd.read_csv(run_dir / "workers.csv", low_memory=False)
     errors = w["error"].astype("string").fillna("") if "error" in w.columns else pd.Series("", index=w.index)
     w = w[w["backend"].isin([OLD, NEW]) & (errors == "")]
+    for column in ("client-bytes", "client-gets", "open-file-time"):  # runs made before these meters
+        if column not in w.columns:
+            w = w.assign(**{column: float("nan")})
     out = []
     for (backend, has_pb), g in w.groupby([w["backend"], w["pb-size"] > 0]):
         opens = pd.to_numeric(g["wrkr-num-objs"], errors="coerce").sum()
@@ -198,7 +201,7 @@ def _lead_lines(run_dir: Path, tls: bool) -> list[str]:
     by = {(r.backend, r.page_buffer): r for r in rows}
     out = ["No published direction ablation is beside this run, so these are the leads, measured in this run:", ""]
     old_pb, old_nopb = by.get((OLD, True)), by.get((OLD, False))
-    if old_pb and old_nopb:
+    if old_pb and old_nopb and old_pb.mb == old_pb.mb and old_nopb.mb == old_nopb.mb:  # NaN: not metered
         out.append(
             f"- **1.14 re-downloads page 2 with a page buffer**: {old_pb.mb:.1f} MB in {old_pb.gets:.1f} GETs per open "
             f"with a page buffer, {old_nopb.mb:.1f} MB in {old_nopb.gets:.1f} without"
@@ -206,7 +209,7 @@ def _lead_lines(run_dir: Path, tls: bool) -> list[str]:
         )
     new_any = by.get((NEW, False)) or by.get((NEW, True))
     old_any = old_nopb or old_pb
-    if new_any and old_any:
+    if new_any and old_any and new_any.open_ms == new_any.open_ms and old_any.open_ms == old_any.open_ms:
         out.append(
             f"- **2.x pays a setup per open** (client, TLS context, HEAD, then its 8 MiB parts in turn): "
             f"{new_any.open_ms:.1f} ms per open against 1.14's {old_any.open_ms:.1f} ms."
