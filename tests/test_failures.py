@@ -444,13 +444,19 @@ def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_
         finally:
             if proc.poll() is None:
                 proc.kill()
-    assert time.time() - stalled < 3 + 10 + 15  # deadline + slack + health check and shutdown
+    # the case deadline, the check between cases at its worst (a stalled HEAD, tried once more),
+    # then the case's teardown and the run's shutdown: well inside the minute a dead server may take
+    from shotbench.read.run.runner import HEALTH_STALL_ATTEMPTS, HEALTH_TIMEOUT
+
+    assert time.time() - stalled < 3 + HEALTH_STALL_ATTEMPTS * HEALTH_TIMEOUT + 20
     assert proc.returncode == 1 and "stopped answering" in err, err
     assert json.loads((run / "run.json").read_text())["status"] == "failed"
     with open(run / "workers.csv", newline="") as fh:
         ended = [r for r in csv.DictReader(fh) if r["status"] != "ok"]
-    # the deadline's `timeout` rows, or the watchdog's (server gone), whichever came first
-    assert ended and all(r["status"] == "timeout" or "server gone" in r["error"] for r in ended)
+    # the deadline's `timeout` rows, the watchdog's (server gone), a client that gave up on the
+    # stalled server first (obstore: `failed` after its own retries), or a task that got through
+    # after the stall (`stall`): never a measurement, and each row says why
+    assert ended and all(r["status"] in ("timeout", "stall", "failed") and r["error"] for r in ended)
     assert [r["status"] for r in _cases(run)][-1] == "failed"
 
 

@@ -55,7 +55,8 @@ class ServerDown(UserError):
 
 
 HEALTH_TIMEOUT = 5.0  # the server's answer to one HEAD between cases
-HEALTH_ATTEMPTS = 3
+HEALTH_ATTEMPTS = 3  # one reset connection is a fault, not a dead server
+HEALTH_STALL_ATTEMPTS = 2  # a check that got no answer in HEALTH_TIMEOUT is tried once more, not twice
 DEADLINE_SLACK = 10.0  # seconds past the task deadline for the driver to report back
 
 
@@ -221,7 +222,12 @@ class Runner:
                 try:
                     answers(s3.endpoint_url, HEALTH_TIMEOUT, getattr(s3, "ca_bundle", None))
                     break
-                except (ConnectionResetError, TimeoutError, http.client.RemoteDisconnected, http.client.BadStatusLine):
+                except (
+                    TimeoutError
+                ):  # a stalled check costs HEALTH_TIMEOUT each time: a dead server must stop the run soon
+                    if attempt >= HEALTH_STALL_ATTEMPTS - 1:
+                        raise
+                except (ConnectionResetError, http.client.RemoteDisconnected, http.client.BadStatusLine):
                     if attempt == HEALTH_ATTEMPTS - 1:
                         raise
         except (UserError, OSError, http.client.HTTPException) as exc:
