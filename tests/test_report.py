@@ -136,6 +136,7 @@ def test_reports_renders_runs_and_writes_the_index(tmp_path: Path) -> None:
     root = tmp_path / "checkout"
     (root / "data" / "runs").mkdir(parents=True)
     shutil.copytree(RUN, root / "data" / "runs" / RUN_ID)
+    (root / "data" / "fixtures").symlink_to(ROOT / "data" / "fixtures")  # the upstream study, as in a checkout
     (root / "notebooks").symlink_to(ROOT / "notebooks")
     env = {**os.environ, "SHOTBENCH_ROOT": str(root)}
     done = shotbench("reports", "--no-code", env=env)
