@@ -104,7 +104,7 @@ test: venv envs tools lint ## Run make lint, then the whole test suite (what CI 
 test-fast: venv ## Unit tests only: no builds, no server, no notebook, no browser (< 1 min)
 	@# against an empty, offline build cache: a test that would build or start a server fails here
 	@empty=$$(mktemp -d) && SHOTBENCH_CACHE=$$empty/shotbench UV_CACHE_DIR=$$empty/uv UV_OFFLINE=1 GOPROXY=off SHOTBENCH_FUZZ_EXAMPLES=50 \
-	  $(PY) -m pytest -m "not slow and not browser and not server and not notebook"; rc=$$?; rm -rf "$$empty"; exit $$rc
+	  $(PY) -m pytest -n auto -m "not slow and not browser and not server and not notebook"; rc=$$?; rm -rf "$$empty"; exit $$rc
 
 bench-chaos: envs tools ## Quick matrix under mixed faults (resets, stalls, 503s), a SIGKILL and a server kill, resumed: prints lost/duplicated counts
 	@$(SB) chaos --profile $(PROFILE) $(if $(CONFIG),--config $(CONFIG))

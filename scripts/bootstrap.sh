@@ -51,10 +51,12 @@ fi
 flock -u 9
 export SHOTBENCH_UV="$UV"
 
-# 3. .venv from the lock, with the same interpreter (extra arguments go to `uv sync`, e.g. --group lab)
+# 3. .venv from the lock, with the same interpreter (extra arguments go to `uv sync`, e.g. --group lab);
+#    bytecode compiled once here, so no process (a test, a Dask worker) compiles pandas again when
+#    PYTHONDONTWRITEBYTECODE is set or site-packages is read-only
 stamp=.venv/.shotbench-sync
 if [ $# -gt 0 ] || [ ! -x .venv/bin/shotbench ] || [ ! -f "$stamp" ] || [ uv.lock -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  "$UV" sync --frozen --quiet --python "$PY" "$@" \
+  "$UV" sync --frozen --quiet --compile-bytecode --python "$PY" "$@" \
     || die "\`uv sync\` failed (see above); check that PyPI is reachable and retry \`make venv\`."
   touch "$stamp"
 fi

@@ -76,7 +76,7 @@ class Relay:
                     for m in re.finditer(rb"(GET|HEAD) (\S+) HTTP/1\.1\r\n(.*?)\r\n\r\n", head, re.S):
                         rng = re.search(rb"(?i)\r?\nrange: *([^\r\n]+)", b"\r\n" + m.group(3))
                         self.queue.put(f"{m.group(1).decode()} {rng.group(1).decode() if rng else 'whole'}")
-                    head = head[head.rfind(b"\r\n\r\n") + 4:] if b"\r\n\r\n" in head else head
+                    head = head[head.rfind(b"\r\n\r\n") + 4 :] if b"\r\n\r\n" in head else head
                 else:
                     with self.bytes_down.get_lock():
                         self.bytes_down.value += len(data)
@@ -90,15 +90,18 @@ class Relay:
                     pass
 
 
-def open_file(url_base: str, bucket: str, key: str, region: str, page_buffer: int):  # noqa: ANN201
+def open_file(url_base: str, bucket: str, key: str, region: str, page_buffer: int):
     """Through a FAPL built by hand: 2.x's H5Pset_fapl_ros3 turns an unset page buffer into
     64 MiB and h5py's File never sets 0, so the page buffer is set after the driver."""
     import h5py
     from h5py import h5f, h5p
 
     fapl = h5p.create(h5p.FILE_ACCESS)
-    fapl.set_fapl_ros3(region.encode(), os.environ.get("AWS_ACCESS_KEY_ID", "").encode(),
-                       os.environ.get("AWS_SECRET_ACCESS_KEY", "").encode())
+    fapl.set_fapl_ros3(
+        region.encode(),
+        os.environ.get("AWS_ACCESS_KEY_ID", "").encode(),
+        os.environ.get("AWS_SECRET_ACCESS_KEY", "").encode(),
+    )
     fapl.set_page_buffer_size(page_buffer, 0, 0)
     if h5py.version.hdf5_version_tuple[0] >= 2:  # 2.x: s3:// URLs, the endpoint from the environment
         os.environ["AWS_ENDPOINT_URL_S3"] = url_base
@@ -108,7 +111,7 @@ def open_file(url_base: str, bucket: str, key: str, region: str, page_buffer: in
     return h5py.File(h5f.open(url.encode(), h5f.ACC_RDONLY, fapl=fapl))
 
 
-def last_dataset(fh) -> str:  # noqa: ANN001
+def last_dataset(fh) -> str:
     names: list[str] = []
     fh.visititems(lambda n, o: names.append(n) if hasattr(o, "shape") else None)
     return names[-1]
@@ -141,17 +144,32 @@ def main() -> int:
         fh.close()
         time.sleep(0.05)  # let the relay see the last bytes
         c1, b1, r1 = relay.snapshot()
-        rows.append({"open": i, "open_ms": round((t1 - t0) * 1e3, 2), "read_ms": round((t2 - t1) * 1e3, 2),
-                     "connections": c1 - c0, "MB": round((b1 - b0) / 1e6, 3),
-                     "requests": relay.requests[r0:r1] if ep.scheme == "http" else "(https: not readable)"})
+        rows.append(
+            {
+                "open": i,
+                "open_ms": round((t1 - t0) * 1e3, 2),
+                "read_ms": round((t2 - t1) * 1e3, 2),
+                "connections": c1 - c0,
+                "MB": round((b1 - b0) / 1e6, 3),
+                "requests": relay.requests[r0:r1] if ep.scheme == "http" else "(https: not readable)",
+            }
+        )
     warm = rows[1:] or rows
-    print(json.dumps({
-        "libhdf5": h5py.version.hdf5_version, "h5py": h5py.version.version, "scheme": ep.scheme,
-        "page_buffer": args.page_buffer, "opens": rows,
-        "median_open_ms": statistics.median(r["open_ms"] for r in warm),
-        "median_MB_per_open": statistics.median(r["MB"] for r in warm),
-        "median_connections_per_open": statistics.median(r["connections"] for r in warm),
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "libhdf5": h5py.version.hdf5_version,
+                "h5py": h5py.version.version,
+                "scheme": ep.scheme,
+                "page_buffer": args.page_buffer,
+                "opens": rows,
+                "median_open_ms": statistics.median(r["open_ms"] for r in warm),
+                "median_MB_per_open": statistics.median(r["MB"] for r in warm),
+                "median_connections_per_open": statistics.median(r["connections"] for r in warm),
+            },
+            indent=1,
+        )
+    )
     return 0
 
 

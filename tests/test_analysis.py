@@ -26,8 +26,8 @@ from golden import (
 from golden import (
     SINGLE_OLD as OLD,
 )
+from shotbench.analyse import analysis
 from shotbench.errors import UserError
-from shotbench.read.analyse import analysis
 from synthetic import synthetic_workers
 
 

@@ -93,7 +93,7 @@ def test_bad_toml_names_the_setting(tmp_path: Path) -> None:
 
 
 def test_profiles_load_and_override(tmp_path: Path) -> None:
-    from shotbench.read.plan import profiles
+    from shotbench.plan import profiles
 
     quick = profiles.load("quick")
     assert set(quick.backends) >= {
@@ -128,8 +128,8 @@ def test_embedded_server_is_https_unless_told_otherwise() -> None:
 
 
 def test_upstream_ec2_models_the_study_scaled_to_this_machine() -> None:
-    from shotbench.read.plan import profiles
-    from shotbench.read.plan.matrix import UPSTREAM_PAGE_BUFFER
+    from shotbench.plan import profiles
+    from shotbench.plan.matrix import UPSTREAM_PAGE_BUFFER
     from shotbench.store.network import NETWORK_PROFILES
 
     net = NETWORK_PROFILES["upstream-ec2"]

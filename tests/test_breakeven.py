@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shotbench.read.analyse.breakeven import break_even_reads, per_file_index_time, summary_lines
+from shotbench.analyse.breakeven import break_even_reads, per_file_index_time, summary_lines
 
 
 def test_break_even_rounds_up_and_never_when_no_saving() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench.read.analyse.compare import CASE_KEYS, TASK_TIME, Side, compare
+from shotbench.analyse.compare import CASE_KEYS, TASK_TIME, Side, compare
 from shotbench.store.s3 import without_s3_settings
 
 

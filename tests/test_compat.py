@@ -1,6 +1,6 @@
 """The `compat` family: single-16MB's signals and sizes in the oldest format, which every reader reads.
 
-The digests come from `shotbench.read.run.bytecheck` (each reader in its own environment, against the
+The digests come from `shotbench.read.bytecheck` (each reader in its own environment, against the
 real embedded S3 server) and are compared with h5py's on the local copies.
 """
 
@@ -14,8 +14,8 @@ import pytest
 
 from shotbench.backends.base import Source
 from shotbench.hdf5.synth import make_dataset
-from shotbench.read.plan import families
-from shotbench.read.run import bytecheck
+from shotbench.plan import families
+from shotbench.read import bytecheck
 
 READERS = ["fsspec-tuned", "remfile", "kerchunk", "pyfive", "h5coro"]
 
@@ -65,7 +65,7 @@ def test_compat_is_single_16mb_in_the_earliest_format(tmp_path: Path) -> None:
 def compat_files(s3_server, s3_bucket, tmp_path_factory):
     """Two compat files at the family's real size (16 MB, 61 signals), staged under compat/."""
     from shotbench.hdf5.shotfile import shot_ids, signal_names
-    from shotbench.read.plan.matrix import ShotFile
+    from shotbench.plan.matrix import ShotFile
     from shotbench.store.s3 import list_shot_files, parse_location
     from shotbench.store.stage import stage
 

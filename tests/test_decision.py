@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from golden import RUN_FIXTURE as RUN
-from shotbench.read.analyse import analysis, decision
+from shotbench.analyse import analysis, decision
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from shotbench.read.run import direction as d
+from shotbench.read import direction as d
 
 
 def test_interval_is_other_over_reference_with_bootstrap_bounds() -> None:

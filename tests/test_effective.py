@@ -8,15 +8,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from shotbench.analyse import analysis
 from shotbench.backends.base import ReadSettings, Source
 from shotbench.backends.local import LocalBackend
 from shotbench.errors import UserError
 from shotbench.hdf5.effective import COLUMNS, PartReadback, hit_rate
 from shotbench.hdf5.shotfile import read_signal, shot_ids, signal_names
-from shotbench.read.analyse import analysis
-from shotbench.read.plan import matrix as plan
-from shotbench.read.plan import profiles
-from shotbench.read.schema import WORKER_COLUMNS
+from shotbench.plan import matrix as plan
+from shotbench.plan import profiles
+from shotbench.records.schema import WORKER_COLUMNS
 from synthetic import synthetic_workers
 
 
@@ -125,7 +125,7 @@ def test_effective_label(row: dict, label: str) -> None:
 
 def _run_folder(tmp_path: Path, rows: list[dict]) -> Path:
     """A run folder with one case per row (workers and cases agree)."""
-    from shotbench.read.schema import CASE_COLUMNS
+    from shotbench.records.schema import CASE_COLUMNS
 
     folder = tmp_path / "run"
     folder.mkdir()

@@ -14,8 +14,8 @@ import pytest
 from shotbench.backends import registry
 from shotbench.backends.base import Source
 from shotbench.hdf5.effective import COLUMNS
-from shotbench.read.plan import matrix as plan
-from shotbench.read.schema import RUN_KIND
+from shotbench.plan import matrix as plan
+from shotbench.records.schema import RUN_KIND
 from shotbench.runs import RunFolder
 from shotbench.units import MiB
 
@@ -34,11 +34,11 @@ def run_cases(
     signals_files: int = 0,
     signals_names: int = 0,
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Run a matrix through `shotbench.read.run.runner` on s3://bucket/prefix; (workers rows, case rows).
+    """Run a matrix through `shotbench.read.runner` on s3://bucket/prefix; (workers rows, case rows).
     `signals` mode reads a seeded sample of `signals_files` files and `signals_names` names (0: all)."""
-    from shotbench.read.run.drivers import Drivers
-    from shotbench.read.run.inventory import Workload, inventory
-    from shotbench.read.run.runner import Runner
+    from shotbench.read.drivers import Drivers
+    from shotbench.read.inventory import Workload, inventory
+    from shotbench.read.runner import Runner
     from shotbench.store.s3 import list_shot_files, parse_location
 
     s3 = server.s3config()

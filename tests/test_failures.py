@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.runfolder import bench_proc, case_rows, only_run, wait_for_cases
 from tests.test_bench_cli import assert_one_sentence, run_bench
 
 from shotbench.store.s3 import without_s3_settings
@@ -34,38 +35,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(tmp_path / "state")
     return env
-
-
-def _cases(run: Path) -> list[dict[str, str]]:
-    with open(run / "cases.csv", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _only_run(tmp_path: Path) -> Path:
-    runs = sorted((tmp_path / "runs").iterdir())
-    assert len(runs) == 1, runs
-    return runs[0]
-
-
-def _wait_for_cases(tmp_path: Path, n: int, timeout: float = 120) -> Path | None:
-    """The run folder once it holds `n` case rows (None if that did not happen in time)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        runs = list((tmp_path / "runs").glob("*/cases.csv"))
-        if runs and len(_cases(runs[0].parent)) >= n:
-            return runs[0].parent
-        time.sleep(0.2)
-    return None
-
-
-def _bench_proc(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _leftovers(state: Path) -> list[str]:
@@ -134,8 +103,8 @@ def test_failed_cases_are_not_results(broken_shots: Path, tmp_path: Path) -> Non
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "2 of 2 cases failed" in proc.stderr and "--keep-going" in proc.stderr
-    run = _only_run(tmp_path)
-    rows = _cases(run)
+    run = only_run(tmp_path / "runs")
+    rows = case_rows(run)
     assert {r["status"] for r in rows} == {"failed"}
     assert all(int(r["errors"]) >= 1 and r["first-error"] for r in rows)
     meta = json.loads((run / "run.json").read_text())
@@ -143,7 +112,7 @@ def test_failed_cases_are_not_results(broken_shots: Path, tmp_path: Path) -> Non
     with open(run / "workers.csv", newline="") as fh:
         assert {r["status"] for r in csv.DictReader(fh)} == {"failed"}
 
-    from shotbench.read.analyse import analysis
+    from shotbench.analyse import analysis
 
     ds = analysis.load([str(run)])
     assert ds.cases.empty and ds.workers.empty
@@ -158,7 +127,7 @@ def test_failed_cases_are_not_results(broken_shots: Path, tmp_path: Path) -> Non
 
 def test_old_run_folders_with_text_errors_still_load(tmp_path: Path) -> None:
     """Before the status column, `errors` held text; such a case is failed, never a runtime."""
-    from shotbench.read.analyse import analysis
+    from shotbench.analyse import analysis
 
     src = Path(__file__).parent / "data" / "run-fixture"
     run = tmp_path / "old"
@@ -185,16 +154,16 @@ def test_two_concurrent_resumes_give_each_case_once(shot_dir: Path, tmp_path: Pa
     pid and exit 2, the other finishes the run, and every case appears exactly once."""
     (tmp_path / "c.toml").write_text(SLOW_TOML)
     env = _env(tmp_path)
-    first = _bench_proc(tmp_path, ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
+    first = bench_proc(tmp_path / "runs", ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
     try:
-        run = _wait_for_cases(tmp_path, 1)
+        run = wait_for_cases(tmp_path / "runs", 1)
         assert run is not None
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=30)
     finally:
         if first.poll() is None:
             first.kill()
-    resumes = [_bench_proc(tmp_path, ["--resume", str(run)], env) for _ in range(2)]
+    resumes = [bench_proc(tmp_path / "runs", ["--resume", str(run)], env) for _ in range(2)]
     try:
         outcomes = [(p.pid, p.returncode, err) for p in resumes for _, err in [p.communicate(timeout=300)]]
     finally:
@@ -206,7 +175,7 @@ def test_two_concurrent_resumes_give_each_case_once(shot_dir: Path, tmp_path: Pa
     winner = next(pid for pid, rc, _ in outcomes if rc == 0)
     refused = next(err for _, rc, err in outcomes if rc == 2)
     assert f"is being resumed by pid {winner}" in refused and len(refused.strip().splitlines()) == 1
-    ids = [r["case-id"] for r in _cases(run)]
+    ids = [r["case-id"] for r in case_rows(run)]
     assert len(ids) == SLOW_CASES and len(set(ids)) == SLOW_CASES
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
 
@@ -216,10 +185,10 @@ def test_two_concurrent_resumes_give_each_case_once(shot_dir: Path, tmp_path: Pa
 def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "c.toml").write_text(SLOW_TOML)
     env = _env(tmp_path)
-    proc = _bench_proc(tmp_path, ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
+    proc = bench_proc(tmp_path / "runs", ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
     try:
-        assert _wait_for_cases(tmp_path, 1) is not None  # mid-run: Dask workers are up
-        assert any("shotbench.read.run.driver" in p for p in _leftovers(tmp_path / "state"))
+        assert wait_for_cases(tmp_path / "runs", 1) is not None  # mid-run: Dask workers are up
+        assert any("shotbench.read.driver" in p for p in _leftovers(tmp_path / "state"))
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -308,9 +277,9 @@ def test_run_whose_server_dies_ends_failed_within_a_minute(shot_dir: Path, tmp_p
         stage(shot_dir, parse_location("s3://dies/shots/"), cfg, jobs=4, progress=False)
         (tmp_path / "c.toml").write_text(SLOW_TOML.replace('["local"]', '["fsspec", "obstore"]'))
         env = {**_env(tmp_path), **cfg.env_vars()}
-        proc = _bench_proc(tmp_path, ["--data", "s3://dies/shots/", "--config", str(tmp_path / "c.toml")], env)
+        proc = bench_proc(tmp_path / "runs", ["--data", "s3://dies/shots/", "--config", str(tmp_path / "c.toml")], env)
         try:
-            run = _wait_for_cases(tmp_path, 2)
+            run = wait_for_cases(tmp_path / "runs", 2)
             assert run is not None
             server.stop(state)
             killed = time.time()
@@ -323,7 +292,7 @@ def test_run_whose_server_dies_ends_failed_within_a_minute(shot_dir: Path, tmp_p
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "stopped answering" in lines[0] and "--resume" in lines[0], err
     assert json.loads((run / "run.json").read_text())["status"] == "failed"
-    rows = _cases(run)
+    rows = case_rows(run)
     assert len(rows) < SLOW_CASES and all(r["status"] in ("ok", "failed", "partial") for r in rows)
 
 
@@ -434,9 +403,11 @@ def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_
         (tmp_path / "c.toml").write_text(SLOW_TOML.replace('["local"]', '["obstore"]') + "task_timeout = 3\n")
         via = f"http://127.0.0.1:{proxy.port}"
         env = {**_env(tmp_path), **cfg.env_vars(), "AWS_ENDPOINT_URL_S3": via, "AWS_ENDPOINT_URL": via}
-        proc = _bench_proc(tmp_path, ["--data", "s3://stalls/shots/", "--config", str(tmp_path / "c.toml")], env)
+        proc = bench_proc(
+            tmp_path / "runs", ["--data", "s3://stalls/shots/", "--config", str(tmp_path / "c.toml")], env
+        )
         try:
-            run = _wait_for_cases(tmp_path, 1)
+            run = wait_for_cases(tmp_path / "runs", 1)
             assert run is not None, proc.stderr.read() if proc.poll() is not None else "no case row"
             proxy.stall.set()
             stalled = time.time()
@@ -446,7 +417,7 @@ def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_
                 proc.kill()
     # the case deadline, the check between cases at its worst (a stalled HEAD, tried once more),
     # then the case's teardown and the run's shutdown: well inside the minute a dead server may take
-    from shotbench.read.run.runner import HEALTH_STALL_ATTEMPTS, HEALTH_TIMEOUT
+    from shotbench.read.runner import HEALTH_STALL_ATTEMPTS, HEALTH_TIMEOUT
 
     assert time.time() - stalled < 3 + HEALTH_STALL_ATTEMPTS * HEALTH_TIMEOUT + 20
     assert proc.returncode == 1 and "stopped answering" in err, err
@@ -457,7 +428,7 @@ def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_
     # stalled server first (obstore: `failed` after its own retries), or a task that got through
     # after the stall (`stall`): never a measurement, and each row says why
     assert ended and all(r["status"] in ("timeout", "stall", "failed") and r["error"] for r in ended)
-    assert [r["status"] for r in _cases(run)][-1] == "failed"
+    assert [r["status"] for r in case_rows(run)][-1] == "failed"
 
 
 @pytest.mark.server
@@ -491,7 +462,7 @@ def test_faults_run_checks_every_byte(shot_dir: Path, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "reliability under faults 'flaky-5pc'" in proc.stdout
-    run = _only_run(tmp_path)
+    run = only_run(tmp_path / "runs")
     assert json.loads((run / "run.json").read_text())["config"]["network"] == "flaky-5pc"
     with open(run / "workers.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -507,7 +478,7 @@ def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
 
     from shotbench.backends.base import Source
     from shotbench.hdf5.shotfile import read_signal_crc, shot_ids, signal_names
-    from shotbench.read.run.checksums import Checksums
+    from shotbench.read.checksums import Checksums
 
     path = sorted(shot_dir.glob("*.h5"))[0]
     with h5py.File(path, "r") as fh:
@@ -521,7 +492,7 @@ def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
     # a raw GET's byte range, checked the same way
     import zlib
 
-    from shotbench.read.run.checksums import BYTES, byte_range
+    from shotbench.read.checksums import BYTES, byte_range
 
     good = zlib.crc32(path.read_bytes()[100:4196])
     assert checks.verdict({"crcs": [[str(path), BYTES, byte_range(100, 4096), good]], "error": ""}) == ("yes", "")

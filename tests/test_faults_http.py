@@ -13,8 +13,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from tests.runfolder import bench_proc, only_run
 from tests.test_bench_cli import assert_one_sentence, run_bench
-from tests.test_failures import _bench_proc, _env, _only_run
+from tests.test_failures import _env
 
 from shotbench.processes import terminate
 from shotbench.store import faultproxy as fp
@@ -71,7 +72,7 @@ def test_methods_limit_what_may_be_hit_and_presigned_dates_do_not_count() -> Non
 
 def test_a_case_is_credited_its_own_faults_and_a_resume_keeps_earlier_ones(tmp_path: Path) -> None:
     """Counts read around each case from the proxy's stats file; the raw-get ceiling's are apart."""
-    from shotbench.read.run.faultcount import InjectedFaults, summary_lines
+    from shotbench.read.faultcount import InjectedFaults, summary_lines
 
     stats = tmp_path / fp.STATS_FILE
 
@@ -270,8 +271,8 @@ def test_bench_slowdown_run_records_what_was_injected(shot_dir: Path, tmp_path: 
         f'backends = {json.dumps(backends)}\nmodes = ["shots", "signals"]\nworkers = [1]\npage_buffers = [0]\n'
         "trials = 1\nshots = 2\nfile_size = 2000000\npage_size = 1000000\nsignals = 12\n"
     )
-    proc = _bench_proc(
-        tmp_path,
+    proc = bench_proc(
+        tmp_path / "runs",
         [
             "--config",
             str(tmp_path / "c.toml"),
@@ -287,7 +288,7 @@ def test_bench_slowdown_run_records_what_was_injected(shot_dir: Path, tmp_path: 
     assert proc.returncode == 0, err[-2000:]
     assert "reliability under faults 'slowdown-5pc'" in out
     assert "faults injected by the HTTP proxy:" in out
-    run = _only_run(tmp_path)
+    run = only_run(tmp_path / "runs")
     meta = json.loads((run / "run.json").read_text())
     with open(run / "workers.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -333,7 +334,7 @@ def test_a_profile_with_both_layers_chains_them_and_stops_them(tmp_path: Path, m
 def test_a_dead_server_behind_the_proxy_gets_no_answer(tmp_path: Path) -> None:
     """No HTTP error in its place: the health check between cases must see a dead server as dead."""
     from shotbench.processes import free_port
-    from shotbench.read.run.runner import answers
+    from shotbench.read.runner import answers
 
     info = fp.start(tmp_path, free_port(), fp.HttpFaults(()), private=True)
     try:

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shotbench.read.plan.profiles import BenchConfig
+from shotbench.plan.profiles import BenchConfig
 
 EXAMPLES = int(os.environ.get("SHOTBENCH_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(

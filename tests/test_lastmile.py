@@ -11,19 +11,10 @@ import math
 from pathlib import Path
 
 import pytest
+from tests.runfolder import case_rows, only_run
 from tests.test_bench_cli import assert_one_sentence, run_bench
 
 TINY = ["--backends", "local", "--modes", "shots", "--page-buffers", "0", "--trials", "1"]
-
-
-def _cases(run: Path) -> list[dict[str, str]]:
-    with open(run / "cases.csv", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _only_run(tmp_path: Path) -> Path:
-    (run,) = sorted((tmp_path / "runs").iterdir())
-    return run
 
 
 def _strict(text: str) -> object:
@@ -39,12 +30,12 @@ def test_duplicate_selections_are_measured_once(shot_dir: Path, tmp_path: Path) 
     proc = run_bench(["--data", str(shot_dir), *TINY, "--workers", "1", "1", "--backends", "local", "local"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "workers: 1 given more than once" in proc.stdout and "backends: local given more than once" in proc.stdout
-    ids = [r["case-id"] for r in _cases(_only_run(tmp_path))]
+    ids = [r["case-id"] for r in case_rows(only_run(tmp_path / "runs"))]
     assert len(ids) == 1 == len(set(ids))
 
 
 def test_zero_and_off_are_one_page_buffer() -> None:
-    from shotbench.read.plan import profiles
+    from shotbench.plan import profiles
 
     notes: list[str] = []
     cfg = profiles.load("quick", None, {"page_buffers": ["0", "off", "default"], "workers": [2, 1, 2]}, notes)
@@ -64,7 +55,7 @@ def test_non_finite_settings_are_refused(value: str, tmp_path: Path) -> None:
 
 def test_run_json_is_strict_json(tmp_path: Path) -> None:
     """A NaN or infinity anywhere in the metadata is written as null, never as NaN."""
-    from shotbench.read.schema import RUN_KIND
+    from shotbench.records.schema import RUN_KIND
     from shotbench.runs import RunFolder
 
     folder = RunFolder.create(tmp_path / "run", RUN_KIND, {"a": math.nan, "b": [math.inf, 1.5], "c": {"d": -math.inf}})
@@ -76,7 +67,7 @@ def test_run_json_is_strict_json(tmp_path: Path) -> None:
 def test_a_real_run_json_is_strict_json(shot_dir: Path, tmp_path: Path) -> None:
     proc = run_bench(["--data", str(shot_dir), *TINY, "--workers", "1"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    _strict((_only_run(tmp_path) / "run.json").read_text())
+    _strict((only_run(tmp_path / "runs") / "run.json").read_text())
 
 
 @pytest.mark.parametrize("kind", ["folder", "binary", "missing in a folder with spaces é"])
@@ -113,28 +104,28 @@ def test_a_torn_row_in_the_middle_is_set_aside_and_measured_again(shot_dir: Path
     ]
     proc = run_bench(args, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    run = _only_run(tmp_path)
+    run = only_run(tmp_path / "runs")
     lines = (run / "cases.csv").read_text().splitlines(keepends=True)
     assert len(lines) == 5
     torn_id = next(csv.reader([lines[2]]))[1]
     lines[2] = lines[2][: len(lines[2]) // 2] + "\n"
     (run / "cases.csv").write_text("".join(lines))
 
-    from shotbench.read.analyse import analysis
-    from shotbench.read.schema import RUN_KIND
+    from shotbench.analyse import analysis
+    from shotbench.records.schema import RUN_KIND
     from shotbench.runs import RunFolder
 
     assert len(RunFolder(run, RUN_KIND).cases()) == 3  # the torn row is never counted
     ds = analysis.load([str(run)])
     assert len(ds.cases) == 3 and any("set aside" in n for n in ds.notes)
-    from shotbench.read.analyse import decision
+    from shotbench.analyse import decision
 
     decision.decision_table(ds)  # what the report computes from it
 
     resumed = run_bench(["--resume", str(run)], tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert "set aside 1 torn or invalid row" in resumed.stdout and "already complete" not in resumed.stdout
-    rows = _cases(run)
+    rows = case_rows(run)
     assert len(rows) == 4 and len({r["case-id"] for r in rows}) == 4
     assert {r["status"] for r in rows} == {"ok"} and torn_id in {r["case-id"] for r in rows}
     assert (run / "cases.set-aside.csv").read_text().count("\n") == 1
@@ -166,7 +157,7 @@ def test_the_watchdog_needs_several_failed_checks() -> None:
     """One failed check is a fault (a reset under a fault profile); three in a row are a dead server."""
     import socket
 
-    from shotbench.read.run.watchdog import ServerGone, Watchdog
+    from shotbench.read.watchdog import ServerGone, Watchdog
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -187,6 +178,7 @@ def test_the_watchdog_needs_several_failed_checks() -> None:
         silent.close()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow  # real Dask processes, and a wait that is the point of the test
 def test_a_silent_scheduler_is_refused_within_30_s(tmp_path: Path) -> None:
     """`--scheduler` on a port that accepts and never answers waited the 300 s prepare timeout per case."""
     import time
@@ -273,9 +265,9 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str
     assert proc.returncode == 1, err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "stopped answering" in lines[0] and "--resume" in lines[0], err
-    run = _only_run(tmp_path)
+    run = only_run(tmp_path / "runs")
     assert json.loads((run / "run.json").read_text())["status"] == "failed"
-    rows = _cases(run)
+    rows = case_rows(run)
     assert rows and rows[-1]["status"] == "failed" and "server gone" in rows[-1]["first-error"], rows[-1]
 
     with server.embedded_server(state) as info:  # the server is back, with its data
@@ -287,7 +279,7 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str
             timeout=600,
         )
     assert resumed.returncode == 0, resumed.stderr
-    rows = _cases(run)
+    rows = case_rows(run)
     assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
 
@@ -296,7 +288,7 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str
 
 
 def test_stalled_times_are_told_from_ordinary_spread() -> None:
-    from shotbench.read.status import stalled
+    from shotbench.records.status import stalled
 
     assert stalled([1.0, 1.2, 0.9, 134.0]) == [False, False, False, True]
     assert stalled([0.01, 0.02, 3.0]) == [False, False, False]  # 150x, but under 5 s beyond: noise
@@ -328,8 +320,8 @@ def _case_rows(case_id: str, total: float, n: int = 1) -> tuple[list[dict[str, o
 
 def test_a_case_far_slower_than_its_other_trials_is_set_apart(tmp_path: Path) -> None:
     """A one-task case has no peer within it: 134 s against 2.5 s in its other trial was `ok`."""
-    from shotbench.read.run.runner import flag_stalled_trials
-    from shotbench.read.schema import RUN_KIND
+    from shotbench.read.runner import flag_stalled_trials
+    from shotbench.records.schema import RUN_KIND
     from shotbench.runs import RunFolder
 
     folder = RunFolder.create(tmp_path / "run", RUN_KIND, {})
@@ -348,7 +340,7 @@ def test_a_case_far_slower_than_its_other_trials_is_set_apart(tmp_path: Path) ->
     assert [w["status"] for w in folder.details() if w["case-id"] == "t2-b-shots-w1-pb0-cc0"] == ["stall"]
     assert flag_stalled_trials(folder) == 0  # idempotent: the others stay measurements
 
-    from shotbench.read.analyse import reliability
+    from shotbench.analyse import reliability
 
     (row,) = reliability.table(folder.path)
     assert row["stalls"] == 1 and row["failed"] == 0
@@ -463,17 +455,17 @@ def test_a_stalled_get_is_never_a_clean_measurement(shot_dir: Path, s3_server, t
             proc.kill()
     assert proc.returncode == 0, err
     assert proxy.fired.is_set()
-    run = _only_run(tmp_path)
+    run = only_run(tmp_path / "runs")
     with open(run / "workers.csv", newline="") as fh:
         workers = list(csv.DictReader(fh))
     slow = [w for w in workers if float(w["open+read-data-time"]) > 7.0]
     assert slow, "the held GET did not land inside a task"
     assert all(w["status"] != "ok" for w in slow), slow  # never a clean measurement
-    cases = {r["case-id"]: r for r in _cases(run)}
+    cases = {r["case-id"]: r for r in case_rows(run)}
     assert all(cases[w["case-id"]]["status"] != "ok" for w in slow)
     assert sum(int(r["stalls"] or 0) for r in cases.values()) >= 1
 
-    from shotbench.read.analyse import analysis
+    from shotbench.analyse import analysis
 
     ds = analysis.load([str(run)])
     assert not set(ds.cases["case-id"]) & {w["case-id"] for w in slow}  # out of every statistic
@@ -484,8 +476,8 @@ def test_a_stalled_get_is_never_a_clean_measurement(shot_dir: Path, s3_server, t
 
 
 def test_which_keys_need_encoding() -> None:
-    from shotbench.read.plan.matrix import ShotFile
-    from shotbench.read.run.keycheck import needs_encoding, probe_file
+    from shotbench.plan.matrix import ShotFile
+    from shotbench.read.keycheck import needs_encoding, probe_file
 
     assert not needs_encoding("shots/shot_1-a.b~c.h5")
     assert needs_encoding("uni dir/shot 1.h5") and needs_encoding("é/shot.h5") and needs_encoding("a+b.h5")
@@ -550,9 +542,9 @@ def test_keys_with_spaces_and_non_ascii_every_default_backend(shot_dir: Path, s3
     )
     took = time.time() - t0
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    run = _only_run(tmp_path)
+    run = only_run(tmp_path / "runs")
     unsupported = json.loads((run / "run.json").read_text())["data"].get("unsupported", {})
-    rows = _cases(run)
+    rows = case_rows(run)
     measured = {r["backend"] for r in rows if r["status"] == "ok"}
     assert {r["status"] for r in rows} == {"ok"}, [
         (r["backend"], r["first-error"]) for r in rows if r["status"] != "ok"
@@ -564,8 +556,8 @@ def test_keys_with_spaces_and_non_ascii_every_default_backend(shot_dir: Path, s3
 
 
 def test_the_chaos_tally_counts_lost_duplicated_and_unexplained(tmp_path: Path) -> None:
-    from shotbench.read.run.chaos import tally
-    from shotbench.read.schema import RUN_KIND
+    from shotbench.read.chaos import tally
+    from shotbench.records.schema import RUN_KIND
     from shotbench.runs import RunFolder
 
     plan = [{"case_id": c} for c in ("t1-a", "t1-b", "t1-c", "t1-d")]

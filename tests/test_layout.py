@@ -44,39 +44,39 @@ def copy_with(tmp_path: Path, module: str, code: str) -> Path:
 
 def test_the_graph_sees_the_package() -> None:
     graph = grimp.build_graph("shotbench", cache_dir=None)
-    assert graph.direct_import_exists(importer="shotbench.read.run.driver", imported="shotbench.read.run.worker")
+    assert graph.direct_import_exists(importer="shotbench.read.driver", imported="shotbench.read.worker")
     assert "shotbench.hdf5.shotfile" in graph.modules
 
 
 def test_the_tree_keeps_every_contract() -> None:
     proc = lint_imports(ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Contracts: 3 kept, 0 broken." in proc.stdout
+    assert "Contracts: 2 kept, 0 broken." in proc.stdout
 
 
 def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path: Path) -> None:
     root = copy_with(
         tmp_path,
         "hdf5/shotfile.py",
-        "def _sneaky() -> object:\n    from shotbench.read.run import runner\n\n    return runner\n",
+        "def _sneaky() -> object:\n    from shotbench.read import runner\n\n    return runner\n",
     )
     proc = lint_imports(root)
     assert proc.returncode != 0
     assert "layers: top imports bottom, never the reverse BROKEN" in proc.stdout
     assert "shotbench.hdf5 is not allowed to import shotbench.read" in proc.stdout
-    assert "shotbench.hdf5.shotfile -> shotbench.read.run.runner" in proc.stdout
+    assert "shotbench.hdf5.shotfile -> shotbench.read.runner" in proc.stdout
 
 
 def test_a_cycle_within_one_layer_breaks_the_acyclic_contract(tmp_path: Path) -> None:
-    # runner imports checksums; checksums importing runner back stays inside read/run, which the
+    # runner imports checksums; checksums importing runner back stays inside read/, which the
     # layers contract allows, so only the cycle contract can catch it
     root = copy_with(
         tmp_path,
-        "read/run/checksums.py",
-        "def _back() -> object:\n    from shotbench.read.run import runner\n\n    return runner\n",
+        "read/checksums.py",
+        "def _back() -> object:\n    from shotbench.read import runner\n\n    return runner\n",
     )
     proc = lint_imports(root)
     assert proc.returncode != 0
     assert "layers: top imports bottom, never the reverse KEPT" in proc.stdout
     assert "no cycles among the siblings of any package BROKEN" in proc.stdout
-    assert "No cycles are allowed in shotbench.read.run." in proc.stdout
+    assert "No cycles are allowed in shotbench.read." in proc.stdout

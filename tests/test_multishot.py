@@ -20,11 +20,11 @@ from bokeh.models import Legend
 from golden import MANY_SHOT_GROUPS, MANY_SHOT_HEADLINE, ROOT, SINGLE_OLD
 from golden import MULTI_NEW as NEW
 from golden import MULTI_OLD as OLD
+from shotbench.analyse import multishot
 from shotbench.cli import main
 from shotbench.errors import UserError
-from shotbench.read.analyse import multishot
-from shotbench.read.figures import multishot as multishot_plots
-from shotbench.read.figures import plots
+from shotbench.figures import multishot as multishot_plots
+from shotbench.figures import plots
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -143,7 +143,7 @@ def test_notebook_has_a_parameters_cell_and_no_stored_outputs() -> None:
 
 def _run_folder(tmp_path: Path) -> Path:
     """A layouts run's workers.csv: single-shot families, many-shot layouts, partial reads."""
-    from shotbench.read.schema import WORKER_COLUMNS
+    from shotbench.records.schema import WORKER_COLUMNS
 
     rows = []
     for fam, layout, mode, runtime in [

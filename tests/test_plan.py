@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from shotbench.read.plan.matrix import (
+from shotbench.plan.matrix import (
     Matrix,
     ShotFile,
     all_signals,

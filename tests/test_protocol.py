@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from shotbench.backends.base import Source
-from shotbench.read.plan import matrix as plan
-from shotbench.read.run import protocol, worker
-from shotbench.read.run.checksums import YES, Checksums
-from shotbench.read.run.protocol import (
+from shotbench.plan import matrix as plan
+from shotbench.read import protocol, worker
+from shotbench.read.checksums import YES, Checksums
+from shotbench.read.protocol import (
     PROTOCOL_VERSION,
     Close,
     Done,
@@ -197,7 +197,7 @@ def main_driver(tmp_path: Path) -> Iterator[Any]:
     import sys
 
     from shotbench.backends.base import child_env
-    from shotbench.read.run.drivers import DriverProc
+    from shotbench.read.drivers import DriverProc
 
     drv = DriverProc("main", Path(sys.executable), child_env({}), tmp_path / "driver.log", None)
     yield drv
@@ -230,6 +230,7 @@ def test_the_driver_refuses_a_request_from_another_version_and_goes_on(main_driv
     assert proc.wait(timeout=1) == 0
 
 
+@pytest.mark.slow  # real Dask processes, and a wait that is the point of the test
 def test_a_worker_that_died_between_cases_is_waited_for_and_named(main_driver: Any, tmp_path: Path) -> None:
     """A reader that kills its worker process (a crash in a C library) left the next case of that
     worker count without a worker: it failed as "integer modulo by zero". The driver now waits for
@@ -259,7 +260,7 @@ def test_a_worker_that_died_between_cases_is_waited_for_and_named(main_driver: A
 def shots(tmp_path_factory: pytest.TempPathFactory) -> list[plan.ShotFile]:
     """Two real synthetic single-shot files and what the inventory pass finds in them."""
     from shotbench.hdf5.synth import make_dataset
-    from shotbench.read.run.inventory import inventory
+    from shotbench.read.inventory import inventory
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SHOTBENCH_STATE", str(tmp_path_factory.mktemp("state")))
@@ -313,6 +314,6 @@ def test_the_protocol_loads_no_heavy_library() -> None:
     import subprocess
     import sys
 
-    code = "import sys, shotbench.read.run.protocol; print(sorted(set(sys.modules) & {'h5py', 'numpy', 'dask', 'distributed'}))"
+    code = "import sys, shotbench.read.protocol; print(sorted(set(sys.modules) & {'h5py', 'numpy', 'dask', 'distributed'}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from golden import RUN_FIXTURE as RUN
-from shotbench.read.figures import plots
+from shotbench.figures import plots
 from shotbench.reports.htmlcheck import figures, legend_problems
 
 
@@ -154,7 +154,7 @@ def test_every_figure_of_a_run_report_has_a_legend_per_series(run_report: Path) 
 
 @pytest.mark.slow
 def test_run_report_opens_with_the_answer_and_states_every_finding(run_report: Path) -> None:
-    from shotbench.read.analyse import analysis, decision
+    from shotbench.analyse import analysis, decision
 
     html = (run_report / "ros3-backends.html").read_text(encoding="utf-8")
     assert (

@@ -78,7 +78,7 @@ def test_readers_are_registered_in_their_environment() -> None:
 
 def test_default_matrix_leaves_the_readers_out() -> None:
     """`make bench-ros3` without --backends must not install or run the readers."""
-    from shotbench.read.plan.profiles import BenchConfig
+    from shotbench.plan.profiles import BenchConfig
 
     assert not set(READERS) & set(BenchConfig().backends)
     assert {"ros3-1.14", "fsspec", "local", "raw-get"} <= set(BenchConfig().backends)
@@ -140,10 +140,10 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     clock, each row carries its files' index build time and size, and the reads match h5py,
     down to the CRC-32 of every signal the rows carry when verifying."""
     from shotbench.backends.base import child_env
-    from shotbench.read.plan import matrix as plan
-    from shotbench.read.run.drivers import DriverProc
-    from shotbench.read.run.inventory import inventory as list_files
-    from shotbench.read.run.protocol import Prepare, Run, Spec
+    from shotbench.plan import matrix as plan
+    from shotbench.read.drivers import DriverProc
+    from shotbench.read.inventory import inventory as list_files
+    from shotbench.read.protocol import Prepare, Run, Spec
 
     cls = registry.get("kerchunk")
     loc, cfg, objs = staged_shots
@@ -172,7 +172,7 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
                 expected[1] += b
     assert expected[0] > 0 and [sum(r["dsets"] for r in rows), sum(r["bytes"] for r in rows)] == expected
     assert all(r["index-time"] > 0 and r["index-bytes"] > 1000 for r in rows)
-    from shotbench.read.run.checksums import Checksums
+    from shotbench.read.checksums import Checksums
 
     checks = Checksums(source)
     assert all(r["crcs"] for r in rows) and {checks.verdict(r) for r in rows} == {("yes", "")}

@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from shotbench.read.analyse import repeat
+from shotbench.analyse import repeat
 
 
 def _table(rows: list[tuple[str, str, float, float, float]]) -> pd.DataFrame:

@@ -132,7 +132,7 @@ def test_flags_that_do_not_apply_are_refused(capsys: pytest.CaptureFixture[str])
 
 def test_index_lists_every_run_with_its_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rendered run shows its one-line answer and links its pages; one not rendered is listed too."""
-    from shotbench.read.analyse import analysis, decision
+    from shotbench.analyse import analysis, decision
     from shotbench.reports.render import INDEX_NAME, rendered_entries, write_index
 
     other = "20261123T000000Z-other"
@@ -185,7 +185,7 @@ def test_readme_opens_with_the_published_answer_and_its_screenshot() -> None:
 def test_ranked_figures_put_the_best_on_top_in_each_series_colour() -> None:
     import pandas as pd
 
-    from shotbench.read.figures import dotplots, plots
+    from shotbench.figures import dotplots, plots
     from shotbench.reports.htmlcheck import figures, legend_problems
 
     rows = pd.DataFrame(

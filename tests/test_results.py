@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shotbench.read.schema import efficiency, harness_overhead, task_time_sum
+from shotbench.records.schema import efficiency, harness_overhead, task_time_sum
 
 # Two workers: worker 1 read two signals (0.3 s + 0.2 s), worker 2 one (0.4 s).
 ROWS = [{"worker#": 1, "time": 0.3}, {"worker#": 1, "time": 0.2}, {"worker#": 2, "time": 0.4}]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from shotbench.analyse import reliability
 from shotbench.backends.meters import aws_retry_delta, is_aws_log_line
-from shotbench.read.analyse import reliability
-from shotbench.read.schema import CASE_COLUMNS, WORKER_COLUMNS
+from shotbench.records.schema import CASE_COLUMNS, WORKER_COLUMNS
 
 DATA = Path(__file__).parent / "data"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.read.schema import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
+from shotbench.records.schema import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
 from shotbench.store.s3 import without_s3_settings
 
 pytestmark = pytest.mark.slow

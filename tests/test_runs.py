@@ -13,15 +13,16 @@ from pathlib import Path
 import pytest
 
 from shotbench.errors import UserError
-from shotbench.read.plan.matrix import Matrix, plan_cases
+from shotbench.plan.matrix import Matrix, plan_cases
 from shotbench.runs import SCHEMA, RunFolder, RunKind, interleave, kind_of, latest_run, read_meta, run_folders
 from shotbench.transfer import runner as transfer
 from shotbench.transfer.matrix import MiB, Row
+from shotbench.transfer.schema import case_trial
 
 REPO = Path(__file__).resolve().parents[1]
 CASES, DETAILS = ["run-id", "case-id", "trial", "total"], ["case-id", "trial", "bytes"]
 READ = RunKind("read", CASES, DETAILS)
-TRANSFER = RunKind("transfer", CASES, DETAILS, key=transfer.case_trial)
+TRANSFER = RunKind("transfer", CASES, DETAILS, key=case_trial)
 
 
 def case(cid: str, trial: int = 1, total: float = 1.0) -> tuple[list[dict], dict]:

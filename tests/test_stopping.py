@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench.read.analyse import decision, stopping
+from shotbench.analyse import decision, stopping
 from test_decision import _cases
 
 
@@ -61,7 +61,7 @@ def test_a_run_with_precision_adds_rounds_until_tight_or_capped(tmp_path) -> Non
     import json
     import subprocess
 
-    from shotbench.read.analyse import analysis
+    from shotbench.analyse import analysis
     from test_runner import TINY, bench_cmd, bench_env, only_run, read_csv
 
     cfg = tmp_path / "tiny.toml"

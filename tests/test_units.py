@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from shotbench.backends.base import ReadSettings
 from shotbench.hdf5.blockcache import DEFAULT_BLOCK_SIZE, DEFAULT_CACHE_SIZE
-from shotbench.read.plan.profiles import BenchConfig
+from shotbench.plan.profiles import BenchConfig
 from shotbench.transfer.matrix import parse_size
 from shotbench.units import GiB, KiB, MiB
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from shotbench.read.analyse import byteverdict, capability
+from shotbench.analyse import byteverdict, capability
 from shotbench.read.cli import finish_message
-from shotbench.read.status import (
+from shotbench.records.status import (
     COMPLETE,
     FAILED,
     OK,
@@ -53,7 +53,7 @@ def test_unsupported_is_a_status_of_its_own_that_never_sinks_a_run() -> None:
 
 
 def test_byte_verdicts_tell_unsupported_from_wrong_bytes() -> None:
-    from shotbench.read.plan.matrix import ShotFile
+    from shotbench.plan.matrix import ShotFile
 
     f = ShotFile("a.h5", 1, "1", ("x", "y"))
     want = {"a.h5/x": "0" * 64, "a.h5/y": "1" * 64}

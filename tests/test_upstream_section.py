@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from shotbench.read.analyse.upstream_section import published_ablation, study_ratios, upstream_section
+from shotbench.analyse.upstream_section import published_ablation, study_ratios, upstream_section
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "data" / "runs" / "20261124T065219Z-b7936b"  # a published default run (http, loopback)

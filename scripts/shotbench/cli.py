@@ -21,15 +21,15 @@ COMMANDS: dict[str, str] = {
     "synth": "shotbench.hdf5.synth",
     "envs": "shotbench.builds.cli",
     "bench": "shotbench.read.cli",
-    "bench-harness": "shotbench.read.run.harness",
+    "bench-harness": "shotbench.read.harness",
     "report": "shotbench.reports.render",
     "reports": "shotbench.reports.render",
     "transfer": "shotbench.transfer.cli",
     "compare": "shotbench.read.cli",
     "repeat": "shotbench.read.cli",
     "anatomy": "shotbench.anatomy.cli",
-    "direction": "shotbench.read.run.direction",
-    "chaos": "shotbench.read.run.chaos",
+    "direction": "shotbench.read.direction",
+    "chaos": "shotbench.read.chaos",
 }
 
 

@@ -16,9 +16,10 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from shotbench import which
 from shotbench.builds import build as builder
@@ -211,6 +212,7 @@ def _stamp_for(result: builder.BuildResult, reqs: str) -> dict:
         "wheel_sha256": result.manifest.get("wheel_sha256"),
         "requirements_sha256": hashlib.sha256(reqs.encode()).hexdigest(),
         "repo": str(repo_root()),
+        "bytecode": UV_ENV["UV_COMPILE_BYTECODE"],
     }
 
 
@@ -231,8 +233,33 @@ def _verify(result: builder.BuildResult, found: dict) -> str | None:
     return None
 
 
+# Bytecode is compiled when an environment is made: a worker that starts under
+# PYTHONDONTWRITEBYTECODE (or on a read-only env) would otherwise compile numpy, h5py and dask from
+# source every time it starts. Part of the stamp, so envs made without it are made again once.
+UV_ENV = {"UV_PYTHON_DOWNLOADS": "never", "UV_COMPILE_BYTECODE": "1"}
+
+
 def _uv(name: str, step: str, args: list[str], log: Path) -> None:
-    builder.run_step(name, step, [str(which.uv()), *args], log, cwd=repo_root(), env={"UV_PYTHON_DOWNLOADS": "never"})
+    builder.run_step(name, step, [str(which.uv()), *args], log, cwd=repo_root(), env=UV_ENV)
+
+
+def _current(
+    path: Path, stamp: dict[str, Any], verify: Callable[[dict[str, Any]], str | None]
+) -> dict[str, Any] | None:
+    """The probe of `path`'s interpreter when the env already holds what `stamp` describes and
+    `verify` finds nothing wrong with it (None: build it again). Built envs and wheel envs alike."""
+    python = path / "bin" / "python"
+    stamp_path = path / STAMP
+    if not (python.exists() and stamp_path.is_file()):
+        return None
+    try:
+        old = json.loads(stamp_path.read_text())
+    except json.JSONDecodeError:
+        return None
+    if {k: old.get(k) for k in stamp} != stamp:
+        return None
+    found = probe(python)
+    return found if verify(found) is None else None
 
 
 def ensure_env(result: builder.BuildResult, reqs: str | None = None, force: bool = False) -> EnvInfo:
@@ -242,16 +269,9 @@ def ensure_env(result: builder.BuildResult, reqs: str | None = None, force: bool
     python = path / "bin" / "python"
     reqs = requirements() if reqs is None else reqs
     stamp = _stamp_for(result, reqs)
-    stamp_path = path / STAMP
-    if not force and python.exists() and stamp_path.is_file():
-        try:
-            old = json.loads(stamp_path.read_text())
-        except json.JSONDecodeError:
-            old = {}
-        if {k: old.get(k) for k in stamp} == stamp:
-            found = probe(python)
-            if _verify(result, found) is None:
-                return _info(name, result, found, "ready")
+    found = None if force else _current(path, stamp, lambda f: _verify(result, f))
+    if found is not None:
+        return _info(name, result, found, "ready")
     logs = result.root / "logs"
     started = time.monotonic()
     if path.exists():
@@ -290,7 +310,7 @@ def ensure_env(result: builder.BuildResult, reqs: str | None = None, force: bool
             f"{name}: the new environment is wrong ({problem}); remove {path} and {result.root}, "
             "then run `make envs` again."
         )
-    stamp_path.write_text(json.dumps({**stamp, "probe": found, "manifest": result.manifest}, indent=2))
+    (path / STAMP).write_text(json.dumps({**stamp, "probe": found, "manifest": result.manifest}, indent=2))
     builder.say(name, f"environment ready in {time.monotonic() - started:.0f} s → {path}")
     return _info(name, result, found, "ready")
 
@@ -391,6 +411,7 @@ def _wheel_stamp(spec: WheelSpec, reqs: str) -> dict:
         "wheel": spec.fingerprint(),
         "requirements_sha256": hashlib.sha256(reqs.encode()).hexdigest(),
         "repo": str(repo_root()),
+        "bytecode": UV_ENV["UV_COMPILE_BYTECODE"],
     }
 
 
@@ -444,16 +465,9 @@ def ensure_wheel_env(spec: WheelSpec, reqs: str | None = None, force: bool = Fal
     python = path / "bin" / "python"
     reqs = requirements() if reqs is None else reqs
     stamp = _wheel_stamp(spec, reqs)
-    stamp_path = path / STAMP
-    if not force and python.exists() and stamp_path.is_file():
-        try:
-            old = json.loads(stamp_path.read_text())
-        except json.JSONDecodeError:
-            old = {}
-        if {k: old.get(k) for k in stamp} == stamp:
-            found = probe(python)
-            if verify_wheel(spec, path, found) is None:
-                return _wheel_info(spec, found, "ready")
+    found = None if force else _current(path, stamp, lambda f: verify_wheel(spec, path, f))
+    if found is not None:
+        return _wheel_info(spec, found, "ready")
     logs = cache_dir() / "wheels" / spec.name / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -481,6 +495,6 @@ def ensure_wheel_env(spec: WheelSpec, reqs: str | None = None, force: bool = Fal
         raise UserError(
             f"{spec.name}: the new environment is wrong ({problem}); remove {path} and run `make envs` again."
         )
-    stamp_path.write_text(json.dumps({**stamp, "probe": found}, indent=2))
+    (path / STAMP).write_text(json.dumps({**stamp, "probe": found}, indent=2))
     builder.say(spec.name, f"environment ready in {time.monotonic() - started:.0f} s → {path}")
     return _wheel_info(spec, found, "ready")

@@ -15,21 +15,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shotbench import __version__
+from shotbench.analyse import stopping
 from shotbench.backends import registry
 from shotbench.errors import UserError, interrupt_exit
 from shotbench.paths import runs_dir, state_dir
+from shotbench.plan import matrix as planmod
+from shotbench.plan import profiles
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
-from shotbench.read.analyse import stopping
-from shotbench.read.plan import matrix as planmod
-from shotbench.read.plan import profiles
-from shotbench.read.run.prepare import check_envs, prepare, say
-from shotbench.read.schema import RUN_KIND, measured
+from shotbench.read.prepare import check_envs, prepare, say
+from shotbench.records.schema import RUN_KIND, measured
 from shotbench.runs import RunFolder, kind_of, latest_run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from shotbench.read.analyse.compare import Side
+    from shotbench.analyse.compare import Side
 
 REPORTING_PROFILES = ("readers",)  # profiles whose run renders its report when it ends, as `--report`
 
@@ -185,7 +185,7 @@ def check_scheduler(address: str) -> None:
 def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, str]:
     """How many cases failed and where to look (0 failed: empty message). Unsupported cases
     (a reader that cannot read a file shape) are findings, not failures: never counted here."""
-    from shotbench.read.status import is_failure, row_status
+    from shotbench.records.status import is_failure, row_status
 
     bad = [r for r in rows if is_failure(row_status(r))]
     if not bad:
@@ -199,7 +199,7 @@ def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, st
 
 def check_bytes(cfg: profiles.BenchConfig, backends: list[str], wl: Any) -> list[Any]:
     """Each backend's bytes against h5py's, one file per family, before the timed cases."""
-    from shotbench.read.run import bytecheck
+    from shotbench.read import bytecheck
 
     verdicts = bytecheck.check(
         backends, cfg.options, wl.source, wl.s3, bytecheck.samples(wl.files, wl.family_files), say
@@ -290,10 +290,10 @@ def _selection(cfg: profiles.BenchConfig, wl: Any) -> dict[str, Any]:
 
 
 def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
-    from shotbench.read.run.drivers import Drivers
-    from shotbench.read.run.faultcount import InjectedFaults
-    from shotbench.read.run.runner import Runner
-    from shotbench.read.status import COMPLETE, INTERRUPTED, RUNNING
+    from shotbench.read.drivers import Drivers
+    from shotbench.read.faultcount import InjectedFaults
+    from shotbench.read.runner import Runner
+    from shotbench.records.status import COMPLETE, INTERRUPTED, RUNNING
 
     st = _settings(args, resume_dir)
     cfg, meta, data_arg, network, tls, scheduler = st.cfg, st.meta, st.data_arg, st.network, st.tls, st.scheduler
@@ -354,10 +354,10 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                         ) from None
                     held.enter_context(run_lock(folder.path))
                 assert folder is not None
-                from shotbench.read.run.worker import versions as main_versions
+                from shotbench.read.worker import versions as main_versions
 
                 meta["versions"]["packages"] = main_versions()
-                from shotbench.read.run.checksums import Checksums
+                from shotbench.read.checksums import Checksums
 
                 runner = Runner(
                     folder,
@@ -406,7 +406,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
 
 def _new_meta(run_id: str, st: _Settings, prep: Any, cases: list[Any], selection: dict[str, Any]) -> dict[str, Any]:
     """run.json of a new run: its settings, machine, versions, data and the whole plan."""
-    from shotbench.read.status import RUNNING
+    from shotbench.records.status import RUNNING
 
     cfg = st.cfg
     return {
@@ -451,7 +451,7 @@ def _record_backend_versions(meta: dict[str, Any], drivers: Any, backends: list[
 
 def _finish_meta(folder: RunFolder, meta: dict[str, Any], status: str, runner: Any) -> str:
     """run.json at the end of a run, however it ended: status, failure counts, injected faults."""
-    from shotbench.read.status import COMPLETE, UNSUPPORTED, error_count, is_failure, row_status, run_status
+    from shotbench.records.status import COMPLETE, UNSUPPORTED, error_count, is_failure, row_status, run_status
 
     rows = folder.cases()
     if status == COMPLETE:
@@ -470,19 +470,19 @@ def _finish_meta(folder: RunFolder, meta: dict[str, Any], status: str, runner: A
 
 def _report(args: argparse.Namespace, folder: RunFolder, meta: dict[str, Any]) -> int:
     """What the terminal shows after a run: the summary, break-even, reliability under faults."""
-    from shotbench.read.run.faultcount import summary_lines as fault_lines
-    from shotbench.read.run.progress import summary_table
+    from shotbench.read.faultcount import summary_lines as fault_lines
+    from shotbench.read.progress import summary_table
     from shotbench.store.network import FAULTS
 
     rows = folder.cases()
     say("")
     say(summary_table(rows))
-    from shotbench.read.analyse.breakeven import summary_lines
+    from shotbench.analyse.breakeven import summary_lines
 
     for line in summary_lines(folder.details()):
         say(line)
     if meta["config"].get("network") in FAULTS:
-        from shotbench.read.analyse import reliability
+        from shotbench.analyse import reliability
 
         say("")
         baseline = reliability.find_baseline(folder.path)
@@ -498,7 +498,7 @@ def _report(args: argparse.Namespace, folder: RunFolder, meta: dict[str, Any]) -
     args.run_folder = folder.path  # `--report` (cli.py) renders this folder when the run exits 0
     args.report = bool(getattr(args, "report", False)) or meta["config"].get("profile") in REPORTING_PROFILES
     n_bad, message = finish_message(rows, folder.cases_csv)
-    from shotbench.read.analyse import byteverdict
+    from shotbench.analyse import byteverdict
 
     wrong = byteverdict.failures(byteverdict.from_dicts(meta.get("readcheck") or []))
     if wrong:
@@ -656,13 +656,13 @@ def register(subparsers: Any) -> None:
     register_repeat(subparsers)
 
 
-# `shotbench compare A B`: the statistics are read.analyse.compare, the page read.figures.compare.
+# `shotbench compare A B`: the statistics are analyse.compare, the page figures.compare.
 
 
 def _compare_text(table: pd.DataFrame) -> str:
     import numpy as np
 
-    from shotbench.read.analyse import compare as stats
+    from shotbench.analyse import compare as stats
 
     t = table.assign(
         ratio=[
@@ -681,7 +681,7 @@ def _compare_text(table: pd.DataFrame) -> str:
 
 
 def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
-    from shotbench.read.analyse import compare as stats
+    from shotbench.analyse import compare as stats
 
     if args.run:
         run = Path(args.run)
@@ -706,8 +706,8 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from shotbench.read.analyse import compare as stats
-    from shotbench.read.figures import compare as compare_page
+    from shotbench.analyse import compare as stats
+    from shotbench.figures import compare as compare_page
 
     if args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
         raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
@@ -757,7 +757,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def register_compare(subparsers: Any) -> None:
-    from shotbench.read.analyse.gate import ADJUSTMENT_NAMES, ALPHA, THRESHOLD
+    from shotbench.analyse.gate import ADJUSTMENT_NAMES, ALPHA, THRESHOLD
 
     p = subparsers.add_parser(
         "compare",
@@ -802,7 +802,7 @@ def register_compare(subparsers: Any) -> None:
     p.set_defaults(func=cmd_compare)
 
 
-# `shotbench repeat`: the statistics are read.analyse.repeat.
+# `shotbench repeat`: the statistics are analyse.repeat.
 
 
 def _new_run(where: Path, before: set[Path]) -> Path:
@@ -820,8 +820,8 @@ def cmd_repeat(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
+    from shotbench.analyse import repeat
     from shotbench.paths import reports_dir
-    from shotbench.read.analyse import repeat
 
     if args.runs:
         folders = [Path(p) for p in args.runs]

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from shotbench.analyse import analysis, multishot, readerdecision
 from shotbench.errors import UserError
 from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir, transfer_runs_dir
-from shotbench.read.analyse import analysis, multishot, readerdecision
 from shotbench.reports.htmlcheck import external_resources, figure_count
 from shotbench.runs import DETAILS_CSV, latest_run, read_meta, run_folders
 
@@ -370,7 +370,7 @@ def rendered_entries() -> list[IndexEntry]:
 
 def _answer(folder: Path) -> str:
     """The one-line answer from the report's decision.csv (empty for reports without one)."""
-    from shotbench.read.analyse import decision
+    from shotbench.analyse import decision
 
     table = decision.read_decision(folder)
     try:

@@ -17,55 +17,13 @@ from pathlib import Path
 from shotbench.errors import UserError
 from shotbench.provenance import git_commit, machine_info, utc_iso
 from shotbench.redact import scrub
-from shotbench.runs import RUN_JSON, CsvRow, RunFolder, RunKind, interleave
+from shotbench.runs import RUN_JSON, RunFolder, interleave
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
 from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed
+from shotbench.transfer.schema import RUN_KIND
 
-CASE_COLUMNS = [
-    "run-id",
-    "case-id",
-    "trial",
-    "order",
-    "direction",
-    "tool",
-    "mode",
-    "network",
-    "concurrency",
-    "test",
-    "file-count",
-    "file-size",
-    "total-bytes",
-    "seconds",
-    "mb-per-s",
-    "files-ok",
-    "error",
-    "started",
-    "finished",
-]
-TRANSFER_COLUMNS = [
-    "run-id",
-    "case-id",
-    "trial",
-    "direction",
-    "tool",
-    "concurrency",
-    "file",
-    "size",
-    "seconds",
-    "verified",
-    "error",
-]
-
-
-def case_trial(row: CsvRow) -> tuple[str, int]:
-    """A transfer case row's identity: its case id does not name the trial."""
-    return row["case-id"], int(row["trial"])
-
-
-# The transfer benchmark's run folder (shotbench.runs): cases.csv and transfers.csv.
-RUN_KIND = RunKind("transfer", CASE_COLUMNS, TRANSFER_COLUMNS, key=case_trial)
 PYTHON_PACKAGES = ("boto3", "botocore", "s3transfer", "s3fs", "aiobotocore", "fsspec", "obstore", "awscrt", "numpy")
 
 

@@ -1,0 +1,143 @@
+"""The statistics of `shotbench repeat`: does a run's answer repeat? The same matrix N times back to back.
+
+Per run and case (mode, workers, page buffer, backend) the ratio is the backend's median task
+read time ÷ the baseline backend's (default `local`) in the same run, with its BCa 95 % interval
+(analyse/stats.py, every task of every trial a sample; `--unit case`: each trial's case runtime). Across the runs it reports how far each
+case's ratio moves (largest ÷ smallest − 1) and how often one run's stated interval covers another
+run's ratio: an interval that is honest about the noise covers the others' ratios about 95 % of
+the time. `--runs A B C` scores runs already made instead of making new ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import permutations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shotbench.analyse import analysis, decision, stats
+from shotbench.errors import UserError
+
+TASK_TIME = "open+read-data-time"
+KEYS = ["obj-type", "num-workers", "pb-size", "backend"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The figures the README quotes: how far ratios move between runs, how often intervals cover."""
+
+    runs: int
+    cases: int
+    move_median: float  # the median case's largest ÷ smallest ratio − 1 (0.05: 5 %)
+    move_p90: float
+    coverage: float  # share of (case, run i, run j ≠ i) where run i's interval holds run j's ratio
+    tight_share: float  # share of (case, run) intervals within ±5 %
+    fastest_agree: float  # share of (mode, workers) whose fastest backend is the same in every run
+
+
+def ratios(run: Path, baseline: str, unit: str = "task") -> pd.DataFrame:
+    """One row per case of a run: backend ÷ baseline median time with its 95 % interval; the
+    samples are task read times (`task`) or the trials' case runtimes (`case`)."""
+    ds = analysis.load([f"{run.name}={run}"])
+    w = (
+        ds.workers
+        if unit == "task"
+        else decision.usable_cases(ds.cases).assign(**{TASK_TIME: lambda c: c["total-runtime"]})
+    )
+    if "status" in w.columns:
+        w = w[w["status"].fillna("ok").replace("", "ok") == "ok"]
+    ok_ids = set(decision.usable_cases(ds.cases).get("case-id", pd.Series(dtype=str)))
+    if "case-id" in w.columns and ok_ids:
+        w = w[w["case-id"].isin(ok_ids)]
+    w = w.assign(t=pd.to_numeric(w[TASK_TIME], errors="coerce")).dropna(subset=["t"])
+    if baseline not in set(w["backend"]):
+        raise UserError(f"run {run.name} has no {baseline!r} backend to compare with; pass --baseline with one it ran.")
+    base = {k: g["t"].to_numpy(float) for k, g in w[w["backend"] == baseline].groupby(KEYS[:3])}
+    rows = []
+    for key, g in w[w["backend"] != baseline].groupby(KEYS, sort=True):
+        ref = base.get(key[:3])
+        if ref is None:
+            ref = next((v for k, v in base.items() if k[:2] == key[:2]), None)  # a backend without page buffers
+        if ref is None:
+            continue
+        ci = stats.ratio_interval(g["t"].to_numpy(float), ref)
+        rows.append(
+            {
+                "run": run.name,
+                **dict(zip(KEYS, key)),
+                "ratio": ci.estimate,
+                "ci-low": ci.low,
+                "ci-high": ci.high,
+                "half-width": ci.half_width,
+                "samples": len(g),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _fastest(t: pd.DataFrame) -> pd.Series:
+    """Per run, mode and workers: the backend with the smallest ratio (the same baseline throughout)."""
+    best = t.loc[t.groupby(["run", "obj-type", "num-workers"])["ratio"].idxmin()]
+    return best.set_index(["run", "obj-type", "num-workers"])["backend"]
+
+
+def score(table: pd.DataFrame) -> tuple[pd.DataFrame, Summary]:
+    """Per case across runs: the ratios, how far they move, how often intervals cover the others."""
+    runs = list(dict.fromkeys(table["run"]))
+    per_case = []
+    for key, g in table.groupby(KEYS, sort=True):
+        g = g.set_index("run").reindex(runs)
+        r = g["ratio"].to_numpy(float)
+        if np.isnan(r).any():
+            continue  # a case not every run measured
+        pairs = [(i, j) for i, j in permutations(range(len(runs)), 2)]
+        covered = [bool(g["ci-low"].iloc[i] <= r[j] <= g["ci-high"].iloc[i]) for i, j in pairs]
+        per_case.append(
+            {
+                **dict(zip(KEYS, key)),
+                **{f"ratio {n}": v for n, v in zip(runs, r)},
+                "move": float(r.max() / r.min() - 1),
+                "covered": sum(covered),
+                "pairs": len(pairs),
+                "tight": int((g["half-width"] <= 0.05).sum()),
+            }
+        )
+    cases = pd.DataFrame(per_case)
+    if cases.empty:
+        raise UserError("the runs share no case; repeat the same matrix (same backends, modes, workers, page buffers).")
+    fastest = _fastest(table).unstack("run") if len(runs) > 1 else None
+    agree = float((fastest.nunique(axis=1) == 1).mean()) if fastest is not None else 1.0
+    summary = Summary(
+        runs=len(runs),
+        cases=len(cases),
+        move_median=float(cases["move"].median()),
+        move_p90=float(cases["move"].quantile(0.9)),
+        coverage=float(cases["covered"].sum() / cases["pairs"].sum()),
+        tight_share=float(cases["tight"].sum() / (len(cases) * len(runs))),
+        fastest_agree=agree,
+    )
+    return cases, summary
+
+
+def report(cases: pd.DataFrame, s: Summary, baseline: str, unit: str = "task") -> str:
+    shown = cases.assign(
+        **{
+            "pb-size": cases["pb-size"].map(analysis.pb_label),
+            "move": cases["move"].map(lambda v: f"{v:.1%}"),
+            "covered": [f"{c}/{p}" for c, p in zip(cases["covered"], cases["pairs"])],
+        }
+    )
+    what = "task read time" if unit == "task" else "case runtime"
+    over = "every task of every trial" if unit == "task" else "the trials"
+    lines = [
+        f"Ratio = median {what} ÷ {baseline}'s, per run (BCa 95 % interval over {over})",
+        shown.drop(columns=["pairs", "tight"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"),
+        "",
+        f"{s.runs} runs, {s.cases} cases: the median case's ratio moves {s.move_median:.1%} between runs "
+        f"(p90 {s.move_p90:.1%}); a run's 95 % interval covers another run's ratio in {s.coverage:.0%} of "
+        f"{int(cases['pairs'].sum())} pairs; {s.tight_share:.0%} of intervals are within ±5 %; the fastest "
+        f"backend per mode and worker count is the same in every run for {s.fastest_agree:.0%} of them.",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The read benchmark's figures, drawn from the tables of `shotbench.analyse`."""

@@ -1,1 +1,0 @@
-"""The read benchmark's figures, drawn from the tables of `read.analyse`."""

@@ -1,1 +1,0 @@
-"""Running a plan: orchestrator, per-environment drivers, Dask workers, staging, resume."""

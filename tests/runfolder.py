@@ -1,0 +1,44 @@
+"""Helpers for tests that run `shotbench bench` as a user does and read the run folder it leaves."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def case_rows(run: Path) -> list[dict[str, str]]:
+    """cases.csv of one run folder, as the strings on disk."""
+    with open(run / "cases.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def only_run(runs_dir: Path) -> Path:
+    """The one run folder under `runs_dir` (a test that made two is wrong)."""
+    runs = sorted(runs_dir.iterdir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def wait_for_cases(runs_dir: Path, n: int, timeout: float = 120) -> Path | None:
+    """The run folder once it holds `n` case rows (None if that did not happen in time)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        runs = list(runs_dir.glob("*/cases.csv"))
+        if runs and len(case_rows(runs[0].parent)) >= n:
+            return runs[0].parent
+        time.sleep(0.2)
+    return None
+
+
+def bench_proc(runs_dir: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """`shotbench bench --runs-dir runs_dir ARGS` started in the background, its output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(runs_dir), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
