@@ -24,7 +24,7 @@ def test_section_names_both_directions_and_the_leads(tmp_path: Path) -> None:
     run = tmp_path / RUN.name
     shutil.copytree(RUN, run)  # alone in its runs folder: no ablation beside it
     text = upstream_section(run)
-    assert text.startswith("## Compared with the upstream study")
+    assert text.startswith(f"### The study and run `{run.name}`")
     assert "| signals | 0.40–0.85 (median 0.67) | 2.x faster |" in text
     assert "2.x slower" in text and "The directions differ in" in text
     # the leads, measured in this run: 1.14 moves 24 MB per open with a page buffer, 16 without

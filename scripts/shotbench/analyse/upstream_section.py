@@ -233,7 +233,7 @@ def upstream_section(run_dir: Path) -> str:
     network = config.get("network") or "none"
     study = study_ratios()
     ours = run_ratios(run_dir)
-    lines = ["## Compared with the upstream study", ""]
+    lines = [f"### The study and run `{run_dir.name}`", ""]
     if not ours:
         lines.append(
             f"This run has no {NEW} and {OLD} cases side by side, so it cannot be compared with the study "
