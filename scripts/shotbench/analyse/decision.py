@@ -551,7 +551,7 @@ def one_line(table: pd.DataFrame) -> str:
             continue
         tied = tuple(str(n) for n in _tied_rows(table, best)["name"])
         who = best["name"] if not tied else f"{_and((str(best['name']), *tied))} (tied)"
-        text = f"{mode}: {who} with {int(best['num-workers'])} workers, {best['runtime']:.3g} s"
+        text = f"{mode}: {who} with {_workers(int(best['num-workers']))}, {best['runtime']:.3g} s"
         if pd.notna(best["vs-limit"]):
             text += f", {best['vs-limit']:.2f}× limit"
         if internet and pd.notna(best[internet[0]]):
