@@ -87,7 +87,7 @@ def test_the_answer_is_never_a_backend_that_failed_cases() -> None:
     assert line.startswith("shots: fsspec with 1 worker, 2.05 s")
     assert line.endswith("; ros3-1.14 with 1 worker was faster (1.05 s) but 1 of its 3 cases failed")
     assert list(decision.display_table(t, "shots")["failed cases"]) == ["1 of 3", "—"]
-    assert decision.one_line(t).startswith("shots: fsspec with 1 workers")
+    assert decision.one_line(t).startswith("shots: fsspec with 1 worker")
 
 
 def test_answers_name_the_fastest_per_mode(table: pd.DataFrame) -> None:
@@ -149,7 +149,7 @@ def test_the_answer_names_every_backend_tied_with_the_leader() -> None:
     (line,) = decision.answers(t)
     assert line.startswith("shots: ros3-1.14 and obstore with 1 worker are within 3 % of one another")
     assert "pick on cost or simplicity" in line and "fsspec" not in line
-    assert decision.one_line(t).startswith("shots: ros3-1.14 and obstore (tied) with 1 workers")
+    assert decision.one_line(t).startswith("shots: ros3-1.14 and obstore (tied) with 1 worker")
     # the findings say the clear difference and nothing about the tied pair
     found = " ".join(decision.findings(ds, t))
     assert "fsspec takes" in found and "obstore takes" not in found
