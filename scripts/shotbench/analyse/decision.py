@@ -471,10 +471,16 @@ def _and(names: tuple[str, ...]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
 
 
+def vs_fastest_interval(row: pd.Series) -> stats.Interval:
+    """One row's runtime ÷ the fastest's, with its interval, as a typed value."""
+    return stats.Interval(
+        float(row.at["vs-fastest"]), float(row.at["vs-fastest-ci-low"]), float(row.at["vs-fastest-ci-high"])
+    )
+
+
 def vs_fastest(table: pd.DataFrame) -> list[stats.Interval]:
-    """Each row's runtime ÷ the fastest's, with its interval, as one typed value per row."""
-    cols = (table[c].astype(float) for c in ("vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"))
-    return [stats.Interval(r, lo, hi) for r, lo, hi in zip(*cols, strict=True)]
+    """Each row's runtime ÷ the fastest's, with its interval, one typed value per row."""
+    return [vs_fastest_interval(row) for _, row in table.iterrows()]
 
 
 def _tied_rows(table: pd.DataFrame, leader: pd.Series) -> pd.DataFrame:
@@ -488,7 +494,7 @@ def _tied_rows(table: pd.DataFrame, leader: pd.Series) -> pd.DataFrame:
     t = t[t.index != leader.name]
     if "failed" in t.columns and not leader.get("failed", 0):
         t = t[t["failed"].fillna(0) == 0]
-    (ref,) = vs_fastest(leader.to_frame().T)
+    ref = vs_fastest_interval(leader)
 
     def tie(ci: stats.Interval) -> bool:
         if leader["verdict"] == FASTEST:  # the decision table's own rule: the ratio's interval holds 1
