@@ -55,8 +55,9 @@ bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETW
 	@$(SB) bench $(bench_args)
 	@$(SB) report --latest $(code)
 
-bench-direction: envs tools ## Ablation: move one knob at a time (page buffer, workers, TLS, latency, 2.0 vs wheel) to find what sets 2.x vs 1.14's direction
+bench-direction: envs tools ## Ablation: one knob at a time (page buffer, workers, TLS, latency, bandwidth, credentials, 2.2 block size, 2.0 vs wheel) and the open-cost reproducer, then its report
 	@$(SB) direction $(if $(TRIALS),--trials $(TRIALS))
+	@$(SB) report --direction latest $(code)
 
 bench-readers: envs tools ## Every reader on the compat and the default files (shots, signals; 1, 2 workers), then its report
 	@$(SB) bench --profile readers $(if $(NETWORK),--network $(NETWORK))

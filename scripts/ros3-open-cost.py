@@ -11,7 +11,8 @@ connections, the bytes received and, over http, every request line and Range hea
     python scripts/ros3-open-cost.py --endpoint http://127.0.0.1:7070 --bucket shots --key cmod/1160930001.h5 \
         --opens 10 --page-buffer 268435456
 
-The open's time and, with a page buffer, one read of the last dataset (so page 2 is touched).
+The open's time, then one read of the largest dataset (so page 2 is touched), unless --open-only:
+then the file is closed straight after the open, which isolates what an open alone sends.
 """
 
 from __future__ import annotations
@@ -111,10 +112,12 @@ def open_file(url_base: str, bucket: str, key: str, region: str, page_buffer: in
     return h5py.File(h5f.open(url.encode(), h5f.ACC_RDONLY, fapl=fapl))
 
 
-def last_dataset(fh) -> str:
-    names: list[str] = []
-    fh.visititems(lambda n, o: names.append(n) if hasattr(o, "shape") else None)
-    return names[-1]
+def largest_dataset(fh) -> str:
+    """The dataset with the most bytes stored: a signal whose chunks lie in the raw-data page (the
+    small ones are in the metadata page, read at open), so reading it touches page 2."""
+    sizes: dict[str, int] = {}
+    fh.visititems(lambda n, o: sizes.__setitem__(n, o.id.get_storage_size()) if hasattr(o, "shape") else None)
+    return max(sizes, key=lambda n: sizes[n])
 
 
 def main() -> int:
@@ -125,6 +128,7 @@ def main() -> int:
     p.add_argument("--opens", type=int, default=10)
     p.add_argument("--page-buffer", type=int, default=0, help="bytes; 0: none")
     p.add_argument("--region", default="us-east-1")
+    p.add_argument("--open-only", action="store_true", help="close right after the open: no dataset read")
     args = p.parse_args()
     ep = urlsplit(args.endpoint)
     relay = Relay(ep.hostname or "127.0.0.1", ep.port or (443 if ep.scheme == "https" else 80))  # before h5py: fork
@@ -138,8 +142,9 @@ def main() -> int:
         t0 = time.perf_counter()
         fh = open_file(base, args.bucket, args.key, args.region, args.page_buffer)
         t1 = time.perf_counter()
-        name = name or last_dataset(fh)
-        fh[name][()]
+        if not args.open_only:
+            name = name or largest_dataset(fh)
+            fh[name][()]
         t2 = time.perf_counter()
         fh.close()
         time.sleep(0.05)  # let the relay see the last bytes
@@ -162,8 +167,10 @@ def main() -> int:
                 "h5py": h5py.version.version,
                 "scheme": ep.scheme,
                 "page_buffer": args.page_buffer,
+                "open_only": args.open_only,
                 "opens": rows,
                 "median_open_ms": statistics.median(r["open_ms"] for r in warm),
+                "median_read_ms": statistics.median(r["read_ms"] for r in warm),
                 "median_MB_per_open": statistics.median(r["MB"] for r in warm),
                 "median_connections_per_open": statistics.median(r["connections"] for r in warm),
             },

@@ -88,7 +88,7 @@ def test_raw_get_fetches_full_bytes(staged_shots, shot_dir) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["ros3-1.14", "ros3-2.0", "ros3-2.2", "ros3-wheel"])
+@pytest.mark.parametrize("name", ["ros3-1.14", "ros3-2.0", "ros3-2.0-zlibng", "ros3-2.2", "ros3-wheel"])
 def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, tmp_path) -> None:
     """A ROS3 case through its environment's driver: real Dask workers, that env's libhdf5."""
     from shotbench.backends.base import child_env

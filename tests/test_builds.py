@@ -41,6 +41,7 @@ def test_every_source_is_pinned_to_a_sha256() -> None:
         for src in (spec.hdf5, spec.h5py):
             assert src.sha256 and len(src.sha256) == 64, src
     assert specs.AWS_CRT.sha256 and len(specs.AWS_CRT.sha256) == 64
+    assert specs.ZLIB_NG.sha256 and len(specs.ZLIB_NG.sha256) == 64
 
 
 def test_builds_are_the_three_generations() -> None:
@@ -48,8 +49,17 @@ def test_builds_are_the_three_generations() -> None:
     assert got == {
         "hdf5-1.14": ("1.14.6", "3.15.1", "curl"),
         "hdf5-2.0": ("2.0.0", "3.16.0", "aws"),
+        "hdf5-2.0-zlibng": ("2.0.0", "3.16.0", "aws"),
         "hdf5-2.2": ("2.2.0", "3.16.0", "aws"),
     }
+    assert [n for n, s in specs.BUILDS.items() if s.zlib_ng] == ["hdf5-2.0-zlibng"]
+
+
+def test_the_zlib_ng_build_has_its_own_key_and_the_others_keep_theirs() -> None:
+    """zlib-ng enters the key of the build that uses it only: adding it rebuilt nothing else."""
+    plain, zng = specs.BUILDS["hdf5-2.0"], specs.BUILDS["hdf5-2.0-zlibng"]
+    assert "zlib_ng" not in plain.fingerprint() and zng.fingerprint()["zlib_ng"] == specs.ZLIB_NG.sha256
+    assert build.build_key(dataclasses.replace(zng, name="hdf5-2.0")) != build.build_key(plain)
 
 
 def test_cache_key_follows_every_input() -> None:

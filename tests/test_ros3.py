@@ -48,6 +48,14 @@ def test_fapl_kwargs_are_bytes_and_signed() -> None:
     assert ros3.fapl_kwargs(token, major=2)["session_token"] == b"tok"
 
 
+def test_credentials_chain_leaves_the_keys_out_of_a_2x_fapl_only() -> None:
+    """2.x's aws-c-auth can find keys itself; 1.14 cannot, so it is always given them."""
+    chained = ros3.fapl_kwargs(SERVER_CFG, major=2, chain=True)
+    assert chained == {"driver": "ros3", "aws_region": b"us-east-1"}
+    assert ros3.fapl_kwargs(SERVER_CFG, major=1, chain=True)["secret_id"] == b"AKIAEXAMPLE"
+    assert ros3.fapl_kwargs(SERVER_CFG, major=2)["secret_key"] == b"s3cr3t"
+
+
 def test_ros3_env_points_2x_at_the_endpoint_and_skips_instance_metadata() -> None:
     env = ros3.ros3_env(SERVER_CFG)
     assert env["AWS_ENDPOINT_URL_S3"] == "http://127.0.0.1:9000"
@@ -203,3 +211,19 @@ def test_unreachable_endpoint_is_named_and_precheck_bounds_the_wait(name: str, s
         assert code == 2, report
         assert report["error"].startswith("cannot reach the S3 endpoint http://127.0.0.1:9"), report
         assert elapsed < limit, f"{name} {extra}: {elapsed:.0f} s"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["hdf5-2.0-zlibng", "hdf5-2.0"])
+def test_the_zlib_ng_build_inflates_with_zlib_ng_and_the_plain_one_does_not(name: str) -> None:
+    """The label `ros3-2.0-zlibng` is what its libhdf5 has: zlib-ng's functions are linked into the
+    very library h5py loads there, and not into the plain 2.0 build's."""
+    code = (
+        "import h5py\n"
+        "from shotbench.hdf5.library import mapped_libhdf5\n"
+        "data = open(mapped_libhdf5()[0], 'rb').read()\n"
+        "print(b'zng_inflate' in data)\n"
+    )
+    done = subprocess.run([str(envs.env_python(name)), "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(name.endswith("zlibng"))

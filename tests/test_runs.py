@@ -119,8 +119,8 @@ def test_latest_run_of_each_kind(tmp_path: Path) -> None:
 
 
 def test_published_folders_written_before_kind_existed_are_told_apart_by_their_files(tmp_path: Path) -> None:
-    published = {
-        k: sorted(p for p in (REPO / "data" / d).iterdir() if p.is_dir())
+    published = {  # data/runs also holds an ablation folder (kind "direction"), which is neither
+        k: sorted(p for p in (REPO / "data" / d).iterdir() if p.is_dir() and kind_of(p) is not None)
         for k, d in (("read", "runs"), ("transfer", "transfer"))
     }
     old = [p for p in published["read"] if "kind" not in json.loads((p / "run.json").read_text())]
@@ -171,7 +171,7 @@ def test_both_benchmarks_keep_their_case_order_for_a_seed() -> None:
 def test_commands_refuse_a_run_from_a_newer_shotbench_in_one_sentence(tmp_path: Path, capsys) -> None:
     from shotbench.cli import main
 
-    published = sorted(p for p in (REPO / "data" / "runs").iterdir() if p.is_dir())[-1]
+    published = run_folders(REPO / "data" / "runs", "read")[-1]
     for name in ("a", "b"):
         shutil.copytree(published, tmp_path / name)
     meta = json.loads((tmp_path / "b" / "run.json").read_text())

@@ -127,6 +127,24 @@ def ratio_interval(
     return _bootstrap((x, y), _ratio, est, level, n_resamples, seed)
 
 
+def paired_ratio_interval(
+    num: Sequence[float] | np.ndarray,
+    den: Sequence[float] | np.ndarray,
+    level: float = LEVEL,
+    n_resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Interval:
+    """The median of num[i] ÷ den[i] with a BCa bootstrap interval over the pairs.
+
+    For samples measured in blocks (trial i of both in the same interleaved round): a drift that
+    moves a whole round (the first round slower, the machine busier) divides out of each pair."""
+    x, y = _values(num), _values(den)
+    if len(x) != len(y):
+        raise ValueError(f"paired samples need equal lengths, not {len(x)} and {len(y)}")
+    keep = y != 0
+    return median_interval(x[keep] / y[keep], level, n_resamples, seed)
+
+
 def mann_whitney(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> Test:
     """Two-sided Mann-Whitney U test (scipy's method="auto": exact for small samples without
     ties, else the normal approximation with tie and continuity corrections)."""

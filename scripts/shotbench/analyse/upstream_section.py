@@ -187,11 +187,13 @@ def _ablation_lines(folder: Path) -> list[str]:
         out += ["", *[line for line in tail if line.startswith("Not tested")]]
     meta = json.loads((folder / "run.json").read_text())
     if meta.get("load_start"):
+        cpus = meta.get("machine", {}).get("cpus") or 0
+        busy = bool(cpus) and max(meta["load_start"][0], (meta.get("load_end") or [0])[0]) > 2 * cpus
         out += [
             "",
-            f"(Measured on {meta.get('machine', {}).get('cpus', '?')} cores at a load average of "
-            f"{meta['load_start'][0]} to {(meta.get('load_end') or ['?'])[0]}: ratios side by side in one run, "
-            "absolute times inflated.)",
+            f"(Measured on {cpus or '?'} cores at a load average of "
+            f"{meta['load_start'][0]} to {(meta.get('load_end') or ['?'])[0]}"
+            + (": ratios side by side in one run, absolute times inflated.)" if busy else ".)"),
         ]
     return out
 

@@ -62,6 +62,7 @@ class Backend:
     needs_s3: ClassVar[bool] = True  # False: reads local copies, works for any data location
     description: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
+    choices: ClassVar[dict[str, tuple[str, ...]]] = {}  # string options that take one of a few values
 
     def reads_scales(self) -> bool:
         """Whether each signal's dimension scales are read with it (a reader that cannot resolve

@@ -11,6 +11,7 @@ BACKENDS: dict[str, str] = {
     "ros3-1.14": "shotbench.backends.ros3:Ros3_114",
     "ros3-2.0": "shotbench.backends.ros3:Ros3_20",
     "ros3-2.2": "shotbench.backends.ros3:Ros3_22",
+    "ros3-2.0-zlibng": "shotbench.backends.ros3:Ros3_20ZlibNg",
     "ros3-wheel": "shotbench.backends.ros3:Ros3Wheel",
     "fsspec": "shotbench.backends.fsspec:FsspecBackend",
     "obstore": "shotbench.backends.obstore:ObstoreBackend",
@@ -30,7 +31,7 @@ BACKENDS: dict[str, str] = {
 # `make bench-ros3` neither installs the readers' environment nor grows longer.
 OPT_IN = ("fsspec-tuned", "pyfive", "h5coro", "remfile", "kerchunk")
 # Backends whose build the default matrix does not need: made the first time a run selects them.
-NOT_DEFAULT = ("ros3-2.2",)
+NOT_DEFAULT = ("ros3-2.2", "ros3-2.0-zlibng")
 
 
 def names() -> list[str]:

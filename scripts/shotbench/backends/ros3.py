@@ -12,7 +12,13 @@ from shotbench.backends.base import Backend
 
 
 class Ros3Backend(Backend):
+    """`credentials`: "explicit" puts the keys in the FAPL (what 1.14 needs); "chain" leaves them
+    out, so 2.x's aws-c-auth finds them itself in the environment (1.14 has no chain of its own:
+    there, the keys are looked up here and passed explicitly either way)."""
+
     description = "h5py + libhdf5 ROS3 driver"
+    defaults = {"credentials": "explicit"}
+    choices = {"credentials": ("explicit", "chain")}
 
     @classmethod
     def process_env(cls, s3: Any) -> dict[str, str]:
@@ -47,6 +53,7 @@ class Ros3Backend(Backend):
             int(s.chunk_cache),
             block_cache,
             self.options.get("block_size"),
+            chain=self.options.get("credentials") == "chain",
         )
         fh = ros3.open_ros3(self.s3, self.source.bucket, key, page_buf_size=int(s.page_buf_size), fapl=fapl)
         self._fapls = {id(fh): fapl}  # one open file per task part at a time
@@ -78,6 +85,13 @@ class Ros3_114(Ros3Backend):
 class Ros3_20(Ros3Backend):
     name = "ros3-2.0"
     env = "hdf5-2.0"
+
+
+class Ros3_20ZlibNg(Ros3Backend):
+    """2.0.0 as `ros3-2.0`, with deflate by zlib-ng: the upstream study's 2.0 arm was built so."""
+
+    name = "ros3-2.0-zlibng"
+    env = "hdf5-2.0-zlibng"
 
 
 class Ros3_22(Ros3Backend):

@@ -395,6 +395,26 @@ def ensure_aws(name: str) -> Path:
     return prefix
 
 
+def ensure_zlib_ng_tarball(name: str) -> Path:
+    """A folder holding zlib-ng-<version>.tar.gz (the crate's zlib-ng sources, repacked under the
+    name HDF5's CMake looks for), made once; HDF5 builds it from there with no network."""
+    folder = builds_dir() / f"zlib-ng-{specs.ZLIB_NG_VERSION}-{(specs.ZLIB_NG.sha256 or '')[:12]}"
+    tarball = folder / f"zlib-ng-{specs.ZLIB_NG_VERSION}.tar.gz"
+    with exclusive(builds_dir() / f"{folder.name}.lock"):
+        if tarball.is_file():
+            return folder
+        archive = fetch(specs.ZLIB_NG, name)
+        work = folder / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        unpack(archive, work)
+        tmp = tarball.with_suffix(".part")
+        with tarfile.open(tmp, "w:gz") as tar:
+            tar.add(work / specs.ZLIB_NG.subdir, arcname=f"zlib-ng-{specs.ZLIB_NG_VERSION}")
+        tmp.replace(tarball)
+        shutil.rmtree(work, ignore_errors=True)
+    return folder
+
+
 def _hdf5_source(spec: BuildSpec, work: Path) -> Path:
     archive = fetch(spec.hdf5, spec.name)
     if archive.is_dir():
@@ -411,6 +431,8 @@ def _check_prefix(spec: BuildSpec, prefix: Path) -> None:
     text = conf.read_text(errors="replace") if conf.is_file() else ""
     if "#define H5_HAVE_ROS3_VFD 1" not in text:
         raise UserError(f"{spec.name}: libhdf5 was built without the ROS3 driver (see {conf}); {INSTALL_HINT}.")
+    if spec.zlib_ng and "#define H5_HAVE_ZLIBNG_H 1" not in text:
+        raise UserError(f"{spec.name}: libhdf5 was built without zlib-ng (see {conf}); see its configure log.")
 
 
 def build(spec: BuildSpec, force: bool = False) -> BuildResult:
@@ -445,6 +467,8 @@ def build(spec: BuildSpec, force: bool = False) -> BuildResult:
         extra: tuple[str, ...] = ()
         if spec.ros3_backend == "aws":
             extra = (f"-DCMAKE_PREFIX_PATH={ensure_aws(spec.name)}",)
+        if spec.zlib_ng:
+            extra += (f"-DTGZPATH={ensure_zlib_ng_tarball(spec.name)}",)
         prefix = root / "prefix"
         cmake_project(spec.name, cmake, src, work, prefix, spec.cmake_options, logs, "libhdf5", extra)
         _check_prefix(spec, prefix)

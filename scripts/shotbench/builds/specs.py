@@ -48,6 +48,7 @@ class BuildSpec:
     description: str = ""
     custom: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    zlib_ng: bool = False  # deflate by zlib-ng (built by HDF5's CMake from ZLIB_NG), not the system zlib
 
     @property
     def h5py_version(self) -> str:
@@ -64,6 +65,7 @@ class BuildSpec:
             "aws": AWS_CRT.sha256 if self.ros3_backend == "aws" else None,
             "cmake_options": list(self.cmake_options),
             "cmake": CMAKE_PYPI,
+            **({"zlib_ng": ZLIB_NG.sha256} if self.zlib_ng else {}),  # absent otherwise: old keys hold
         }
 
 
@@ -107,6 +109,23 @@ AWS_CRT = _pypi_sdist(
 )
 """aws-c-s3 and its siblings; the sdist's crt/ folder builds them all as one CMake project."""
 
+ZLIB_NG_VERSION = "2.2.4"
+ZLIB_NG = Source(
+    url="https://static.crates.io/crates/libz-ng-sys/libz-ng-sys-1.1.22.crate",
+    sha256="a7118c2c2a3c7b6edc279a8b19507672b9c4d716f95e671172dfa4e23f9fd824",
+    filename="libz-ng-sys-1.1.22.tar.gz",
+    subdir="libz-ng-sys-1.1.22/src/zlib-ng",
+)
+"""zlib-ng 2.2.4, the release HDF5 2.0's CMake names, as the libz-ng-sys crate ships its sources."""
+# HDF5 builds zlib-ng itself from a local tarball (its own CMakeLists for it, linked in statically):
+# its search for an installed zlib-ng expects targets that zlib-ng's own CMake package does not make.
+ZLIB_NG_OPTIONS: tuple[str, ...] = (
+    "-DHDF5_USE_ZLIB_NG=ON",
+    "-DHDF5_ALLOW_EXTERNAL_SUPPORT=TGZ",
+    "-DZLIB_USE_LOCALCONTENT=ON",
+    f"-DZLIBNG_TGZ_NAME=zlib-ng-{ZLIB_NG_VERSION}.tar.gz",
+)
+
 AWS_CMAKE_OPTIONS: tuple[str, ...] = (
     "-DCMAKE_BUILD_TYPE=Release",
     "-DUSE_OPENSSL=ON",  # system libcrypto: skips building aws-lc
@@ -134,6 +153,16 @@ HDF5_1_OPTIONS = _COMMON + ("-DONLY_SHARED_LIBS=ON", "-DHDF5_ENABLE_Z_LIB_SUPPOR
 # 2.x renamed the options, and turned zlib off by default.
 HDF5_2_OPTIONS = _COMMON + ("-DHDF5_ONLY_SHARED_LIBS=ON", "-DHDF5_ENABLE_ZLIB_SUPPORT=ON")
 
+_HDF5_2_0 = BuildSpec(
+    name="hdf5-2.0",
+    hdf5_version="2.0.0",
+    hdf5=_crate("0.10.1", "5284a978be0edc848d21e7e3e903dbb0cab29267f63784f27997ed0628cd8289"),
+    h5py=H5PY_3_16_0,
+    ros3_backend="aws",
+    cmake_options=HDF5_2_OPTIONS,
+    description="HDF5 2.0.0, ROS3 over aws-c-s3",
+)
+
 BUILDS: dict[str, BuildSpec] = {
     "hdf5-1.14": BuildSpec(
         name="hdf5-1.14",
@@ -145,14 +174,13 @@ BUILDS: dict[str, BuildSpec] = {
         cmake_options=HDF5_1_OPTIONS,
         description="HDF5 1.14.6, ROS3 over libcurl + OpenSSL",
     ),
-    "hdf5-2.0": BuildSpec(
-        name="hdf5-2.0",
-        hdf5_version="2.0.0",
-        hdf5=_crate("0.10.1", "5284a978be0edc848d21e7e3e903dbb0cab29267f63784f27997ed0628cd8289"),
-        h5py=H5PY_3_16_0,
-        ros3_backend="aws",
-        cmake_options=HDF5_2_OPTIONS,
-        description="HDF5 2.0.0, ROS3 over aws-c-s3",
+    "hdf5-2.0": _HDF5_2_0,
+    "hdf5-2.0-zlibng": replace(
+        _HDF5_2_0,
+        name="hdf5-2.0-zlibng",
+        cmake_options=HDF5_2_OPTIONS + ZLIB_NG_OPTIONS,
+        description="HDF5 2.0.0, ROS3 over aws-c-s3, deflate by zlib-ng 2.2.4 (like the upstream study's 2.0 arm)",
+        zlib_ng=True,
     ),
     "hdf5-2.2": BuildSpec(
         name="hdf5-2.2",

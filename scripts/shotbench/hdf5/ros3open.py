@@ -101,10 +101,12 @@ def _credentials(cfg: S3Settings) -> tuple[str | None, str | None, str | None]:
     return frozen.access_key, frozen.secret_key, frozen.token
 
 
-def fapl_kwargs(cfg: S3Settings, major: int) -> dict[str, Any]:
-    """h5py.File keyword arguments for the ROS3 driver (bytes, as h5py requires)."""
+def fapl_kwargs(cfg: S3Settings, major: int, chain: bool = False) -> dict[str, Any]:
+    """h5py.File keyword arguments for the ROS3 driver (bytes, as h5py requires).
+
+    `chain` (2.x only) leaves explicit keys out, so aws-c-auth follows its own chain."""
     kw: dict[str, Any] = {"driver": "ros3", "aws_region": cfg.region.encode()}
-    if major >= 2 and not (cfg.access_key and cfg.secret_key):
+    if major >= 2 and (chain or not (cfg.access_key and cfg.secret_key)):
         return kw  # aws-c-auth follows the credential chain (env, profile, instance role)
     key_id, secret, token = _credentials(cfg)
     if key_id and secret:
@@ -133,6 +135,7 @@ def build_fapl(
     chunk_cache: int | None = None,
     block_cache: int | None = None,
     block_size: int | None = None,
+    chain: bool = False,
 ) -> Any:
     """The file access property list for a ROS3 open, built with h5py's low-level API.
 
@@ -150,7 +153,7 @@ def build_fapl(
         cache = list(fapl.get_cache())
         cache[2] = int(chunk_cache)
         fapl.set_cache(*cache)
-    kw = fapl_kwargs(cfg, major)
+    kw = fapl_kwargs(cfg, major, chain)
     fapl.set_fapl_ros3(kw["aws_region"], kw.get("secret_id", b""), kw.get("secret_key", b""))
     if kw.get("session_token"):
         fapl.set_fapl_ros3_token(kw["session_token"])

@@ -409,8 +409,14 @@ def validate(cfg: BenchConfig) -> None:
         if unknown:
             listed = ", ".join(sorted(known)) or "none"
             raise UserError(f"[options.{name}] has unknown key {unknown[0]!r}; the known keys are: {listed}.")
+        choices = registry.get(name).choices
         for key, value in opts.items():
             _check_option(name, key, value, known[key])
+            if key in choices and value not in choices[key]:
+                raise UserError(
+                    f"[options.{name}] {key} = {value!r} is not one of {', '.join(map(repr, choices[key]))}; "
+                    "fix it in the config."
+                )
 
 
 LARGEST = 2**53  # any count or size above this is a typo (and no longer exact in JSON readers)

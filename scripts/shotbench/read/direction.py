@@ -2,8 +2,9 @@
 
 The upstream study found 2.x faster; default local runs found it slower. This ablation starts from
 the default conditions (embedded server, https, loopback, 16 MB files, 2 workers, 256 MiB page
-buffer) and moves one knob at a time: page buffer, workers, TLS, latency, and which 2.x (our 2.0
-build or the h5py-s3 wheel). Each group of settings that needs its own server is one ordinary
+buffer) and moves one knob at a time: page buffer, workers, TLS, latency, per-connection
+bandwidth, how 2.x finds its credentials, 2.2's block size (which is also the size of its
+open-time read), and which 2.x (our 2.0 build or the h5py-s3 wheel). Each group of settings that needs its own server is one ordinary
 `shotbench bench` run in `<run>/settings/<group>/`; this module runs them in turn (resumable: a
 finished group is kept) and then reduces them to one table: per setting and mode, the 2.x ÷ 1.14
 runtime ratio with its bootstrap interval, and the requests, bytes and open/read time per open.
@@ -26,8 +27,9 @@ import numpy as np
 import pandas as pd
 
 from shotbench.errors import UserError
-from shotbench.paths import runs_dir
+from shotbench.paths import data_dir, runs_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
+from shotbench.read import opencost
 from shotbench.units import MiB
 
 KIND = "direction"
@@ -35,11 +37,16 @@ REFERENCE = "ros3-1.14"
 BASE_PB = 256 * MiB
 BASE_WORKERS = 2
 PB_64 = 64 * MiB
+BASE_FILE, BASE_PAGE = 16_000_000, 8_000_000  # the default synthetic shot file and its page size
+BIG_FILE = 64_000_000  # the page-size knob's files: room for two 32 MB pages
 
 
 @dataclass(frozen=True)
 class Group:
-    """One bench run of the ablation: a server condition and the matrix measured under it."""
+    """One bench run of the ablation: a server condition and the matrix measured under it.
+
+    `bandwidth` (MB/s per connection, 0: none) and `credentials` label the condition in the cells;
+    `block_caches` and `options` go into the run's config as they are."""
 
     name: str
     tls: bool
@@ -48,9 +55,20 @@ class Group:
     backends: tuple[str, ...]
     page_buffers: tuple[int, ...]
     workers: tuple[int, ...]
+    bandwidth: int = 0
+    credentials: str = "explicit"
+    block_caches: tuple[int | str, ...] = ()
+    options: tuple[tuple[str, str, str], ...] = ()  # (backend, key, value)
+    file_size: int = BASE_FILE  # synthetic files of another shape live in their own folder
+    page_size: int = BASE_PAGE
+    shots: int = 0  # files made and read; 0: the bench default
+
+    @property
+    def own_files(self) -> bool:
+        return (self.file_size, self.page_size) != (BASE_FILE, BASE_PAGE)
 
     def config(self, trials: int, signals_files: int, signals_names: int) -> dict[str, Any]:
-        return {
+        conf: dict[str, Any] = {
             "backends": list(self.backends),
             "modes": ["shots", "signals"],
             "workers": list(self.workers),
@@ -59,26 +77,73 @@ class Group:
             "signals_files": signals_files,
             "signals_names": signals_names,
         }
+        if self.block_caches:
+            conf["block_caches"] = list(self.block_caches)
+        if self.own_files:
+            conf.update(file_size=self.file_size, page_size=self.page_size)
+        if self.shots:
+            conf["shots"] = self.shots
+        return conf
+
+    def config_toml(self, trials: int, signals_files: int, signals_names: int) -> str:
+        """The run's config file: top-level keys, then one `[options.<backend>]` table each."""
+        conf = self.config(trials, signals_files, signals_names)
+        text = "".join(f"{k} = {json.dumps(v)}\n" for k, v in conf.items())
+        for backend in dict.fromkeys(b for b, _, _ in self.options):
+            text += f"[options.{json.dumps(backend)}]\n"
+            text += "".join(f"{k} = {json.dumps(v)}\n" for b, k, v in self.options if b == backend)
+        return text
 
 
 TWO = ("ros3-1.14", "ros3-2.0")
+PBS = (0, BASE_PB)
+KiB = 1024
+DEFAULT_BLOCK = 16 * MiB  # 2.2's block size when nothing sets it (HDF5_ROS3_VFD_DEFAULT_BLOCK_SIZE)
+# 2.2's block cache setting N sets blocks of min(16 MiB, N): "default" is 16 MiB blocks. On
+# paged files the driver caches only the first block, read at open: so the block size is the
+# size of 2.2's open-time read, which 2.0 and 2.1 fix at 16 MiB.
+BLOCK_SIZES: tuple[int | str, ...] = ("default", 8 * MiB, 64 * KiB)
 GROUPS: tuple[Group, ...] = (
     # the default conditions, with the page-buffer knob and the 2.x build knob inside
     Group("base", True, "none", 0, ("ros3-1.14", "ros3-2.0", "ros3-wheel"), (0, PB_64, BASE_PB), (BASE_WORKERS,)),
-    Group("http", False, "none", 0, TWO, (0, BASE_PB), (BASE_WORKERS,)),
-    Group("latency-20ms", True, "s3-same-region", 20, TWO, (0, BASE_PB), (BASE_WORKERS,)),
+    Group("http", False, "none", 0, TWO, PBS, (BASE_WORKERS,)),
+    Group("latency-20ms", True, "s3-same-region", 20, TWO, PBS, (BASE_WORKERS,)),
     Group("workers", True, "none", 0, TWO, (BASE_PB,), (1, 8)),
-    Group("latency-70ms", True, "latency-70ms", 70, TWO, (0, BASE_PB), (BASE_WORKERS,)),
+    Group("latency-70ms", True, "latency-70ms", 70, TWO, PBS, (BASE_WORKERS,)),
+    Group("bandwidth-90", True, "bandwidth-90", 0, TWO, PBS, (BASE_WORKERS,), bandwidth=90),
+    Group("bandwidth-40", True, "bandwidth-40", 0, TWO, PBS, (BASE_WORKERS,), bandwidth=40),
+    Group(
+        "credentials-chain",
+        True,
+        "none",
+        0,
+        TWO,
+        PBS,
+        (BASE_WORKERS,),
+        credentials="chain",
+        options=(("ros3-2.0", "credentials", "chain"),),
+    ),
+    Group("block-size-2.2", True, "none", 0, ("ros3-1.14", "ros3-2.2"), PBS, (BASE_WORKERS,), block_caches=BLOCK_SIZES),
+    # Page size, on 64 MB files (a 32 MB page needs a file of two pages at least): aws-c-s3 splits a
+    # read into 8 MiB parts fetched in parallel, so only reads of several parts (a 32 MB page) can gain.
+    # deflate by zlib-ng instead of the system zlib, on the same 2.0.0 (the upstream 2.0 arm's build flag)
+    Group("zlib-ng", True, "none", 0, ("ros3-1.14", "ros3-2.0-zlibng"), PBS, (BASE_WORKERS,)),
+    Group("pages-8MB", True, "none", 0, TWO, PBS, (BASE_WORKERS,), file_size=BIG_FILE, page_size=8_000_000, shots=8),
+    Group("pages-32MB", True, "none", 0, TWO, PBS, (BASE_WORKERS,), file_size=BIG_FILE, page_size=32_000_000, shots=8),
 )
 
 
 @dataclass(frozen=True)
 class Knob:
-    """One knob: the cell column it varies, and the baseline every other column keeps."""
+    """One knob: the cell column it varies, and the baseline every other column keeps.
+
+    `backend` names the 2.x backend the knob is measured on when it is not the baseline's."""
 
     name: str
     column: str
     by_pb: bool  # report at each page buffer separately ("with and without a page buffer")
+    backend: str | None = None
+    where: tuple[tuple[str, Any], ...] = ()  # other columns this knob holds away from the baseline
 
 
 KNOBS: tuple[Knob, ...] = (
@@ -86,9 +151,23 @@ KNOBS: tuple[Knob, ...] = (
     Knob("workers", "num-workers", False),
     Knob("https vs http", "tls", True),
     Knob("latency", "latency-ms", True),
-    Knob("2.x: 2.0.0 build vs 2.1.1 wheel", "backend", True),
+    Knob("bandwidth per connection", "bandwidth-MBps", True),
+    Knob("2.x credentials: explicit vs the chain", "credentials", True),
+    Knob("2.2 block size (its open-time read)", "block-size", True, backend="ros3-2.2"),
+    Knob("page size (64 MB files)", "page-MB", True, where=(("file-MB", BIG_FILE // 1_000_000),)),
+    Knob("which 2.x: 2.0.0, 2.0.0 + zlib-ng, the 2.1.1 wheel, 2.2.0", "backend", True),
 )
-BASELINE = {"pb-size": BASE_PB, "num-workers": BASE_WORKERS, "tls": True, "latency-ms": 0, "backend": "ros3-2.0"}
+BASELINE = {
+    "pb-size": BASE_PB,
+    "num-workers": BASE_WORKERS,
+    "tls": True,
+    "latency-ms": 0,
+    "bandwidth-MBps": 0,
+    "credentials": "explicit",
+    "file-MB": BASE_FILE // 1_000_000,
+    "page-MB": BASE_PAGE // 1_000_000,
+    "backend": "ros3-2.0",
+}
 
 
 @dataclass
@@ -138,8 +217,7 @@ def run_group(folder: Path, group: Group, meta: DirectionRun, timeout: float) ->
     out = folder / "settings" / group.name
     out.mkdir(parents=True, exist_ok=True)
     cfg = out / "config.toml"
-    conf = group.config(meta.trials, meta.signals_files, meta.signals_names)
-    cfg.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in conf.items()))
+    cfg.write_text(group.config_toml(meta.trials, meta.signals_files, meta.signals_names))
     cmd = [
         sys.executable,
         "-m",
@@ -154,6 +232,8 @@ def run_group(folder: Path, group: Group, meta: DirectionRun, timeout: float) ->
         "--tls" if group.tls else "--no-tls",
         "--keep-going",
     ]
+    if group.own_files:  # files of another shape never overwrite the default data/shots
+        cmd += ["--shots-dir", str(data_dir() / f"shots-{group.file_size}-{group.page_size}")]
     unfinished = [p for p in out.iterdir() if (p / "run.json").is_file()]
     if unfinished:
         cmd = [
@@ -190,7 +270,17 @@ def run_group(folder: Path, group: Group, meta: DirectionRun, timeout: float) ->
 def _per_open(workers: pd.DataFrame) -> pd.DataFrame:
     """Per case: opens, and requests, bytes and open/read seconds per open (client-side meters)."""
     w = workers.copy()
-    for col in ("wrkr-num-objs", "client-gets", "client-heads", "client-bytes", "open-file-time", "read-data-time"):
+    if "block-size" not in w.columns:
+        w["block-size"] = np.nan
+    for col in (
+        "wrkr-num-objs",
+        "client-gets",
+        "client-heads",
+        "client-bytes",
+        "open-file-time",
+        "read-data-time",
+        "block-size",
+    ):
         w[col] = pd.to_numeric(w[col], errors="coerce")
     g = w.groupby("case-id").agg(
         opens=("wrkr-num-objs", "sum"),
@@ -199,6 +289,7 @@ def _per_open(workers: pd.DataFrame) -> pd.DataFrame:
         bytes=("client-bytes", "sum"),
         open_s=("open-file-time", "sum"),
         read_s=("read-data-time", "sum"),
+        block=("block-size", "median"),  # 2.2's block size as the library reports it back
     )
     opens = g["opens"].where(g["opens"] > 0)
     return pd.DataFrame(
@@ -209,23 +300,25 @@ def _per_open(workers: pd.DataFrame) -> pd.DataFrame:
             "MB-per-open": g["bytes"] / opens / 1e6,
             "open-ms": g["open_s"] / opens * 1e3,
             "read-ms": g["read_s"] / opens * 1e3,
+            "block-size": g["block"],
         }
     )
 
 
-def interval(
-    ref: np.ndarray, other: np.ndarray, n_boot: int = 2000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float, float]:
-    """median(other) ÷ median(ref) with a percentile-bootstrap interval over trials."""
-    ratio = float(np.median(other) / np.median(ref))
-    if len(ref) < 2 or len(other) < 2:
-        return ratio, float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    a = np.median(rng.choice(ref, (n_boot, len(ref))), axis=1)
-    b = np.median(rng.choice(other, (n_boot, len(other))), axis=1)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(b / a, [tail, 100 - tail])
-    return ratio, float(lo), float(hi)
+def interval(ref: pd.Series, other: pd.Series) -> tuple[float, float, float]:
+    """2.x ÷ 1.14 with its 95 % interval, from trial times indexed by trial number.
+
+    Trial i of every case runs in the same interleaved round, so where both have the same trials
+    the ratio is the median of the per-round ratios (a round that ran slower for everyone, such as
+    the first one of a fresh server, divides out); otherwise median ÷ median, resampled apart."""
+    from shotbench.analyse import stats
+
+    common = ref.index.intersection(other.index)
+    if len(common) >= 2 and len(common) == len(ref) == len(other):
+        est = stats.paired_ratio_interval(other.loc[common].to_numpy(float), ref.loc[common].to_numpy(float))
+    else:
+        est = stats.ratio_interval(other.to_numpy(float), ref.to_numpy(float))
+    return est.estimate, est.low, est.high
 
 
 def group_cells(run: Path, group: Group) -> pd.DataFrame:
@@ -235,35 +328,42 @@ def group_cells(run: Path, group: Group) -> pd.DataFrame:
     workers = pd.read_csv(run / "workers.csv", low_memory=False)
     per_open = _per_open(workers)
     cases = cases.join(per_open, on="case-id")
+    if "block-cache" not in cases.columns:
+        cases["block-cache"] = np.nan
+    cases["block-cache"] = pd.to_numeric(cases["block-cache"], errors="coerce").fillna(-2)  # -2: no block cache
     keys = ["obj-type", "pb-size", "num-workers"]
     rows = []
-    for (backend, mode, pb, w), g in cases.groupby(["backend", *keys]):
+    for (backend, mode, pb, w, _bc), g in cases.groupby(["backend", *keys, "block-cache"]):
         ref = cases[
             (cases["backend"] == REFERENCE)
             & (cases["obj-type"] == mode)
             & (cases["pb-size"] == pb)
             & (cases["num-workers"] == w)
-        ]["total-runtime"].to_numpy(float)
-        times = g["total-runtime"].to_numpy(float)
+        ].set_index("trial")["total-runtime"]
+        times = g.set_index("trial")["total-runtime"]
         ratio, lo, hi = interval(ref, times) if backend != REFERENCE and len(ref) else (float("nan"),) * 3
         rows.append(
             {
                 "group": group.name,
                 "tls": group.tls,
                 "latency-ms": group.latency_ms,
+                "bandwidth-MBps": group.bandwidth,
+                "file-MB": group.file_size // 1_000_000,
+                "page-MB": group.page_size // 1_000_000,
+                "credentials": group.credentials if backend != REFERENCE else "explicit",
                 "backend": backend,
                 "obj-type": mode,
                 "pb-size": int(pb),
                 "num-workers": int(w),
                 "trials": len(times),
-                "runtime-s": float(np.median(times)),
+                "runtime-s": float(np.median(times.to_numpy(float))),
                 "ratio-vs-1.14": ratio,
                 "ci-low": lo,
                 "ci-high": hi,
                 "hdf5": str(g["hdf5-version"].iloc[0]),
                 **{
                     c: float(g[c].median())
-                    for c in ("gets-per-open", "heads-per-open", "MB-per-open", "open-ms", "read-ms")
+                    for c in ("gets-per-open", "heads-per-open", "MB-per-open", "open-ms", "read-ms", "block-size")
                 },
             }
         )
@@ -281,10 +381,19 @@ def cells(folder: Path) -> pd.DataFrame:
 def knob_table(c: pd.DataFrame) -> pd.DataFrame:
     """Per knob, mode (and page buffer where it matters) and value: the 2.x ÷ 1.14 ratio."""
     rows = []
-    two = c[c["backend"] != REFERENCE]
+    two = c[c["backend"] != REFERENCE].copy()
+    for col, v in BASELINE.items():  # runs made before a knob existed were made at its baseline
+        two[col] = two[col].fillna(v) if col in two.columns else v
     for knob in KNOBS:
         fixed = {k: v for k, v in BASELINE.items() if k != knob.column and not (knob.by_pb and k == "pb-size")}
-        sel = two
+        if knob.backend is not None:
+            fixed["backend"] = knob.backend
+        fixed.update(dict(knob.where))
+        if knob.column not in two.columns:
+            continue
+        sel = two.dropna(subset=[knob.column])
+        if knob.column != "block-size" and "block-size" in sel.columns:  # 2.2 only at its default block size
+            sel = sel[sel["block-size"].isna() | (sel["block-size"] == DEFAULT_BLOCK)]
         for k, v in fixed.items():
             sel = sel[sel[k] == v]
         for _, r in sel.iterrows():
@@ -318,6 +427,12 @@ def _value(column: str, v: Any) -> str:
         return f"{int(v)} ms"
     if column == "num-workers":
         return f"{int(v)} workers"
+    if column == "bandwidth-MBps":
+        return "no cap" if int(v) == 0 else f"{int(v)} MB/s"
+    if column == "page-MB":
+        return f"{int(v)} MB pages"
+    if column == "block-size":
+        return f"{int(v) // KiB} KiB" if int(v) < MiB else f"{int(v) // MiB} MiB"
     return str(v)
 
 
@@ -325,7 +440,10 @@ def _sort(column: str, v: Any) -> float:
     if column == "tls":
         return 0.0 if not v else 1.0
     if column == "backend":
-        return 0.0 if v == "ros3-2.0" else 1.0
+        order = ("ros3-2.0", "ros3-2.0-zlibng", "ros3-wheel", "ros3-2.2")
+        return float(order.index(v)) if v in order else float(len(order))
+    if column == "credentials":
+        return 0.0 if v == "explicit" else 1.0
     return float(v)
 
 
@@ -366,14 +484,84 @@ def verdicts(k: pd.DataFrame) -> list[Verdict]:
     return out
 
 
-UNTESTED = (
-    "per-connection bandwidth none / 90 / 40 MB/s",
-    "page size 8 MB vs 32 MB",
-    "open + close only, 1 MB vs 16 MB object",
-    "credentials explicit vs the environment's chain",
-    "stock zlib vs zlib-ng on the 2.x side",
-    "the 2.2 block size 16 MiB / 8 MiB / 64 KiB",
-)
+def _cell(k: pd.DataFrame, knob: str, mode: str, pb: str, value: str) -> str | None:
+    """`0.85 (0.59–0.91)` for one knob row, or None when the run has no such row."""
+    row = k[(k["knob"] == knob) & (k["obj-type"] == mode) & (k["page buffer"].fillna("") == pb) & (k["value"] == value)]
+    if row.empty:
+        return None
+    r = row.iloc[0]
+    return f"{r['ratio-vs-1.14']:.2f} ({r['ci-low']:.2f}–{r['ci-high']:.2f})"
+
+
+def headline(k: pd.DataFrame) -> list[str]:
+    """The ablation's answer in a few sentences, each from the knob rows it quotes (2.x ÷ 1.14.6,
+    median of trials with its 95 % interval); a sentence whose rows this run lacks is left out."""
+    pb, which = f"pb {BASE_PB // MiB} MiB", KNOBS[-1].name
+    out: list[str] = []
+    sig, shots = _cell(k, which, "signals", pb, "ros3-2.0"), _cell(k, which, "shots", pb, "ros3-2.0")
+    wheel = _cell(k, which, "signals", pb, "ros3-wheel")
+    if sig and shots:
+        out.append(
+            f"**Under the study's conditions 2.x reads faster here too.** Over https with a {BASE_PB // MiB} MiB page "
+            f"buffer, 2.0.0 ÷ 1.14.6 is {sig} reading signals across files and {shots} reading whole shots"
+            + (f"; the 2.1.1 wheel, {wheel} on signals." if wheel else ".")
+        )
+    slower = [
+        (what, cell)
+        for what, cell in (
+            ("over plain http, where 1.14.6 sets up no TLS", _cell(k, "https vs http", "signals", "pb 0", "http")),
+            ("70 ms from the server", _cell(k, "latency", "signals", "pb 0", "70 ms")),
+            ("2.x finding its credentials itself", _cell(k, KNOBS[5].name, "signals", "pb 0", "chain")),
+        )
+        if cell
+    ]
+    if slower:
+        out.append(
+            "**Where 2.x is slower, its opens cost more.** Without a page buffer, signals: "
+            + "; ".join(f"{what}, {cell}" for what, cell in slower)
+            + ". Each 2.0.0 open builds a client bootstrap and an S3 client (and, finding credentials itself, a "
+            "default credentials chain: `H5FDros3_s3comms.c`), and sends its 16 MiB open-time read as two GETs in a "
+            "row on one connection: one more round trip than 1.14.6's single GET."
+        )
+    small, big = (_cell(k, KNOBS[6].name, "signals", "pb 0", v) for v in ("64 KiB", "16 MiB"))
+    if small and big:
+        out.append(
+            f"**Reading less at open is the lever.** 2.2's block size is the size of its open-time read: at 64 KiB "
+            f"instead of 16 MiB, 2.2.0 ÷ 1.14.6 reading signals without a page buffer is {small} instead of {big}."
+        )
+    return out
+
+
+def untested(folder: Path) -> list[str]:
+    """The settings groups this run has not finished, and the knobs no group measures."""
+    return [*(f"the {g.name} settings (not run)" for g in GROUPS if _group_run(folder, g) is None), *UNTESTED]
+
+
+def answer_lines(vs: list[Verdict]) -> list[str]:
+    """Which knobs move 2.x ÷ 1.14 across 1, clearest first; or that none does."""
+
+    def where(v: Verdict) -> str:
+        return f", {v.page_buffer}" if v.page_buffer else ""
+
+    movers = [v for v in vs if v.crosses]
+    lines = [
+        f"**{v.knob}** moves the ratio across 1 ({v.mode}{where(v)}): {v.low[1]:.2f} at {v.low[0]} vs "
+        f"{v.high[1]:.2f} at {v.high[0]}, both intervals clear of 1."
+        for v in movers
+        if v.clear
+    ]
+    lines += [
+        f"{v.knob} puts the ratio on both sides of 1 ({v.mode}{where(v)}): {v.low[1]:.2f} at {v.low[0]} vs "
+        f"{v.high[1]:.2f} at {v.high[0]}; one of the two intervals touches 1."
+        for v in movers
+        if not v.clear and v.one_clear
+    ]
+    if not lines:
+        lines.append("No knob measured moves the ratio across 1 with an interval clear of 1.")
+    return lines
+
+
+UNTESTED: tuple[str, ...] = ()  # every knob the ablation was asked for is a settings group above
 
 
 def markdown(folder: Path) -> str:
@@ -391,21 +579,29 @@ def markdown(folder: Path) -> str:
     lines += [
         "## What one open sends (default conditions: https, loopback, 2 workers)",
         "",
-        "| libhdf5 | mode | page buffer | GETs per open | HEADs per open | MB per open | open ms | read ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "2.2 at each block size (the size of its open-time read) is from the block-size settings, "
+        "measured under the same conditions.",
+        "",
+        "| libhdf5 | block size | mode | page buffer | GETs per open | HEADs per open | MB per open | open ms | read ms |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    base = c[(c["group"] == "base")].sort_values(["backend", "obj-type", "pb-size"])
+    blocks = c[(c["group"] == "block-size-2.2") & (c["backend"] == "ros3-2.2")] if "block-size" in c.columns else c[:0]
+    base = pd.concat([c[(c["group"] == "base")], blocks]).sort_values(["backend", "obj-type", "pb-size"])
     for _, r in base.iterrows():
+        block = r.get("block-size")
+        size = _value("block-size", block) if block is not None and pd.notna(block) else "—"
         lines.append(
-            f"| {r['backend']} ({r['hdf5']}) | {r['obj-type']} | {_pb(r['pb-size'])} | {r['gets-per-open']:.2f} | "
-            f"{r['heads-per-open']:.2f} | {r['MB-per-open']:.1f} | {r['open-ms']:.1f} | {r['read-ms']:.1f} |"
+            f"| {r['backend']} ({r['hdf5']}) | {size} | {r['obj-type']} | {_pb(r['pb-size'])} | "
+            f"{r['gets-per-open']:.2f} | {r['heads-per-open']:.2f} | {r['MB-per-open']:.1f} | "
+            f"{r['open-ms']:.1f} | {r['read-ms']:.1f} |"
         )
     k = knob_table(c)
     lines += [
         "",
         "## One knob at a time: 2.x ÷ 1.14 runtime (median of trials, 95 % bootstrap interval)",
         "",
-        f"Baseline: https, no added latency, {BASE_WORKERS} workers, page buffer {BASE_PB // MiB} MiB, ros3-2.0. "
+        f"Baseline: https, no added latency, no bandwidth cap, explicit credentials, {BASE_WORKERS} workers, "
+        f"page buffer {BASE_PB // MiB} MiB, ros3-2.0 (ros3-2.2 for its block size). "
         "Below 1: 2.x is faster (the study's direction).",
         "",
         "| knob | mode | page buffer | value | 2.x ÷ 1.14 | interval | trials | 2.x GETs/open | 2.x MB/open |",
@@ -445,8 +641,9 @@ def markdown(folder: Path) -> str:
             lines.append(
                 f"  - {v.knob} ({v.mode}{where}): {v.low[1]:.2f} at {v.low[0]} vs {v.high[1]:.2f} at {v.high[0]}."
             )
-    skipped = [f"the {g.name} settings (not run)" for g in GROUPS if _group_run(folder, g) is None]
-    lines += ["", "Not tested in this run: " + "; ".join([*skipped, *UNTESTED]) + "."]
+    missing = untested(folder)
+    if missing:
+        lines += ["", "Not tested in this run: " + "; ".join(missing) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -466,6 +663,7 @@ def cmd_direction(args: argparse.Namespace) -> int:
                 if k in DirectionRun.__dataclass_fields__
             }
         )
+        meta.groups = [asdict(g) for g in GROUPS]  # a resumed run measures this version's groups
     else:
         if args.trials < 3:
             raise UserError("the ablation needs at least 3 trials per setting for an interval; use --trials 3 or more.")
@@ -490,6 +688,8 @@ def cmd_direction(args: argparse.Namespace) -> int:
         raise UserError(f"unknown settings group {unknown[0]!r}; choose from {', '.join(g.name for g in GROUPS)}.")
     for group in chosen:
         run_group(folder, group, meta, timeout=args.group_timeout)
+    if not args.groups:  # what one open sends, by the minimal reproducer (open-cost.csv)
+        opencost.measure(folder)
     c = cells(folder)
     c.to_csv(folder / "cells.csv", index=False)
     knob_table(c).to_csv(folder / "knobs.csv", index=False)
@@ -513,7 +713,8 @@ def register(subparsers: Any) -> None:
         "direction",
         help="ablation: which condition makes ROS3 2.x faster or slower than 1.14",
         description="Runs small bench runs that move one knob at a time from the default conditions "
-        "(page buffer, workers, https vs http, latency, 2.0 build vs 2.1.1 wheel) and writes "
+        "(page buffer, workers, https vs http, latency, bandwidth, credentials, 2.2 block size, "
+        "2.0 build vs 2.1.1 wheel) and writes "
         "data/runs/<id>/{direction.md,knobs.csv,cells.csv}.",
     )
     p.add_argument("--trials", type=int, default=3, help="trials per setting (at least 3)")

@@ -71,14 +71,18 @@ def prepare(
             else:
                 shots_dir = Path(shots_dir or data_dir() / "shots")
                 say(f"synthetic shot files: {cfg.shots} in {shots_dir} (made if missing)")
-                make_dataset(
-                    shots_dir,
-                    shots=cfg.shots,
-                    signals=cfg.signals,
-                    file_size=cfg.file_size,
-                    page_size=cfg.page_size,
-                    seed=0,
-                )
+                # exactly these files are read: the bucket may still hold others (another run's count or size)
+                made = {
+                    p.name
+                    for p in make_dataset(
+                        shots_dir,
+                        shots=cfg.shots,
+                        signals=cfg.signals,
+                        file_size=cfg.file_size,
+                        page_size=cfg.page_size,
+                        seed=0,
+                    )
+                }
             info = stack.enter_context(
                 embedded_server(state_dir() / ("bench-server-tls" if tls else "bench-server"), network=network, tls=tls)
             )
@@ -102,7 +106,7 @@ def prepare(
             s3 = S3Config.from_env() if loc.kind == "s3" else None
             local_dir = str(local_copies) if local_copies else ""
         objs = preflight(loc, s3)
-        if data is None and made is not None:  # files of other family sizes may linger in the bucket
+        if data is None and made is not None:  # files of other sizes or counts may linger in the bucket
             objs = [o for o in objs if o.key[len(loc.prefix) :] in made]
         if loc.kind == "local":
             source = Source("local", local_dir=str(loc.path))

@@ -468,15 +468,62 @@ def refuse_flags(args: argparse.Namespace) -> None:
         raise UserError("--baseline applies to ROS3 reports only; drop it for a transfer report.")
 
 
+OPEN_COST_NOTEBOOK = "ros3-open-cost.ipynb"
+DIRECTION_KIND = "direction"  # run.json kind of `shotbench direction` folders
+
+
+def direction_run(given: str) -> Path:
+    """The ablation run folder to render: a path, or `latest` (the newest in data/runs)."""
+    if given == "latest":
+        found = [p for p in sorted(runs_dir().glob("*/run.json")) if _kind(p) == DIRECTION_KIND]
+        if not found:
+            raise UserError(f"No ablation runs in {runs_dir()} yet; run `make bench-direction` first.")
+        return found[-1].parent
+    run = Path(given)
+    if not (run / "cells.csv").is_file():
+        raise UserError(
+            f"{run} is not a finished ablation run (no cells.csv); pass data/runs/<id> of `make bench-direction`."
+        )
+    return run
+
+
+def _kind(meta: Path) -> str:
+    try:
+        return str(json.loads(meta.read_text()).get("kind", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def render_direction(run: Path, hide_code: bool, out: Path | None = None) -> Path:
+    """The ablation's finding (`ros3-open-cost.ipynb`) into reports/direction/<run-id>/."""
+    out_dir = out or reports_dir() / DIRECTION_KIND / run.name
+    print(f"Rendering {run.name} with {OPEN_COST_NOTEBOOK} into {out_dir} ...", flush=True)
+    notebook = repo_root() / "notebooks" / OPEN_COST_NOTEBOOK
+    return render_notebook(notebook, {"run": str(run.resolve())}, out_dir, Path(OPEN_COST_NOTEBOOK).stem, hide_code)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    chosen = [bool(args.input), args.latest, bool(args.run), args.latest_transfer, bool(args.transfer), args.reference]
+    chosen = [
+        bool(args.input),
+        args.latest,
+        bool(args.run),
+        args.latest_transfer,
+        bool(args.transfer),
+        args.reference,
+        bool(args.direction),
+    ]
     if sum(chosen) != 1:
         raise UserError(
-            "Choose one of --input LABEL=PATH, --latest, --run DIR, --latest-transfer, --transfer DIR or --reference."
+            "Choose one of --input LABEL=PATH, --latest, --run DIR, --latest-transfer, --transfer DIR, "
+            "--direction DIR|latest or --reference."
         )
     refuse_flags(args)
     hide = not args.code
     output = Path(args.output) if args.output else None
+    if args.direction:
+        html = render_direction(direction_run(args.direction), hide, output)
+        print(f"Wrote {html}.")
+        return 0
     if args.reference:
         args.input, args.output = reference_inputs(), str(output or reports_dir() / REFERENCE_DIR)
     if args.input:
@@ -552,6 +599,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--run", metavar="DIR", help="render this run folder into reports/<run-id>/ (or --output DIR)")
     p.add_argument("--latest-transfer", action="store_true", help="render the newest data/transfer run")
     p.add_argument("--transfer", metavar="DIR", help="render this transfer run folder")
+    p.add_argument(
+        "--direction",
+        metavar="DIR|latest",
+        help="render an ablation run (`make bench-direction`) as the open-cost finding into reports/direction/<run-id>/",
+    )
     p.add_argument(
         "--reference",
         action="store_true",

@@ -47,6 +47,10 @@ NETWORK_PROFILES: dict[str, Profile | None] = {
     "s3-cross-region": Profile(70, 15, 40_000, "~70 ms first byte and ~40 MB/s per connection, like another region"),
     # Latency alone (no bandwidth cap), for the direction ablation's latency knob.
     "latency-70ms": Profile(70, 15, None, "~70 ms first byte, no bandwidth cap (the latency of s3-cross-region alone)"),
+    # Bandwidth alone (no added latency), for the direction ablation's bandwidth knob: one S3
+    # stream in-region (~90 MB/s) and the cross-region cap (~40 MB/s).
+    "bandwidth-90": Profile(0, 0, UPSTREAM_STREAM_KBPS, "~90 MB/s per connection, no added latency"),
+    "bandwidth-40": Profile(0, 0, 40_000, "~40 MB/s per connection, no added latency"),
     # The upstream study's conditions: an m5.4xlarge reading S3 in its own region. The bench profile
     # of the same name adds its page buffer (264 MB) and its worker counts scaled to this machine.
     "upstream-ec2": Profile(
