@@ -97,3 +97,20 @@ def test_the_published_ablation_renders_with_its_answer_first(tmp_path: Path) ->
     assert html.index("The answer") < html.index("One knob at a time") < html.index("What an upstream fix")
     assert "re-download" in html and "The fixed cost of an open" in html
     assert figure_count(html) == 2 and legend_problems(html) == [] and external_resources(html) == []
+
+
+def test_a_reproducer_report_becomes_one_row_of_medians_with_counted_requests() -> None:
+    """The first open pays for imports and is left out; GETs and HEADs are counted from the
+    request lines of the warm opens."""
+    from shotbench.read.opencost import from_report
+
+    lines = ["HEAD whole", "GET bytes=0-8388607", "GET bytes=8388608-15999999"]
+    opens = [{"open_ms": 900.0, "read_ms": 0.0, "requests": lines}] + [
+        {"open_ms": 40.0 + i, "read_ms": 0.0, "requests": lines} for i in range(11)
+    ]
+    report = {"libhdf5": "2.0.0", "page_buffer": 0, "open_only": True, "opens": opens}
+    report |= {"median_read_ms": 0.0, "median_connections_per_open": 1, "median_MB_per_open": 16.002}
+    row = from_report("hdf5-2.0", "16MB", 16_000_000, report)
+    assert (row.gets_per_open, row.heads_per_open, row.opens) == (2.0, 1.0, 12)
+    assert row.open_ms == 45.0 and row.open_ms_low <= 45.0 <= row.open_ms_high < 900
+    assert row.requests == "; ".join(lines)

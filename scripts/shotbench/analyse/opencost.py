@@ -48,6 +48,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
             "page buffer": df["page_buffer"].map(lambda b: "none" if int(b) == 0 else f"{int(b) // MiB} MiB"),
             "timed": df["open_only"].map({True: "open", False: "open + 1 read"}),
             "open ms": df["open_ms"].round(1),
+            "open ms, 95 % interval": _span(df),
             "read ms": df["read_ms"].round(1),
             "GETs / open": df["gets_per_open"],
             "HEADs / open": df["heads_per_open"],
@@ -57,6 +58,13 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
         }
     )
     return out.sort_values(["object", "timed", "page buffer", "libhdf5"]).reset_index(drop=True)
+
+
+def _span(df: pd.DataFrame) -> pd.Series:
+    """`20.1–22.4`, or `—` for rows written before the reproducer's rows had an interval."""
+    if "open_ms_low" not in df.columns:
+        return pd.Series("—", index=df.index)
+    return df["open_ms_low"].map("{:.1f}".format) + "–" + df["open_ms_high"].map("{:.1f}".format)
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,8 @@ class OpenCost:
     open_only: bool
     opens: int
     open_ms: float
+    open_ms_low: float  # the 95 % BCa interval of the median open time over the warm opens
+    open_ms_high: float
     read_ms: float
     connections_per_open: float
     mb_per_open: float
@@ -55,8 +57,11 @@ class OpenCost:
 
 def from_report(env: str, obj: str, size: int, report: dict) -> OpenCost:
     """The reproducer's JSON, reduced to medians; request lines counted per open."""
+    from shotbench.analyse.stats import median_interval
+
     opens = report["opens"]
     warm = opens[1:] or opens
+    open_ms = median_interval([float(o["open_ms"]) for o in warm])
 
     def per_open(method: str) -> float:
         counts = sorted(sum(1 for r in o["requests"] if r.startswith(method + " ")) for o in warm)
@@ -70,7 +75,9 @@ def from_report(env: str, obj: str, size: int, report: dict) -> OpenCost:
         page_buffer=int(report["page_buffer"]),
         open_only=bool(report.get("open_only", False)),
         opens=len(opens),
-        open_ms=float(report["median_open_ms"]),
+        open_ms=open_ms.estimate,
+        open_ms_low=round(open_ms.low, 2),
+        open_ms_high=round(open_ms.high, 2),
         read_ms=float(report.get("median_read_ms", 0.0)),
         connections_per_open=float(report["median_connections_per_open"]),
         mb_per_open=float(report["median_MB_per_open"]),
