@@ -1,4 +1,5 @@
-"""The direction ablation's reduction: ratios with intervals, one knob at a time, and the verdict."""
+"""The direction ablation: its settings groups (read/direction) and its reduction (analyse/ablation):
+ratios with intervals, one knob at a time, and the verdict."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from shotbench.analyse import ablation as a
 from shotbench.read import direction as d
 
 
@@ -14,18 +16,18 @@ def _trials(*times: float) -> pd.Series:
 
 
 def test_interval_is_other_over_reference_with_bootstrap_bounds() -> None:
-    ratio, lo, hi = d.interval(_trials(2.0, 2.1, 1.9), _trials(1.0, 1.1, 0.9))
+    ratio, lo, hi = a.interval(_trials(2.0, 2.1, 1.9), _trials(1.0, 1.1, 0.9))
     assert ratio == pytest.approx(0.5, abs=0.01) and lo <= ratio <= hi and hi < 1
-    assert np.isnan(d.interval(_trials(2.0), _trials(1.0))[1])  # one trial: no interval
+    assert np.isnan(a.interval(_trials(2.0), _trials(1.0))[1])  # one trial: no interval
 
 
 def test_a_round_that_ran_slower_for_both_divides_out() -> None:
     """Trial 1 of a fresh server ran twice as long for both libraries: paired by round, the ratio
     is 0.5 with a tight interval; unpaired, the same times would give an interval across 1."""
     ref, other = _trials(4.0, 2.0, 2.1), _trials(2.0, 1.0, 1.05)
-    ratio, lo, hi = d.interval(ref, other)
+    ratio, lo, hi = a.interval(ref, other)
     assert ratio == pytest.approx(0.5) and 0.49 <= lo <= hi <= 0.51
-    unpaired = d.interval(ref, _trials(2.0, 1.0, 1.05).set_axis([4, 5, 6]))
+    unpaired = a.interval(ref, _trials(2.0, 1.0, 1.05).set_axis([4, 5, 6]))
     assert unpaired[2] > 0.9  # different rounds: nothing divides out
 
 
@@ -36,8 +38,8 @@ def _cell(**kw: object) -> dict:
         "latency-ms": 0,
         "backend": "ros3-2.0",
         "obj-type": "signals",
-        "pb-size": d.BASE_PB,
-        "num-workers": d.BASE_WORKERS,
+        "pb-size": a.BASE_PB,
+        "num-workers": a.BASE_WORKERS,
         "trials": 3,
         "runtime-s": 1.0,
         "ratio-vs-1.14": 1.0,
@@ -63,10 +65,10 @@ def test_a_knob_that_puts_the_ratio_on_both_sides_of_one_is_named() -> None:
             _cell(backend="ros3-1.14", **{"ratio-vs-1.14": float("nan")}),  # the reference is no knob value
         ]
     )
-    k = d.knob_table(cells)
+    k = a.knob_table(cells)
     tls = k[k["knob"] == "https vs http"]
     assert set(tls["value"]) == {"https", "http"} and set(tls["page buffer"]) == {"pb 0", "pb 256 MiB"}
-    found = {(v.knob, v.page_buffer): v for v in d.verdicts(k)}
+    found = {(v.knob, v.page_buffer): v for v in a.verdicts(k)}
     moved = found[("https vs http", "pb 256 MiB")]
     assert moved.crosses and moved.clear and moved.low == ("https", 0.8) and moved.high == ("http", 1.3)
     assert not found[("https vs http", "pb 0")].crosses  # both below 1 at pb 0
@@ -85,12 +87,12 @@ def test_the_new_knobs_read_their_own_columns_and_older_cells_sit_at_the_baselin
             _cell(group="block-size-2.2", backend="ros3-2.2", **{"block-size": 16 * 2**20, "ratio-vs-1.14": 0.9}),
         ]
     )
-    k = d.knob_table(cells)
+    k = a.knob_table(cells)
     assert list(k[k["knob"] == "bandwidth per connection"]["value"]) == ["no cap", "40 MB/s"]
     assert list(k[k["knob"] == "2.x credentials: explicit vs the chain"]["value"]) == ["explicit", "chain"]
     block = k[k["knob"] == "2.2 block size (its open-time read)"]
     assert list(block["value"]) == ["64 KiB", "16 MiB"] and set(block["backend"]) == {"ros3-2.2"}
-    found = {v.knob: v for v in d.verdicts(k)}
+    found = {v.knob: v for v in a.verdicts(k)}
     assert found["bandwidth per connection"].crosses  # 0.8 with no cap, 1.2 at 40 MB/s
 
 
@@ -119,7 +121,7 @@ def test_the_page_size_knob_compares_the_two_big_file_groups_only() -> None:
             _cell(group="pages-32MB", **{"file-MB": 64, "page-MB": 32, "ratio-vs-1.14": 0.7}),
         ]
     )
-    k = d.knob_table(cells)
+    k = a.knob_table(cells)
     assert list(k[k["knob"] == "page size (64 MB files)"]["value"]) == ["8 MB pages", "32 MB pages"]
     assert list(k[k["knob"] == "page buffer"]["ratio-vs-1.14"]) == [0.8]
 
@@ -137,20 +139,20 @@ def test_an_unknown_credentials_choice_is_one_sentence(tmp_path) -> None:
 
 
 def test_the_answer_names_a_knob_that_moves_the_ratio_and_says_so_when_none_does() -> None:
-    moved = d.Verdict("latency", "signals", "pb 0", ("0 ms", 0.8), ("70 ms", 1.2), True, True, True)
-    still = d.Verdict("workers", "shots", "", ("1 workers", 0.9), ("8 workers", 0.95), False, False, False)
-    assert d.answer_lines([moved, still])[0].startswith("**latency** moves the ratio across 1 (signals, pb 0)")
-    assert d.answer_lines([still]) == ["No knob measured moves the ratio across 1 with an interval clear of 1."]
+    moved = a.Verdict("latency", "signals", "pb 0", ("0 ms", 0.8), ("70 ms", 1.2), True, True, True)
+    still = a.Verdict("workers", "shots", "", ("1 workers", 0.9), ("8 workers", 0.95), False, False, False)
+    assert a.answer_lines([moved, still])[0].startswith("**latency** moves the ratio across 1 (signals, pb 0)")
+    assert a.answer_lines([still]) == ["No knob measured moves the ratio across 1 with an interval clear of 1."]
 
 
 def test_the_headline_quotes_the_rows_it_names_and_leaves_out_what_is_missing() -> None:
-    which = d.KNOBS[-1].name
+    which = a.KNOBS[-1].name
     rows = [
         (which, "signals", "pb 256 MiB", "ros3-2.0", 0.85),
         (which, "shots", "pb 256 MiB", "ros3-2.0", 0.80),
         ("https vs http", "signals", "pb 0", "http", 3.19),
-        (d.KNOBS[6].name, "signals", "pb 0", "64 KiB", 0.49),
-        (d.KNOBS[6].name, "signals", "pb 0", "16 MiB", 0.90),
+        (a.KNOBS[6].name, "signals", "pb 0", "64 KiB", 0.49),
+        (a.KNOBS[6].name, "signals", "pb 0", "16 MiB", 0.90),
     ]
     k = pd.DataFrame(
         [
@@ -159,10 +161,10 @@ def test_the_headline_quotes_the_rows_it_names_and_leaves_out_what_is_missing() 
             for n, m, p, v, r in rows
         ]
     )
-    text = "\n".join(d.headline(k))
+    text = "\n".join(a.headline(k))
     assert (
         "2.0.0 ÷ 1.14.6 is 0.85 (0.75–0.95) reading signals" in text and "0.80 (0.70–0.90) reading whole shots" in text
     )
     assert "over plain http, where 1.14.6 sets up no TLS, 3.19" in text and "70 ms" not in text  # no latency rows
     assert "is 0.49 (0.39–0.59) instead of 0.90 (0.80–1.00)" in text
-    assert d.headline(k.iloc[:0]) == []
+    assert a.headline(k.iloc[:0]) == []
