@@ -26,9 +26,11 @@ modes = ["signals", "shots"]
 workers = [1, 2]
 page_buffers = [0]
 chunk_caches = [1048576, 2097152]
-trials = 2
+trials = 8
 """
-SLOW_CASES = 2 * 2 * 2 * 2  # modes x workers x chunk caches x trials
+# modes x workers x chunk caches x trials: enough cases (local ones take ~0.1 s) that a signal sent
+# after the first lands mid-run, with environments whose bytecode is compiled
+SLOW_CASES = 2 * 2 * 2 * 8
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
