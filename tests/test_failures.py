@@ -26,11 +26,9 @@ modes = ["signals", "shots"]
 workers = [1, 2]
 page_buffers = [0]
 chunk_caches = [1048576, 2097152]
-trials = 8
+trials = 2
 """
-# modes x workers x chunk caches x trials: enough cases (local ones take ~0.1 s) that a signal sent
-# after the first lands mid-run, with environments whose bytecode is compiled
-SLOW_CASES = 2 * 2 * 2 * 8
+SLOW_CASES = 2 * 2 * 2 * 2  # modes x workers x chunk caches x trials
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
