@@ -142,6 +142,10 @@ def test_compare_two_runs_passes_and_a_slowed_run_fails_by_name(tmp_path: Path) 
     slow = _compare(side(a), side(slowed), "--output", str(tmp_path / "slow"))
     assert slow.returncode == 1, slow.stdout + slow.stderr
     assert "FAIL fsspec signals w1 pb off" in slow.stdout
-    assert "FAIL local" not in slow.stdout
     flagged = pd.read_csv(tmp_path / "slow" / "compare.csv").set_index("case")
     assert flagged.loc["fsspec signals w1 pb off", "ratio"] >= 1.15
+    # local does not go through the proxy, but it shares the one Dask worker with fsspec: in one
+    # clean-clone CI run its tasks were 1.35× slower in the slowed runs (interval 1.02–1.79) and the
+    # gate rightly flagged that too. What must hold is that the slowed path stands out.
+    local = flagged.loc["local signals w1 pb off", "ratio"]
+    assert flagged.loc["fsspec signals w1 pb off", "ratio"] > 1.5 * local, slow.stdout
