@@ -96,6 +96,22 @@ def test_the_new_knobs_read_their_own_columns_and_older_cells_sit_at_the_baselin
     assert found["bandwidth per connection"].crosses  # 0.8 with no cap, 1.2 at 40 MB/s
 
 
+def test_direction_md_is_made_from_the_cells_it_is_given(tmp_path) -> None:
+    """markdown() renders the cells its caller already reduced: a folder with no finished
+    settings (where `cells` would refuse) still renders them, and names every group as not run."""
+    cells = pd.DataFrame(
+        [
+            _cell(**{"ratio-vs-1.14": 0.8, "ci-low": 0.75, "ci-high": 0.85}),
+            _cell(group="http", tls=False, **{"ratio-vs-1.14": 1.3, "ci-low": 1.2, "ci-high": 1.4}),
+        ]
+    )
+    text = d.markdown(tmp_path, cells)
+    assert f"# Direction ablation {tmp_path.name}" in text
+    assert "| ros3-2.0 (2.0.0) | — | signals | pb 256 MiB | 2.00 | 1.00 | 16.0 | 50.0 | 5.0 |" in text
+    assert "- **https vs http** (signals, pb 256 MiB): 0.80 at https vs 1.30 at http" in text
+    assert "the base settings (not run)" in text
+
+
 def test_a_group_config_is_valid_toml_that_the_bench_accepts(tmp_path) -> None:
     from shotbench.plan import profiles
 

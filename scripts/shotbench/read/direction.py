@@ -338,9 +338,10 @@ def untested(folder: Path) -> list[str]:
     return [*(f"the {g.name} settings (not run)" for g in GROUPS if _group_run(folder, g) is None), *UNTESTED]
 
 
-def markdown(folder: Path) -> str:
-    """direction.md: the per-open counts, the knob table, and which knobs move the ratio across 1."""
-    c = cells(folder)
+def markdown(folder: Path, c: pd.DataFrame) -> str:
+    """direction.md: the per-open counts, the knob table, and which knobs move the ratio across 1.
+
+    `c` is `cells(folder)`, passed in because the caller has already read every group's tables."""
     meta = json.loads((folder / "run.json").read_text()) if (folder / "run.json").is_file() else {}
     lines = [f"# Direction ablation {folder.name}", ""]
     if meta:
@@ -469,7 +470,7 @@ def cmd_direction(args: argparse.Namespace) -> int:
     knob_table(c).to_csv(folder / "knobs.csv", index=False)
     meta.status, meta.finished, meta.load_end = "complete", utc_iso(), _load()
     _write(folder, meta)
-    text = markdown(folder)
+    text = markdown(folder, c)
     (folder / "direction.md").write_text(text)
     print(text)
     print(f"[direction] {folder} in {time.monotonic() - started:.0f} s", flush=True)
