@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -114,3 +115,34 @@ def test_a_reproducer_report_becomes_one_row_of_medians_with_counted_requests() 
     assert (row.gets_per_open, row.heads_per_open, row.opens) == (2.0, 1.0, 12)
     assert row.open_ms == 45.0 and row.open_ms_low <= 45.0 <= row.open_ms_high < 900
     assert row.requests == "; ".join(lines)
+
+
+def test_a_finished_open_cost_csv_resumes_without_a_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When open-cost.csv already has every row, measure() returns it untouched before making
+    files, starting the server or building environments; one row short, it goes on to measure."""
+    from shotbench.read import opencost as measured
+    from shotbench.store import server
+
+    def unexpected(*args: object, **kwargs: object) -> None:
+        raise AssertionError("started")
+
+    monkeypatch.setattr(server, "embedded_server", unexpected)
+    monkeypatch.setattr(measured, "ensure_python", unexpected)
+    monkeypatch.setattr(measured, "_files", unexpected)
+    out = tmp_path / measured.CSV
+    row = measured.OpenCost("", "", "", 0, 0, True, 12, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, "")
+    every = [
+        (e, n, pb, o)
+        for e in measured.ENVS
+        for n in measured.OBJECTS
+        for pb in measured.PAGE_BUFFERS
+        for o in (True, False)
+    ]
+    for env, name, pb, open_only in every[:-1]:
+        measured._append(out, dataclasses.replace(row, env=env, object=name, page_buffer=pb, open_only=open_only))
+    with pytest.raises(AssertionError, match="started"):
+        measured.measure(tmp_path)
+    env, name, pb, open_only = every[-1]
+    measured._append(out, dataclasses.replace(row, env=env, object=name, page_buffer=pb, open_only=open_only))
+    text = out.read_text()
+    assert measured.measure(tmp_path) == out and out.read_text() == text
