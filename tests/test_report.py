@@ -28,6 +28,7 @@ from golden import (
     SINGLE_OLD as OLD,
 )
 from shotbench.cli import main
+from shotbench.errors import UserError
 from shotbench.reports.htmlcheck import external_resources, figure_count
 
 RUN_ID = "20261122T000000Z-fixture"
@@ -128,6 +129,23 @@ def test_usage_mistakes_are_one_sentence(
     assert "No runs in" in err and "make bench-ros3" in err
     assert main(["report", "--run", str(tmp_path / "nope")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_latest_ablation_is_the_newest_direction_folder_of_data_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report --direction latest` finds the newest folder of kind "direction", not a newer read run."""
+    from shotbench.reports.render import direction_run
+
+    monkeypatch.setenv("SHOTBENCH_ROOT", str(tmp_path))
+    runs = tmp_path / "data" / "runs"
+    runs.mkdir(parents=True)
+    with pytest.raises(UserError, match="No ablation runs"):
+        direction_run("latest")
+    for name, kind in (("20260101T-a", "direction"), ("20260102T-b", "direction"), ("20260103T-c", "read")):
+        (runs / name).mkdir()
+        (runs / name / "run.json").write_text(json.dumps({"kind": kind}))
+    assert direction_run("latest") == runs / "20260102T-b"
 
 
 @pytest.mark.notebook

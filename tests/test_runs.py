@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from shotbench.errors import UserError
 from shotbench.plan.matrix import Matrix, plan_cases
+from shotbench.read.direction import DirectionRun
 from shotbench.runs import SCHEMA, RunFolder, RunKind, interleave, kind_of, latest_run, read_meta, run_folders
 from shotbench.transfer import runner as transfer
 from shotbench.transfer.matrix import MiB, Row
@@ -113,21 +115,29 @@ def test_latest_run_of_each_kind(tmp_path: Path) -> None:
     RunFolder.create(tmp_path / "20260102T000000Z-bbbbbb", TRANSFER, {"run_id": "b"})
     RunFolder.create(tmp_path / "20260103T000000Z-cccccc", READ, {"run_id": "c"})
     (tmp_path / "20260104T000000Z-notes").mkdir()  # not a run folder
+    assert latest_run(tmp_path, "direction") is None
+    ablation = tmp_path / "20260105T000000Z-dddddd"  # as `shotbench direction` writes it, a read run inside
+    RunFolder.create(ablation / "settings" / "base" / "20260105T000001Z-eeeeee", READ, {"run_id": "e"})
+    meta = DirectionRun(run_id=ablation.name, started="", trials=3, signals_files=1, signals_names=1)
+    (ablation / "run.json").write_text(json.dumps(asdict(meta)))
     assert latest_run(tmp_path, "read").name == "20260103T000000Z-cccccc"
     assert latest_run(tmp_path, "transfer").name == "20260102T000000Z-bbbbbb"
+    assert latest_run(tmp_path, "direction") == ablation and kind_of(ablation) == "direction"
     assert [p.name[-6:] for p in run_folders(tmp_path, "read")] == ["aaaaaa", "cccccc"]
 
 
 def test_published_folders_written_before_kind_existed_are_told_apart_by_their_files(tmp_path: Path) -> None:
-    published = {  # data/runs also holds an ablation folder (kind "direction"), which is neither
-        k: sorted(p for p in (REPO / "data" / d).iterdir() if p.is_dir() and kind_of(p) is not None)
-        for k, d in (("read", "runs"), ("transfer", "transfer"))
+    published = {  # data/runs also holds an ablation folder (kind "direction")
+        k: sorted(p for p in (REPO / "data" / d).iterdir() if p.is_dir() and kind_of(p) == k)
+        for k, d in (("read", "runs"), ("transfer", "transfer"), ("direction", "runs"))
     }
     old = [p for p in published["read"] if "kind" not in json.loads((p / "run.json").read_text())]
     assert old, "data/runs holds runs written before run.json had a kind"
     assert {kind_of(p) for p in old} == {"read"}
     assert latest_run(REPO / "data" / "runs", "read") == published["read"][-1]
     assert latest_run(REPO / "data" / "runs", "transfer") is None
+    assert latest_run(REPO / "data" / "runs", "direction") == published["direction"][-1]
+    assert json.loads((published["direction"][-1] / "run.json").read_text())["kind"] == "direction"
     assert latest_run(REPO / "data" / "transfer", "transfer") == published["transfer"][-1]
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "transfers.csv").write_text("run-id\n")

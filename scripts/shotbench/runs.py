@@ -9,7 +9,8 @@ detail rows of cases without one and runs those cases again.
 
 `run.json` records `schema` (the format version, checked on reading: a folder without it is
 schema 1) and `kind` ("read" or "transfer"; a folder written before `kind` existed is told
-apart by its details table).
+apart by its details table). A `shotbench direction` ablation folder is of kind "direction":
+it has no tables of its own, only its settings groups' read runs in folders below it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ CASES_CSV = "cases.csv"
 # The details table of each kind: only that kind writes it, so it names the kind of a folder
 # whose run.json predates the `kind` field.
 DETAILS_CSV = {"read": "workers.csv", "transfer": "transfers.csv"}
-KINDS = tuple(DETAILS_CSV)
+DIRECTION = "direction"  # an ablation's folder: told apart by run.json alone (it has always had a kind)
+KINDS = (*DETAILS_CSV, DIRECTION)
 
 CsvRow = Mapping[str, Any]
 
@@ -88,7 +90,8 @@ def read_meta(folder: Path) -> dict[str, Any]:
 
 
 def kind_of(folder: Path) -> str | None:
-    """ "read", "transfer" or None (not a run folder): run.json's `kind`, else the details table present."""
+    """ "read", "transfer", "direction" or None (not a run folder): run.json's `kind`, else the
+    details table present."""
     folder = Path(folder)
     try:
         kind = json.loads((folder / RUN_JSON).read_text()).get("kind")

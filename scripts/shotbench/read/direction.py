@@ -45,9 +45,9 @@ from shotbench.errors import UserError
 from shotbench.paths import data_dir, runs_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
 from shotbench.read import opencost
+from shotbench.runs import DIRECTION
 from shotbench.units import MiB
 
-KIND = "direction"
 PB_64 = 64 * MiB
 
 
@@ -157,7 +157,7 @@ class DirectionRun:
     load_end: list[float] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=dict)
     git_commit: str = ""
-    kind: str = KIND
+    kind: str = DIRECTION
 
 
 def _load() -> list[float]:

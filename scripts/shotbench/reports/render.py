@@ -24,7 +24,7 @@ from shotbench.analyse import analysis, multishot, readerdecision
 from shotbench.errors import UserError
 from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir, transfer_runs_dir
 from shotbench.reports.htmlcheck import external_resources, figure_count
-from shotbench.runs import DETAILS_CSV, latest_run, read_meta, run_folders
+from shotbench.runs import DETAILS_CSV, DIRECTION, latest_run, read_meta, run_folders
 
 KERNEL_NAME = "shotbench"
 INDEX_NAME = "index.html"
@@ -469,16 +469,15 @@ def refuse_flags(args: argparse.Namespace) -> None:
 
 
 OPEN_COST_NOTEBOOK = "ros3-open-cost.ipynb"
-DIRECTION_KIND = "direction"  # run.json kind of `shotbench direction` folders
 
 
 def direction_run(given: str) -> Path:
     """The ablation run folder to render: a path, or `latest` (the newest in data/runs)."""
     if given == "latest":
-        found = [p for p in sorted(runs_dir().glob("*/run.json")) if _kind(p) == DIRECTION_KIND]
-        if not found:
+        found = latest_run(runs_dir(), DIRECTION)
+        if found is None:
             raise UserError(f"No ablation runs in {runs_dir()} yet; run `make bench-direction` first.")
-        return found[-1].parent
+        return found
     run = Path(given)
     if not (run / "cells.csv").is_file():
         raise UserError(
@@ -487,16 +486,9 @@ def direction_run(given: str) -> Path:
     return run
 
 
-def _kind(meta: Path) -> str:
-    try:
-        return str(json.loads(meta.read_text()).get("kind", ""))
-    except (OSError, ValueError, AttributeError):
-        return ""
-
-
 def render_direction(run: Path, hide_code: bool, out: Path | None = None) -> Path:
     """The ablation's finding (`ros3-open-cost.ipynb`) into reports/direction/<run-id>/."""
-    out_dir = out or reports_dir() / DIRECTION_KIND / run.name
+    out_dir = out or reports_dir() / DIRECTION / run.name
     print(f"Rendering {run.name} with {OPEN_COST_NOTEBOOK} into {out_dir} ...", flush=True)
     notebook = repo_root() / "notebooks" / OPEN_COST_NOTEBOOK
     return render_notebook(notebook, {"run": str(run.resolve())}, out_dir, Path(OPEN_COST_NOTEBOOK).stem, hide_code)
