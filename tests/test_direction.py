@@ -162,13 +162,13 @@ def test_the_answer_names_a_knob_that_moves_the_ratio_and_says_so_when_none_does
 
 
 def test_the_headline_quotes_the_rows_it_names_and_leaves_out_what_is_missing() -> None:
-    which = a.KNOBS[-1].name
+    which = a.WHICH_2X_KNOB.name
     rows = [
         (which, "signals", "pb 256 MiB", "ros3-2.0", 0.85),
         (which, "shots", "pb 256 MiB", "ros3-2.0", 0.80),
         ("https vs http", "signals", "pb 0", "http", 3.19),
-        (a.KNOBS[6].name, "signals", "pb 0", "64 KiB", 0.49),
-        (a.KNOBS[6].name, "signals", "pb 0", "16 MiB", 0.90),
+        (a.BLOCK_SIZE_KNOB.name, "signals", "pb 0", "64 KiB", 0.49),
+        (a.BLOCK_SIZE_KNOB.name, "signals", "pb 0", "16 MiB", 0.90),
     ]
     k = pd.DataFrame(
         [

@@ -29,25 +29,34 @@ DEFAULT_BLOCK = 16 * MiB  # 2.2's block size when nothing sets it (HDF5_ROS3_VFD
 class Knob:
     """One knob: the cell column it varies, and the baseline every other column keeps.
 
-    `backend` names the 2.x backend the knob is measured on when it is not the baseline's."""
+    `backend` names the 2.x backend the knob is measured on when it is not the baseline's.
+    `baseline` is the value every other knob's rows hold this column at, for a column only some
+    backends fill: it stays out of BASELINE, whose fill would give the others a value, so an
+    empty cell counts as at the baseline."""
 
     name: str
     column: str
     by_pb: bool  # report at each page buffer separately ("with and without a page buffer")
     backend: str | None = None
     where: tuple[tuple[str, Any], ...] = ()  # other columns this knob holds away from the baseline
+    baseline: float | None = None
 
 
+CREDENTIALS_KNOB = Knob("2.x credentials: explicit vs the chain", "credentials", True)
+BLOCK_SIZE_KNOB = Knob(
+    "2.2 block size (its open-time read)", "block-size", True, backend="ros3-2.2", baseline=DEFAULT_BLOCK
+)
+WHICH_2X_KNOB = Knob("which 2.x: 2.0.0, 2.0.0 + zlib-ng, the 2.1.1 wheel, 2.2.0", "backend", True)
 KNOBS: tuple[Knob, ...] = (
     Knob("page buffer", "pb-size", False),
     Knob("workers", "num-workers", False),
     Knob("https vs http", "tls", True),
     Knob("latency", "latency-ms", True),
     Knob("bandwidth per connection", "bandwidth-MBps", True),
-    Knob("2.x credentials: explicit vs the chain", "credentials", True),
-    Knob("2.2 block size (its open-time read)", "block-size", True, backend="ros3-2.2"),
+    CREDENTIALS_KNOB,
+    BLOCK_SIZE_KNOB,
     Knob("page size (64 MB files)", "page-MB", True, where=(("file-MB", BIG_FILE // 1_000_000),)),
-    Knob("which 2.x: 2.0.0, 2.0.0 + zlib-ng, the 2.1.1 wheel, 2.2.0", "backend", True),
+    WHICH_2X_KNOB,
 )
 BASELINE = {
     "pb-size": BASE_PB,
@@ -92,8 +101,9 @@ def knob_table(c: pd.DataFrame) -> pd.DataFrame:
         if knob.column not in two.columns:
             continue
         sel = two.dropna(subset=[knob.column])
-        if knob.column != "block-size" and "block-size" in sel.columns:  # 2.2 only at its default block size
-            sel = sel[sel["block-size"].isna() | (sel["block-size"] == DEFAULT_BLOCK)]
+        for other in KNOBS:  # e.g. 2.2 only at its default block size
+            if other.baseline is not None and other.column != knob.column and other.column in sel.columns:
+                sel = sel[sel[other.column].isna() | (sel[other.column] == other.baseline)]
         for k, v in fixed.items():
             sel = sel[sel[k] == v]
         for _, r in sel.iterrows():
@@ -198,7 +208,7 @@ def _cell(k: pd.DataFrame, knob: str, mode: str, pb: str, value: str) -> str | N
 def headline(k: pd.DataFrame) -> list[str]:
     """The ablation's answer in a few sentences, each from the knob rows it quotes (2.x ÷ 1.14.6,
     median of trials with its 95 % interval); a sentence whose rows this run lacks is left out."""
-    pb, which = f"pb {BASE_PB // MiB} MiB", KNOBS[-1].name
+    pb, which = f"pb {BASE_PB // MiB} MiB", WHICH_2X_KNOB.name
     out: list[str] = []
     sig, shots = _cell(k, which, "signals", pb, "ros3-2.0"), _cell(k, which, "shots", pb, "ros3-2.0")
     wheel = _cell(k, which, "signals", pb, "ros3-wheel")
@@ -213,7 +223,7 @@ def headline(k: pd.DataFrame) -> list[str]:
         for what, cell in (
             ("over plain http, where 1.14.6 sets up no TLS", _cell(k, "https vs http", "signals", "pb 0", "http")),
             ("70 ms from the server", _cell(k, "latency", "signals", "pb 0", "70 ms")),
-            ("2.x finding its credentials itself", _cell(k, KNOBS[5].name, "signals", "pb 0", "chain")),
+            ("2.x finding its credentials itself", _cell(k, CREDENTIALS_KNOB.name, "signals", "pb 0", "chain")),
         )
         if cell
     ]
@@ -225,7 +235,7 @@ def headline(k: pd.DataFrame) -> list[str]:
             "default credentials chain: `H5FDros3_s3comms.c`), and sends its 16 MiB open-time read as two GETs in a "
             "row on one connection: one more round trip than 1.14.6's single GET."
         )
-    small, big = (_cell(k, KNOBS[6].name, "signals", "pb 0", v) for v in ("64 KiB", "16 MiB"))
+    small, big = (_cell(k, BLOCK_SIZE_KNOB.name, "signals", "pb 0", v) for v in ("64 KiB", "16 MiB"))
     if small and big:
         out.append(
             f"**Reading less at open is the lever.** 2.2's block size is the size of its open-time read: at 64 KiB "
