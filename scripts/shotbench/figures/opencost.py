@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import holoviews as hv
 import pandas as pd
 
@@ -43,19 +45,15 @@ def open_time_bars(df: pd.DataFrame) -> hv.Overlay:
                 color=PALETTE[i % len(PALETTE)], line_color=None, tools=["hover"]
             )
         )
-    return hv.Overlay(layers).opts(
-        hv.opts.Overlay(
-            title="One ROS3 open: median time per library (the reproducer, plain http, loopback)",
-            xlabel="open ms (median of warm opens)",
-            ylabel="object, what was timed, page buffer",
-            yticks=list(enumerate(settings)),
-            xlim=(0, None),
-            width=1100,
-            height=140 + 22 * len(settings) * max(1, len(libs)),
-            legend_position="right",
-            show_grid=True,
-            toolbar="right",
-        )
+    return _overlay(
+        layers,
+        "One ROS3 open: median time per library (the reproducer, plain http, loopback)",
+        "open ms (median of warm opens)",
+        "object, what was timed, page buffer",
+        settings,
+        height=140 + 22 * len(settings) * max(1, len(libs)),
+        legend_position="right",
+        xlim=(0, None),
     )
 
 
@@ -84,17 +82,32 @@ def knob_ratio_plot(knobs: pd.DataFrame) -> hv.Overlay:
                 color=color, size=8, tools=["hover"]
             )
         )
+    return _overlay(
+        layers,
+        "2.x ÷ 1.14.6 per knob value (median, 95 % interval)",
+        "2.x time ÷ 1.14.6 time (below 1: 2.x faster)",
+        "knob: value (page buffer)",
+        order,
+        height=120 + 22 * len(order),
+        legend_position="top_right",
+        invert_yaxis=True,
+    )
+
+
+def _overlay(
+    layers: list[hv.Element], title: str, xlabel: str, ylabel: str, rows: list[str], **opts: Any
+) -> hv.Overlay:
+    """Both figures' layout: one labelled row per tick, page-wide, grid, toolbar at the right;
+    `opts` adds each figure's own (height, legend position, axis range or direction)."""
     return hv.Overlay(layers).opts(
         hv.opts.Overlay(
-            title="2.x ÷ 1.14.6 per knob value (median, 95 % interval)",
-            xlabel="2.x time ÷ 1.14.6 time (below 1: 2.x faster)",
-            ylabel="knob: value (page buffer)",
-            yticks=list(enumerate(order)),
-            invert_yaxis=True,
+            title=title,
+            xlabel=xlabel,
+            ylabel=ylabel,
+            yticks=list(enumerate(rows)),
             width=1100,
-            height=120 + 22 * len(order),
-            legend_position="top_right",
             show_grid=True,
             toolbar="right",
+            **opts,
         )
     )
