@@ -161,7 +161,7 @@ def test_a_notebook_run_by_hand_writes_under_reports_lab(tmp_path: Path, monkeyp
     from shotbench.reports.page import output_dir
 
     monkeypatch.setenv("SHOTBENCH_ROOT", str(tmp_path))
-    for name in ("ros3-backends", "multi-shot", "transfer"):
+    for name in ("ros3-backends", "multi-shot", "transfer", "readers"):
         nb = nbformat.read(str(ROOT / "notebooks" / f"{name}.ipynb"), as_version=4)
         (params,) = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
         defaults: dict = {}
