@@ -1,26 +1,37 @@
 """Download objects to files, checked: the download side the transfer benchmark measures.
 
-Built on obstore (Rust's object_store), which the transfer benchmark measured as the fastest
-downloader here (README, "Transfer tools"): `jobs` objects stream into their files at once,
-each from one GET, in chunks of at least 8 MiB, so Python is called a few times per object
-rather than per network read. Every file must end with the object's size; when the caller
-knows the SHA-256 a file must have, it is hashed as it is written and compared.
+Built on obstore (Rust's object_store). Every object is fetched as ranged GETs of at most
+PIECE bytes, `jobs` in flight across all objects, each range written where it belongs with
+`pwrite`. A whole range arrives as one buffer, so Python is called once per range, never per
+network read; and a large object is fetched on many connections at once, not one (the way
+s5cmd and the CRT split a download), while small objects stay one GET each. Measured side by side
+on the embedded server (16 in flight, 3 rounds): one 256 MiB object in 16 MiB ranges took
+0.18–0.21 s against 0.25 s as one stream; 16 × 16 MiB 0.13 s against 0.17 s.
+
+Every range must hold exactly the bytes asked for, and every file ends at the object's size.
+When the caller knows the SHA-256 a file must have, the file is hashed once it is complete
+and compared.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shotbench.errors import UserError
 from shotbench.store.clients import obstore_store
 from shotbench.store.s3 import Location, S3Config
+from shotbench.units import MiB
 
-CHUNK = 8 << 20
+PIECE = 16 * MiB  # one ranged GET; an object of this size or less is one GET
+_HASH_READ = 8 * MiB
 
 
 @dataclass(frozen=True)
@@ -38,39 +49,102 @@ class FetchSummary:
     files: int
     bytes: int
     seconds: float
-    finished: dict[str, float]  # key -> seconds the object took
+    finished: dict[str, float]  # key -> seconds from its first range's start to its last range's end
 
 
-def _one(store: Any, w: Wanted) -> float:
+@dataclass(frozen=True)
+class Piece:
+    """One ranged GET: `length` bytes of an object from `start`."""
+
+    index: int  # of the object in the wanted list
+    start: int
+    length: int
+
+
+def pieces(sizes: list[int], piece: int = PIECE) -> list[Piece]:
+    """The ranged GETs that fetch objects of these sizes: whole objects up to `piece` bytes, larger
+    ones in `piece`-byte ranges (the last one shorter); an empty object is one empty piece."""
+    if piece < 1:
+        raise ValueError("piece must be at least one byte")
+    out = []
+    for i, size in enumerate(sizes):
+        out += [Piece(i, start, min(piece, size - start)) for start in range(0, size, piece)] or [Piece(i, 0, 0)]
+    return out
+
+
+@dataclass
+class _Open:
+    """A file being written: opened by its first range, closed by its last, so only the files in
+    flight hold a descriptor (a 1000-file row stays far below the usual limit of 1024)."""
+
+    left: int = 0
+    fd: int | None = None
+    started: float = 0.0
+    finished: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_HASH_READ):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _local(path: Path, op: Callable[[], int]) -> int:
+    """A file operation on this machine; its failure is one sentence, never obstore's."""
+    try:
+        return op()
+    except OSError as exc:
+        raise UserError(f"cannot write {path} ({exc.strerror}); check the folder and its free space.") from None
+
+
+def _get(store: Any, w: Wanted, p: Piece) -> memoryview:
     import obstore
 
-    t = time.perf_counter()
-    h = hashlib.sha256() if w.sha256 else None
-    n = 0
-    with open(w.path, "wb") as out:
-        for chunk in obstore.get(store, w.key).stream(min_chunk_size=CHUNK):
-            out.write(chunk)
-            n += len(chunk)
-            if h is not None:
-                h.update(chunk)
-    if n != w.size:
-        raise UserError(f"{w.path} received {n} bytes but the object {w.key} has {w.size}; fetch again.")
-    if h is not None and h.hexdigest() != w.sha256:
+    if p.length == 0:
+        return memoryview(b"")
+    data = memoryview(obstore.get_range(store, w.key, start=p.start, length=p.length))
+    if len(data) != p.length:
         raise UserError(
-            f"{w.path} does not have the SHA-256 it must have ({w.key} changed or was damaged); fetch again."
+            f"{w.path} received {len(data)} bytes at offset {p.start} of {w.key} where {p.length} were asked; "
+            "the object is shorter than listed, fetch again."
         )
-    return time.perf_counter() - t
+    return data
 
 
 def fetch_objects(cfg: S3Config, bucket: str, wanted: list[Wanted], jobs: int = 8) -> FetchSummary:
-    """Fetch every `wanted` object into its file, `jobs` at a time; one sentence on the first failure."""
+    """Fetch every `wanted` object into its file, `jobs` ranges at a time; one sentence on the first failure."""
     if jobs < 1:
         raise UserError(f"--jobs must be at least 1, not {jobs}.")
     started = time.perf_counter()
     store = obstore_store(cfg, bucket)
+    files = [_Open() for _ in wanted]
+    plan = pieces([w.size for w in wanted])
+    for p in plan:
+        files[p.index].left += 1
+
+    def one(p: Piece) -> None:
+        w, f = wanted[p.index], files[p.index]
+        with f.lock:
+            if f.fd is None:
+                f.started = time.perf_counter()
+                f.fd = _local(w.path, lambda: os.open(w.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+            fd = f.fd
+        data = _get(store, w, p)
+        if p.length and _local(w.path, lambda: os.pwrite(fd, data, p.start)) != p.length:
+            raise UserError(f"could not write all of {w.path} (is the disk full?); free space and fetch again.")
+        with f.lock:
+            f.left -= 1
+            if f.left == 0:
+                os.close(fd)
+                f.fd = None
+                f.finished = time.perf_counter()
+
     try:
         with ThreadPoolExecutor(jobs) as pool:
-            seconds = list(pool.map(lambda w: _one(store, w), wanted))
+            list(pool.map(one, plan))
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 - obstore's errors (the server or the connection) become one sentence
@@ -79,11 +153,22 @@ def fetch_objects(cfg: S3Config, bucket: str, wanted: list[Wanted], jobs: int = 
             f"fetching from s3://{bucket}/ failed ({type(exc).__name__}: {text}); check the location "
             "and the server, then fetch again."
         ) from None
+    finally:
+        for f in files:
+            if f.fd is not None:
+                os.close(f.fd)
+    for w in wanted:
+        if (have := w.path.stat().st_size) != w.size:
+            raise UserError(f"{w.path} received {have} bytes but the object {w.key} has {w.size}; fetch again.")
+        if w.sha256 and _sha256_of(w.path) != w.sha256:
+            raise UserError(
+                f"{w.path} does not have the SHA-256 it must have ({w.key} changed or was damaged); fetch again."
+            )
     return FetchSummary(
         len(wanted),
         sum(w.size for w in wanted),
         time.perf_counter() - started,
-        {w.key: s for w, s in zip(wanted, seconds)},
+        {w.key: f.finished - f.started for w, f in zip(wanted, files)},
     )
 
 

@@ -1,0 +1,60 @@
+"""Fetching: objects of every size arrive byte for byte, split into ranges where they are large,
+and a file that does not end as the object must end is one sentence, not a file left looking whole."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from shotbench.errors import UserError
+from shotbench.store.fetch import PIECE, Piece, Wanted, fetch_objects, pieces
+from shotbench.units import MiB
+
+
+def test_small_objects_are_one_get_and_large_ones_are_split_into_whole_pieces() -> None:
+    plan = pieces([0, 1, PIECE, PIECE + 1, 3 * PIECE], piece=PIECE)
+    by_object: dict[int, list[Piece]] = {}
+    for p in plan:
+        by_object.setdefault(p.index, []).append(p)
+    assert [len(by_object[i]) for i in range(5)] == [1, 1, 1, 2, 3]
+    assert by_object[0] == [Piece(0, 0, 0)]
+    assert by_object[3] == [Piece(3, 0, PIECE), Piece(3, PIECE, 1)]
+    for i, size in enumerate([0, 1, PIECE, PIECE + 1, 3 * PIECE]):
+        # the ranges of one object tile it exactly: no gap, no overlap
+        assert sum(p.length for p in by_object[i]) == size
+        assert [p.start for p in by_object[i]] == [
+            sum(q.length for q in by_object[i][:k]) for k in range(len(by_object[i]))
+        ]
+
+
+def test_fetch_writes_every_object_byte_for_byte_and_checks_the_sha256(
+    s3_server, s3_bucket: str, tmp_path: Path
+) -> None:
+    cfg = s3_server.s3config()
+    client = cfg.boto3_client()
+    prefix = f"fetch-{uuid.uuid4().hex[:6]}/"
+    bodies = {"empty": b"", "small": os.urandom(MiB + 3), "large": os.urandom(2 * PIECE + 12_345)}
+    for name, body in bodies.items():
+        client.put_object(Bucket=s3_bucket, Key=prefix + name, Body=body)
+    wanted = [Wanted(prefix + n, tmp_path / n, len(b), hashlib.sha256(b).hexdigest()) for n, b in bodies.items()]
+
+    done = fetch_objects(cfg, s3_bucket, wanted, jobs=4)
+
+    assert (done.files, done.bytes) == (3, sum(len(b) for b in bodies.values()))
+    for n, b in bodies.items():
+        assert (tmp_path / n).read_bytes() == b
+    assert set(done.finished) == {w.key for w in wanted} and all(s >= 0 for s in done.finished.values())
+
+    wrong = Wanted(prefix + "large", tmp_path / "again", len(bodies["large"]), "0" * 64)
+    with pytest.raises(UserError, match="does not have the SHA-256 it must have"):
+        fetch_objects(cfg, s3_bucket, [wrong], jobs=4)
+    longer = Wanted(prefix + "small", tmp_path / "longer", len(bodies["small"]) + 1)
+    with pytest.raises(UserError, match="fetch again"):
+        fetch_objects(cfg, s3_bucket, [longer], jobs=2)
+    missing = Wanted(prefix + "absent", tmp_path / "absent", 10)
+    with pytest.raises(UserError, match=r"fetching from s3://.* failed"):
+        fetch_objects(cfg, s3_bucket, [missing], jobs=2)
