@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--profile",
         default="quick",
         choices=sorted(TRANSFER_PROFILES),
-        help="matrix size: quick (default, ~10 min on 2 cores), medium (1 GiB rows, sweep), full (seed matrix)",
+        help="matrix size: quick (default, ~15 min on 2 quiet cores), medium (1 GiB rows, sweep), full (seed matrix)",
     )
     p.add_argument(
         "--data",

@@ -96,25 +96,26 @@ class Profile:
 
 
 TRANSFER_PROFILES: dict[str, Profile] = {
-    # Scaled to fit 15 minutes on a busy 2-core machine against the embedded server, three
+    # Scaled to about 15 minutes on a quiet 2-core machine against the embedded server, five
     # interleaved trials: a 1 MiB family at 4, 16 and 64 in flight, and 16 MiB and 256 MiB
-    # files at 16. Then the sync-vs-async sweep (s3fs and obstore, each blocking and asyncio)
-    # under two latency profiles, one trial: 1, 4, 16, 64 in flight x 1, 16, 256 MiB files.
+    # files at 16 (a case lasts 0.1-1 s here, so three trials left medians that moved with one
+    # slow trial). Then the sync-vs-async sweep (s3fs and obstore, each blocking and asyncio)
+    # under two latency profiles, three trials: 1, 4, 16, 64 in flight x 1, 16, 256 MiB files.
     # The seeds' 1000 x 1 MiB row is in `medium`.
     "quick": Profile(
         name="quick",
         rows=(Row(128, 1 * MiB), Row(16, 16 * MiB), Row(1, 256 * MiB)),
         concurrency=(16,),
-        trials=3,
-        note="scaled down for a busy 2-core machine: 256 MiB rows at 16 in flight, 128 x 1 MiB also at 4 and 64; "
-        "sync-vs-async sweep under s3-same-region and s3-cross-region, one trial",
+        trials=5,
+        note="scaled down for a 2-core machine: 256 MiB rows at 16 in flight, 128 x 1 MiB also at 4 and 64, "
+        "five trials; sync-vs-async sweep under s3-same-region and s3-cross-region, three trials",
         sweep=(4, 64),
         sweep_rows=(Row(128, 1 * MiB),),
         latency_networks=("s3-same-region", "s3-cross-region"),
         latency_tools=("s3fs", "s3fs-async", "obstore", "obstore-async"),
         latency_concurrency=(1, 4, 16, 64),
         latency_rows=(Row(32, 1 * MiB), Row(8, 16 * MiB), Row(1, 256 * MiB)),
-        latency_trials=1,
+        latency_trials=3,
     ),
     # The seed's 1 GiB family with a thread sweep and three trials.
     "medium": Profile(
