@@ -69,3 +69,38 @@ def test_holm_and_fdr_adjust_for_many_cases() -> None:
     assert math.isnan(stats.holm(p)[4])
     assert stats.fdr(p)[:4] == pytest.approx(st.false_discovery_control(p[:4]))
     assert stats.holm([0.5, 0.9]).max() <= 1.0
+
+
+def _runs(rng: np.random.Generator, cases: int, trials: int, sigma: float) -> list[np.ndarray]:
+    """Per-trial ratios of `cases` cases whose true ratios differ, each trial off by lognormal noise."""
+    true = np.exp(np.linspace(-1, 1, cases))
+    return [t * np.exp(rng.normal(0, sigma, trials)) for t in true]
+
+
+def test_next_run_intervals_hold_the_next_runs_ratio_as_often_as_they_say() -> None:
+    rng = np.random.default_rng(3)
+    held, held_by_bootstrap = [], []
+    for _ in range(40):  # 40 pairs of runs of 50 cases with 2 trials each, noise 15 % per trial
+        this, nxt = _runs(rng, 50, 2, 0.15), _runs(rng, 50, 2, 0.15)
+        nxt_ratios = [float(np.exp(np.log(n).mean())) for n in nxt]
+        held += [ci.contains(r) for ci, r in zip(stats.next_run_intervals(this), nxt_ratios)]
+        held_by_bootstrap += [stats.median_interval(t).contains(r) for t, r in zip(this[:10], nxt_ratios)]
+    assert 0.93 <= np.mean(held) <= 0.97
+    # a bootstrap over one run's own trials sees that run's noise only, and holds the next run far less often
+    assert np.mean(held_by_bootstrap) < 0.8
+
+
+def test_next_run_intervals_estimate_pools_and_edges() -> None:
+    cis = stats.next_run_intervals([[2.0, 8.0], [1.0, 1.0], [3.0]], pools=["a", "a", "a"])
+    assert cis[0].estimate == pytest.approx(4.0)  # the geometric mean of the trials
+    assert cis[1].estimate == 1.0 and cis[1].low < 1.0 < cis[1].high  # a still case borrows the pool's spread
+    assert cis[2].estimate == pytest.approx(3.0) and cis[2].known  # so does a case with one trial, wider
+    assert cis[2].half_width > cis[1].half_width
+    # pools keep their own spread: a quiet pool is not widened by a noisy one
+    quiet, noisy = stats.next_run_intervals([[1.0, 1.01], [1.0, 3.0]], pools=["q", "n"])
+    assert quiet.half_width < 0.2 < noisy.half_width
+    lone = stats.next_run_intervals([[2.0], [0.0, -1.0, math.nan]])
+    assert lone[0].estimate == pytest.approx(2.0) and not lone[0].known  # no pool has a second trial
+    assert math.isnan(lone[1].estimate)
+    with pytest.raises(ValueError):
+        stats.next_run_intervals([[1.0]], pools=["a", "b"])

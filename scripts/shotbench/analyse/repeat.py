@@ -1,11 +1,11 @@
 """The statistics of `shotbench repeat`: does a run's answer repeat? The same matrix N times back to back.
 
-Per run and case (mode, workers, page buffer, backend) the ratio is the backend's median task
-read time ÷ the baseline backend's (default `local`) in the same run, with its BCa 95 % interval
-(analyse/stats.py, every task of every trial a sample; `--unit case`: each trial's case runtime). Across the runs it reports how far each
-case's ratio moves (largest ÷ smallest − 1) and how often one run's stated interval covers another
-run's ratio: an interval that is honest about the noise covers the others' ratios about 95 % of
-the time. `--runs A B C` scores runs already made instead of making new ones.
+Per run and case (mode, workers, page buffer, backend) the ratio is the backend's case runtime,
+the number the report ranks on (`--unit task`: its median task read time) ÷ the baseline backend's (default `local`) in the
+same trial, averaged geometrically over the run's trials, with the 95 % prediction interval of
+stats.next_run_intervals. Across the runs it reports how far each case's ratio moves (largest ÷
+smallest − 1) and how often one run's stated interval covers another run's ratio: an interval
+that is honest about the noise covers the others' ratios about 95 % of the time. `--runs A B C` scores runs already made instead of making new ones.
 """
 
 from __future__ import annotations
@@ -37,9 +37,14 @@ class Summary:
     fastest_agree: float  # share of (mode, workers) whose fastest backend is the same in every run
 
 
-def ratios(run: Path, baseline: str, unit: str = "task") -> pd.DataFrame:
-    """One row per case of a run: backend ÷ baseline median time with its 95 % interval; the
-    samples are task read times (`task`) or the trials' case runtimes (`case`)."""
+def ratios(run: Path, baseline: str, unit: str = "case") -> pd.DataFrame:
+    """One row per case of a run: backend ÷ baseline, with the interval that should hold the next
+    run's ratio (stats.next_run_intervals).
+
+    Per trial the ratio is the backend's median task read time (`task`) or its case runtime
+    (`case`) ÷ the baseline's in the same trial, an interleaved round; the case's ratio is the
+    geometric mean over its trials. The spread between trials is pooled over the cases of one
+    mode (shots, signals), which differ in how much they move."""
     ds = analysis.load([f"{run.name}={run}"])
     w = (
         ds.workers
@@ -54,26 +59,33 @@ def ratios(run: Path, baseline: str, unit: str = "task") -> pd.DataFrame:
     w = w.assign(t=pd.to_numeric(w[TASK_TIME], errors="coerce")).dropna(subset=["t"])
     if baseline not in set(w["backend"]):
         raise UserError(f"run {run.name} has no {baseline!r} backend to compare with; pass --baseline with one it ran.")
-    base = {k: g["t"].to_numpy(float) for k, g in w[w["backend"] == baseline].groupby(KEYS[:3])}
-    rows = []
-    for key, g in w[w["backend"] != baseline].groupby(KEYS, sort=True):
-        ref = base.get(key[:3])
-        if ref is None:
-            ref = next((v for k, v in base.items() if k[:2] == key[:2]), None)  # a backend without page buffers
+    per = w.groupby([*KEYS, "trial"], sort=True)["t"].median()
+    base = per.xs(baseline, level="backend")
+    cases, per_trial = [], []
+    for key, g in per.drop(baseline, level="backend").groupby(level=KEYS, sort=True):
+        trials = g.droplevel(KEYS)
+        ref = base.xs(key[:3], drop_level=True) if key[:3] in base.index.droplevel("trial") else None
+        if ref is None:  # a backend without page buffers: the baseline's fastest page buffer
+            near = base[base.index.droplevel(["pb-size", "trial"]).isin([key[:2]])]
+            ref = near.groupby(level="trial").min() if len(near) else None
         if ref is None:
             continue
-        ci = stats.ratio_interval(g["t"].to_numpy(float), ref)
-        rows.append(
-            {
-                "run": run.name,
-                **dict(zip(KEYS, key)),
-                "ratio": ci.estimate,
-                "ci-low": ci.low,
-                "ci-high": ci.high,
-                "half-width": ci.half_width,
-                "samples": len(g),
-            }
-        )
+        both = pd.concat([trials.rename("x"), ref.rename("y")], axis=1, join="inner")
+        cases.append(key)
+        per_trial.append((both["x"] / both["y"]).to_numpy(float))
+    intervals = stats.next_run_intervals(per_trial, [k[0] for k in cases])
+    rows = [
+        {
+            "run": run.name,
+            **dict(zip(KEYS, key)),
+            "ratio": ci.estimate,
+            "ci-low": ci.low,
+            "ci-high": ci.high,
+            "half-width": ci.half_width,
+            "trials": len(r),
+        }
+        for key, r, ci in zip(cases, per_trial, intervals)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -121,7 +133,7 @@ def score(table: pd.DataFrame) -> tuple[pd.DataFrame, Summary]:
     return cases, summary
 
 
-def report(cases: pd.DataFrame, s: Summary, baseline: str, unit: str = "task") -> str:
+def report(cases: pd.DataFrame, s: Summary, baseline: str, unit: str = "case") -> str:
     shown = cases.assign(
         **{
             "pb-size": cases["pb-size"].map(analysis.pb_label),
@@ -129,10 +141,10 @@ def report(cases: pd.DataFrame, s: Summary, baseline: str, unit: str = "task") -
             "covered": [f"{c}/{p}" for c, p in zip(cases["covered"], cases["pairs"])],
         }
     )
-    what = "task read time" if unit == "task" else "case runtime"
-    over = "every task of every trial" if unit == "task" else "the trials"
+    what = "median task read time" if unit == "task" else "case runtime"
     lines = [
-        f"Ratio = median {what} ÷ {baseline}'s, per run (BCa 95 % interval over {over})",
+        f"Ratio = {what} ÷ {baseline}'s in the same trial, geometric mean over a run's trials; interval: "
+        "95 % prediction interval for the next run (the spread between trials pooled over each mode's cases)",
         shown.drop(columns=["pairs", "tight"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"),
         "",
         f"{s.runs} runs, {s.cases} cases: the median case's ratio moves {s.move_median:.1%} between runs "

@@ -875,8 +875,8 @@ def register_repeat(subparsers: Any) -> None:
     p.add_argument(
         "--unit",
         choices=["task", "case"],
-        default="task",
-        help="samples of a ratio: every task's read time (default) or each trial's case runtime",
+        default="case",
+        help="per trial, a ratio of case runtimes, the number the report ranks on (default), or of median task read times",
     )
     p.add_argument("--runs", nargs="+", metavar="RUN_DIR", help="score these runs instead of making new ones")
     p.add_argument(
