@@ -283,3 +283,62 @@ def test_stage_threshold_names_ties_and_fails_a_slow_row(tmp_path):
     text = analysis.threshold_text(run)
     assert "FAIL (1 of 2 rows pass)" in text and "tied with awscrt" in text
     assert cli_main(["transfer", "--check", str(run)]) == 1
+
+
+def _sync_async_rows() -> list[dict]:
+    """Three trials of s3fs/obstore, blocking and async, at 1 and 4 in flight on two networks."""
+    base = {"error": "", "test": "8 File/1 MiB ea", "file-count": 8, "file-size": MiB, "total-bytes": 8 * MiB}
+    speed = {"s3fs": 10.0, "s3fs-async": 15.0, "obstore": 40.0, "obstore-async": 40.0}  # MB/s
+    rows = []
+    for net in ("loopback", "s3-same-region"):
+        for conc in (1, 4):
+            for tool, mbps in speed.items():
+                for trial in range(3):
+                    v = mbps * conc * (1 + trial / 100)
+                    rows.append(
+                        {**base, "network": net, "direction": "download", "tool": tool, "concurrency": conc}
+                        | {"trial": trial, "mb-per-s": v, "seconds": 8.4 / v}
+                    )
+    return rows
+
+
+def test_the_answer_names_the_leader_its_ties_the_threshold_and_where_async_pays():
+    df = pd.DataFrame(_sync_async_rows())
+    leaders = {(r.direction, r.concurrency): r for r in analysis.leaders(df)}
+    lead = leaders[("download", 4)]
+    # obstore and obstore-async move the same bytes in the same time: one leads, the other is its tie
+    assert {lead.tool, *lead.tied} == {"obstore", "obstore-async"}
+    verdicts = {v.library: v for v in analysis.async_verdicts(df)}
+    assert verdicts["s3fs"].pays and verdicts["s3fs"].median == pytest.approx(1.5, rel=0.02)
+    assert not verdicts["obstore"].pays and verdicts["obstore"].median == pytest.approx(1.0, rel=0.02)
+    text = analysis.answer(df)
+    assert text.index("| download |") < text.index("**Sync or async:**")
+    assert "for **s3fs** it pays" in text and "for **obstore** it does not pay" in text
+    assert "shotbench stage" not in text  # shotbench did not run: no threshold sentence
+
+
+def test_sync_vs_async_figures_keep_one_colour_per_series_and_leave_out_one_point_rows():
+    from shotbench.transfer import plots
+
+    rows = _sync_async_rows()
+    one_file = {"test": "1 File/8 MiB ea", "file-count": 1, "file-size": 8 * MiB, "concurrency": 1}
+    rows += [r | one_file for r in rows if r["concurrency"] == 1]  # a row measured at 1 in flight only
+    df = pd.DataFrame(rows)
+    gain = plots.async_gain(df, "download")
+    assert gain is not None and len(gain) == 2  # a panel per network
+    colours: dict[str, set] = {}
+    for panel in gain:
+        for el in panel:
+            if el.label:
+                colours.setdefault(el.label, set()).add(el.opts.get().kwargs["color"])
+    assert set(colours) == {
+        "obstore · 1 File/8 MiB ea",
+        "obstore · 8 File/1 MiB ea",
+        "s3fs · 1 File/8 MiB ea",
+        "s3fs · 8 File/1 MiB ea",
+    }
+    assert all(len(c) == 1 for c in colours.values())  # the same colour in every panel
+    sweep = plots.latency_sweep(df, "download")
+    assert sweep is not None and len(sweep) == 2  # the one-file row (one point per tool) is not a panel
+    assert all("8 File/1 MiB ea" in p.opts.get().kwargs["title"] for p in sweep)
+    assert plots.async_gain(df, "upload") is None

@@ -536,3 +536,98 @@ def latency_text(cases: pd.DataFrame) -> str:
             )
     parts.append("\n" + async_finding(cases))
     return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- the answer, first on the page
+
+
+@dataclass(frozen=True)
+class Leader:
+    """The fastest tool on one row of the main matrix, and the tools its interval cannot tell apart."""
+
+    direction: str
+    test: str
+    concurrency: int
+    tool: str
+    seconds: float
+    tied: tuple[str, ...]  # intervals overlapping the leader's
+    size: int = 0  # bytes per file, for ordering rows
+
+
+def leaders(cases: pd.DataFrame) -> list[Leader]:
+    """Per row of the loopback matrix, the tool with the smallest median time among those that
+    write files (raw-get, the in-memory ceiling, is not a contender), with its ties."""
+    s = summarize(loopback(cases))
+    s = s[(s["good"] > 0) & (s["tool"] != BASELINE)]
+    out = []
+    for (direction, test, conc), g in s.groupby(["direction", "test", "concurrency"], sort=False):
+        g = g.sort_values("seconds")
+        top = g.iloc[0]
+        tied = tuple(r["tool"] for _, r in g.iloc[1:].iterrows() if _overlap(top, r))
+        out.append(Leader(direction, test, int(conc), top["tool"], float(top["seconds"]), tied, int(top["file-size"])))
+    order = {"upload": 0, "download": 1}
+    return sorted(out, key=lambda r: (order.get(r.direction, 2), r.size, r.concurrency))
+
+
+@dataclass(frozen=True)
+class AsyncVerdict:
+    """How one library's async form compares with its blocking form over every swept cell."""
+
+    library: str
+    cells: int
+    median: float  # async MB/s ÷ sync MB/s, median over cells
+    low: float
+    high: float
+    pays: bool  # the median cell gains at least the stated factor
+
+
+def async_verdicts(cases: pd.DataFrame, pays: float = 1.10) -> list[AsyncVerdict]:
+    """Per library, over every network, direction, file size and number in flight."""
+    gains = pd.DataFrame([g.__dict__ for g in async_gains(cases)])
+    if gains.empty:
+        return []
+    out = []
+    for lib, g in gains.groupby("library", sort=True):
+        r = g["ratio"]
+        out.append(
+            AsyncVerdict(str(lib), len(r), float(r.median()), float(r.min()), float(r.max()), r.median() >= pays)
+        )
+    return out
+
+
+def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
+    """The report's first section, in markdown: the fastest tool per row with its ties, whether
+    `shotbench stage` met its threshold, and whether async pays."""
+    rows = leaders(cases)
+    if not rows:
+        return "No tool finished a case in this run; see the failures at the end."
+    checks = {(c.direction, c.test, c.concurrency): c for c in stage_checks(cases, threshold)}
+    lines = [
+        "| direction | row | in flight | fastest (median) | as fast, within the intervals | shotbench ÷ fastest other |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        c = checks.get((r.direction, r.test, r.concurrency))
+        mine = f"{c.ratio:.2f}×" if c is not None and c.ratio is not None else "–"
+        lines.append(
+            f"| {r.direction} | {r.test} | {r.concurrency} | **{r.tool}** {r.seconds:.2f} s | "
+            f"{', '.join(r.tied) or 'none'} | {mine} |"
+        )
+    parts = ["\n".join(lines)]
+    if checks:
+        passed = [c for c in checks.values() if c.passed]
+        missed = sorted((c for c in checks.values() if not c.passed), key=lambda c: c.ratio or np.inf)
+        text = f"**`shotbench stage` and its download** are within {threshold:.2f}× of the fastest other tool on {len(passed)} of {len(checks)} rows"
+        if missed:
+            worst = [f"{c.direction} {c.test} at {c.concurrency} ({c.ratio:.2f}×)" for c in missed if c.ratio]
+            text += f"; not on {'; '.join(worst)}" if worst else ""
+        parts.append(text + ".")
+    verdicts = async_verdicts(cases)
+    if verdicts:
+        said = [
+            f"for **{v.library}** it {'pays' if v.pays else 'does not pay'}: its async form moves a median "
+            f"{v.median:.2f}× what its blocking form moves ({v.low:.2f}–{v.high:.2f}× over {v.cells} cells)"
+            for v in verdicts
+        ]
+        parts.append("**Sync or async:** " + "; ".join(said) + ".")
+    return "\n\n".join(parts)

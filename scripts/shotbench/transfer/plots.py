@@ -6,7 +6,7 @@ import holoviews as hv
 import pandas as pd
 from hvplot import hvPlotTabular  # not hvplot.pandas: that loads the notebook extension from a CDN
 
-from shotbench.transfer.analysis import latency_summary, loopback, main_concurrency, summarize
+from shotbench.transfer.analysis import LOOPBACK, async_gains, latency_summary, loopback, main_concurrency, summarize
 
 
 def per_file_size(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
@@ -20,13 +20,13 @@ def per_file_size(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
     s = s.assign(column=s["tool"])
     panels = []
     for test, g in s.sort_values(["file-size", "file-count"]).groupby("test", sort=False):
-        g = g.sort_values("mb-per-s", ascending=False)
+        g = g.sort_values("mb-per-s")  # horizontal bars are drawn bottom up: the fastest on top
         panels.append(
             hvPlotTabular(g).bar(
                 x="column",
                 y="mb-per-s",
                 title=f"{direction}: {test} ({conc} threads)",
-                rot=45,
+                invert=True,  # tools on the vertical axis: their names read across, not at an angle
                 width=520,
                 height=340,
                 xlabel="",
@@ -35,7 +35,7 @@ def per_file_size(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
                 color="#1f77b4" if direction == "upload" else "#2ca02c",
             )
         )
-    return hv.Layout(panels).cols(2)
+    return hv.Layout(panels).cols(2).opts(shared_axes=False)  # each panel its own order of tools
 
 
 def concurrency_sweep(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
@@ -67,31 +67,75 @@ def concurrency_sweep(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
 
 def latency_sweep(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
     """Sync vs async under latency: MB/s against requests in flight, a line per tool (sync and
-    async forms of s3fs and obstore), a panel per network profile and file size."""
+    async forms of s3fs and obstore, one colour each in every panel), a panel per network profile
+    and file size. A file size measured at one number in flight only (one file) is a point, not a
+    line: it stays in the table and out of the figure."""
     s = latency_summary(cases)
     s = s[s["direction"] == direction]
     swept = s.groupby(["network", "test"])["concurrency"].nunique()
-    keep = [k for k, n in swept.items() if n > 1 or k[0] != "loopback"]  # a one-file row has one level
-    s = s[s.set_index(["network", "test"]).index.isin(keep)]
+    s = s[s.set_index(["network", "test"]).index.isin(swept[swept > 1].index)]
     if s.empty:
         return None
+    colours = dict(zip(sorted(s["tool"].unique()), hv.Cycle("Category10").values))
+    ticks = sorted(s["concurrency"].unique())
     panels = []
-    nets = sorted(s["network"].unique(), key=lambda n: (n != "loopback", n))
+    nets = sorted(s["network"].unique(), key=lambda n: (n != LOOPBACK, n))
     for net in nets:
         for test, g in s[s["network"] == net].sort_values(["file-size", "file-count"]).groupby("test", sort=False):
-            g = g.sort_values("concurrency")
+            layers: list[hv.Element] = []
+            for tool, t in g.sort_values("concurrency").groupby("tool", sort=True):
+                layers.append(hv.Curve(t, "concurrency", "mb-per-s", label=tool).opts(color=colours[tool]))
+                layers.append(hv.Scatter(t, "concurrency", "mb-per-s", label=tool).opts(color=colours[tool], size=6))
             panels.append(
-                hvPlotTabular(g).line(
-                    x="concurrency",
-                    y="mb-per-s",
-                    by="tool",
-                    logx=True,
+                hv.Overlay(layers).opts(
                     title=f"{direction} · {net} · {test}",
-                    width=420,
-                    height=300,
+                    logx=True,
+                    xticks=[(c, str(c)) for c in ticks],
                     xlabel="requests in flight",
                     ylabel="MB/s",
+                    xlim=(0.8, max(ticks) * 1.25),
+                    width=600,
+                    height=300,
+                    legend_position="right",
+                    show_legend=True,
                 )
-                * hvPlotTabular(g).scatter(x="concurrency", y="mb-per-s", by="tool", logx=True)
             )
-    return hv.Layout(panels).cols(3)
+    return hv.Layout(panels).cols(1).opts(shared_axes=False)  # each panel on its own MB/s scale
+
+
+def async_gain(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
+    """Where async starts to pay: async MB/s ÷ blocking MB/s of the same library against requests
+    in flight, a line per library and file size (one colour each, the same in every panel), a
+    panel per network profile, and the line of no difference at 1."""
+    gains = pd.DataFrame([g.__dict__ for g in async_gains(cases)])
+    if gains.empty:
+        return None
+    gains = gains[gains["direction"] == direction]
+    if gains.empty:
+        return None
+    gains = gains.assign(series=gains["library"] + " · " + gains["test"])
+    colours = dict(zip(sorted(gains["series"].unique()), hv.Cycle("Category10").values))
+    ticks = sorted(gains["concurrency"].unique())
+    panels = []
+    for net in sorted(gains["network"].unique(), key=lambda n: (n != LOOPBACK, n)):
+        g = gains[gains["network"] == net]
+        layers: list[hv.Element] = [hv.HLine(1.0).opts(color="gray", line_dash="dashed")]
+        for series, s in g.sort_values("concurrency").groupby("series", sort=True):
+            colour = colours[series]
+            layers.append(hv.Curve(s, "concurrency", "ratio", label=series).opts(color=colour))
+            layers.append(hv.Scatter(s, "concurrency", "ratio", label=series).opts(color=colour, size=7))
+        panels.append(
+            hv.Overlay(layers).opts(
+                title=f"{direction} · {net}",
+                logx=True,
+                xticks=[(t, str(t)) for t in ticks],
+                xlabel="requests in flight",
+                ylabel="async ÷ blocking MB/s",
+                xlim=(0.8, max(ticks) * 1.25),
+                width=760,
+                height=320,
+                legend_position="right",
+                show_legend=True,
+            )
+        )
+    return hv.Layout(panels).cols(1)

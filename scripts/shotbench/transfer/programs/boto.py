@@ -168,14 +168,14 @@ class Boto3Tuned(Boto3TransferManager):
 
 class Shotbench(Tool):
     """shotbench's own: `shotbench stage` for uploads (awscrt; SHA-256 checked, torn files refused)
-    and its download side (`shotbench.store.fetch`, obstore; sizes checked, SHA-256 checked by the
-    runner after the clock stops, as for every tool)."""
+    and its download side (`shotbench.store.fetch`: obstore, ranged GETs of at most 16 MiB written
+    in place; sizes checked, SHA-256 checked by the runner after the clock stops, as for every tool)."""
 
     name = "shotbench"
     family = "shotbench"
     describe = {
         "upload": "shotbench.store.stage.stage(dir, s3://…/, jobs=N)",
-        "download": "shotbench.store.fetch.fetch_objects(keys → files, jobs=N)",
+        "download": "shotbench.store.fetch.fetch_objects(keys → files, jobs=N ranged GETs of ≤ 16 MiB)",
     }
 
     requires = ("shotbench.store.stage", "awscrt.s3", "obstore")
