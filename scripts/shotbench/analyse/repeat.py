@@ -1,11 +1,12 @@
 """The statistics of `shotbench repeat`: does a run's answer repeat? The same matrix N times back to back.
 
 Per run and case (mode, workers, page buffer, backend) the ratio is the backend's case runtime,
-the number the report ranks on (`--unit task`: its median task read time) ÷ the baseline backend's (default `local`) in the
-same trial, averaged geometrically over the run's trials, with the 95 % prediction interval of
-stats.next_run_intervals. Across the runs it reports how far each case's ratio moves (largest ÷
-smallest − 1) and how often one run's stated interval covers another run's ratio: an interval
-that is honest about the noise covers the others' ratios about 95 % of the time. `--runs A B C` scores runs already made instead of making new ones.
+the number the report ranks on (`--unit task`: its median task read time), ÷ the baseline
+backend's (default `local`) in the same trial, averaged geometrically over the run's trials, with
+the 95 % prediction interval of stats.next_run_intervals. Across the runs it reports how far each
+case's ratio moves (largest ÷ smallest − 1) and how often one run's stated interval covers another
+run's ratio: an interval that is honest about the noise covers the others' ratios about 95 % of
+the time. `--runs A B C` scores runs already made instead of making new ones.
 """
 
 from __future__ import annotations

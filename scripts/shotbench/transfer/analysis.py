@@ -603,7 +603,8 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
         return "No tool finished a case in this run; see the failures at the end."
     checks = {(c.direction, c.test, c.concurrency): c for c in stage_checks(cases, threshold)}
     lines = [
-        "| direction | row | in flight | fastest (median) | as fast, within the intervals | shotbench ÷ fastest other |",
+        "| direction | row | in flight | fastest (median) | as fast, within the intervals "
+        "| shotbench ÷ fastest other |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -617,10 +618,13 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
     if checks:
         passed = [c for c in checks.values() if c.passed]
         missed = sorted((c for c in checks.values() if not c.passed), key=lambda c: c.ratio or np.inf)
-        text = f"**`shotbench stage` and its download** are within {threshold:.2f}× of the fastest other tool on {len(passed)} of {len(checks)} rows"
-        if missed:
-            worst = [f"{c.direction} {c.test} at {c.concurrency} ({c.ratio:.2f}×)" for c in missed if c.ratio]
-            text += f"; not on {'; '.join(worst)}" if worst else ""
+        text = (
+            f"**`shotbench stage` and its download** are within {threshold:.2f}× of the fastest other tool "
+            f"on {len(passed)} of {len(checks)} rows"
+        )
+        misses = [f"{c.direction} {c.test} at {c.concurrency} ({c.ratio:.2f}×)" for c in missed if c.ratio]
+        if misses:
+            text += f"; not on {'; '.join(misses)}"
         parts.append(text + ".")
     verdicts = async_verdicts(cases)
     if verdicts:
