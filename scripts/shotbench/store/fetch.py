@@ -32,7 +32,6 @@ from shotbench.store.s3 import Location, S3Config
 from shotbench.units import MiB
 
 PIECE = 16 * MiB  # one ranged GET; an object of this size or less is one GET
-_HASH_READ = 8 * MiB
 
 
 @dataclass(frozen=True)
@@ -85,12 +84,9 @@ class _Open:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
+def _sha256(path: Path) -> str:
     with open(path, "rb") as fh:
-        while chunk := fh.read(_HASH_READ):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _local(path: Path, op: Callable[[], int]) -> int:
@@ -161,7 +157,7 @@ def fetch_objects(cfg: S3Config, bucket: str, wanted: list[Wanted], jobs: int = 
     for w in wanted:
         if (have := w.path.stat().st_size) != w.size:
             raise UserError(f"{w.path} received {have} bytes but the object {w.key} has {w.size}; fetch again.")
-        if w.sha256 and _sha256_of(w.path) != w.sha256:
+        if w.sha256 and _sha256(w.path) != w.sha256:
             raise UserError(
                 f"{w.path} does not have the SHA-256 it must have ({w.key} changed or was damaged); fetch again."
             )

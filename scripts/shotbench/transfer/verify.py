@@ -14,8 +14,6 @@ from pathlib import Path
 
 from shotbench.transfer.matrix import FileSpec
 
-_READ = 8 << 20
-
 
 @dataclass(frozen=True)
 class FileCheck:
@@ -31,11 +29,8 @@ class FileCheck:
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(_READ):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def check_file(spec: FileSpec, path: Path) -> FileCheck:
