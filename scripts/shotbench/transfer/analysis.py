@@ -6,7 +6,7 @@ A cell is the median over trials that verified; a case with no good trial shows 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -365,7 +365,11 @@ def _overlap(a: pd.Series, b: pd.Series) -> bool:
 def stage_checks(cases: pd.DataFrame, threshold: float = THRESHOLD) -> list[StageCheck]:
     """Every loopback row shotbench ran: its median time over the fastest other tool's (raw-get,
     the in-memory ceiling that writes no files, is not a competitor)."""
-    s = summarize(loopback(cases))
+    return _stage_checks(summarize(loopback(cases)), threshold)
+
+
+def _stage_checks(s: pd.DataFrame, threshold: float) -> list[StageCheck]:
+    """stage_checks of a loopback summary already made."""
     out = []
     for (direction, test, conc), g in s.groupby(["direction", "test", "concurrency"], sort=False):
         me = g[g["tool"] == SELF]
@@ -488,6 +492,11 @@ class AsyncGain:
     ratio: float  # async MB/s / sync MB/s
 
 
+def async_gain_table(cases: pd.DataFrame) -> pd.DataFrame:
+    """async_gains as a table, one row per cell (empty when no pair was swept)."""
+    return pd.DataFrame([asdict(g) for g in async_gains(cases)], columns=[f.name for f in fields(AsyncGain)])
+
+
 def async_gains(cases: pd.DataFrame) -> list[AsyncGain]:
     s = latency_summary(cases)
     out = []
@@ -557,7 +566,11 @@ class Leader:
 def leaders(cases: pd.DataFrame) -> list[Leader]:
     """Per row of the loopback matrix, the tool with the smallest median time among those that
     write files (raw-get, the in-memory ceiling, is not a contender), with its ties."""
-    s = summarize(loopback(cases))
+    return _leaders(summarize(loopback(cases)))
+
+
+def _leaders(s: pd.DataFrame) -> list[Leader]:
+    """leaders of a loopback summary already made."""
     s = s[(s["good"] > 0) & (s["tool"] != BASELINE)]
     out = []
     for (direction, test, conc), g in s.groupby(["direction", "test", "concurrency"], sort=False):
@@ -583,7 +596,7 @@ class AsyncVerdict:
 
 def async_verdicts(cases: pd.DataFrame, pays: float = 1.10) -> list[AsyncVerdict]:
     """Per library, over every network, direction, file size and number in flight."""
-    gains = pd.DataFrame([g.__dict__ for g in async_gains(cases)])
+    gains = async_gain_table(cases)
     if gains.empty:
         return []
     out = []
@@ -598,10 +611,11 @@ def async_verdicts(cases: pd.DataFrame, pays: float = 1.10) -> list[AsyncVerdict
 def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
     """The report's first section, in markdown: the fastest tool per row with its ties, whether
     `shotbench stage` met its threshold, and whether async pays."""
-    rows = leaders(cases)
+    summary = summarize(loopback(cases))  # one bootstrap per cell, shared by the rows and the checks
+    rows = _leaders(summary)
     if not rows:
         return "No tool finished a case in this run; see the failures at the end."
-    checks = {(c.direction, c.test, c.concurrency): c for c in stage_checks(cases, threshold)}
+    checks = {(c.direction, c.test, c.concurrency): c for c in _stage_checks(summary, threshold)}
     lines = [
         "| direction | row | in flight | fastest (median) | as fast, within the intervals "
         "| shotbench ÷ fastest other |",

@@ -6,7 +6,14 @@ import holoviews as hv
 import pandas as pd
 from hvplot import hvPlotTabular  # not hvplot.pandas: that loads the notebook extension from a CDN
 
-from shotbench.transfer.analysis import LOOPBACK, async_gains, latency_summary, loopback, main_concurrency, summarize
+from shotbench.transfer.analysis import (
+    LOOPBACK,
+    async_gain_table,
+    latency_summary,
+    loopback,
+    main_concurrency,
+    summarize,
+)
 
 
 def per_file_size(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
@@ -65,6 +72,33 @@ def concurrency_sweep(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
     return hv.Layout(panels).cols(2)
 
 
+def _series(frame: pd.DataFrame, y: str, by: str, colours: dict[str, str], size: int) -> list[hv.Element]:
+    """A line with its points per value of `by`, each in its own colour (the same in every panel)."""
+    layers: list[hv.Element] = []
+    for name, g in frame.sort_values("concurrency").groupby(by, sort=True):
+        layers.append(hv.Curve(g, "concurrency", y, label=name).opts(color=colours[name]))
+        layers.append(hv.Scatter(g, "concurrency", y, label=name).opts(color=colours[name], size=size))
+    return layers
+
+
+def _in_flight_panel(
+    layers: list[hv.Element], title: str, ticks: list[int], ylabel: str, width: int, height: int
+) -> hv.Overlay:
+    """One panel against requests in flight: log axis ticked at the levels swept, legend outside."""
+    return hv.Overlay(layers).opts(
+        title=title,
+        logx=True,
+        xticks=[(t, str(t)) for t in ticks],
+        xlabel="requests in flight",
+        ylabel=ylabel,
+        xlim=(0.8, max(ticks) * 1.25),
+        width=width,
+        height=height,
+        legend_position="right",
+        show_legend=True,
+    )
+
+
 def latency_sweep(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
     """Sync vs async under latency: MB/s against requests in flight, a line per tool (sync and
     async forms of s3fs and obstore, one colour each in every panel), a panel per network profile
@@ -82,24 +116,8 @@ def latency_sweep(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
     nets = sorted(s["network"].unique(), key=lambda n: (n != LOOPBACK, n))
     for net in nets:
         for test, g in s[s["network"] == net].sort_values(["file-size", "file-count"]).groupby("test", sort=False):
-            layers: list[hv.Element] = []
-            for tool, t in g.sort_values("concurrency").groupby("tool", sort=True):
-                layers.append(hv.Curve(t, "concurrency", "mb-per-s", label=tool).opts(color=colours[tool]))
-                layers.append(hv.Scatter(t, "concurrency", "mb-per-s", label=tool).opts(color=colours[tool], size=6))
-            panels.append(
-                hv.Overlay(layers).opts(
-                    title=f"{direction} · {net} · {test}",
-                    logx=True,
-                    xticks=[(c, str(c)) for c in ticks],
-                    xlabel="requests in flight",
-                    ylabel="MB/s",
-                    xlim=(0.8, max(ticks) * 1.25),
-                    width=600,
-                    height=300,
-                    legend_position="right",
-                    show_legend=True,
-                )
-            )
+            layers = _series(g, "mb-per-s", "tool", colours, 6)
+            panels.append(_in_flight_panel(layers, f"{direction} · {net} · {test}", ticks, "MB/s", 600, 300))
     return hv.Layout(panels).cols(1).opts(shared_axes=False)  # each panel on its own MB/s scale
 
 
@@ -107,9 +125,7 @@ def async_gain(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
     """Where async starts to pay: async MB/s ÷ blocking MB/s of the same library against requests
     in flight, a line per library and file size (one colour each, the same in every panel), a
     panel per network profile, and the line of no difference at 1."""
-    gains = pd.DataFrame([g.__dict__ for g in async_gains(cases)])
-    if gains.empty:
-        return None
+    gains = async_gain_table(cases)
     gains = gains[gains["direction"] == direction]
     if gains.empty:
         return None
@@ -118,24 +134,7 @@ def async_gain(cases: pd.DataFrame, direction: str) -> hv.Layout | None:
     ticks = sorted(gains["concurrency"].unique())
     panels = []
     for net in sorted(gains["network"].unique(), key=lambda n: (n != LOOPBACK, n)):
-        g = gains[gains["network"] == net]
-        layers: list[hv.Element] = [hv.HLine(1.0).opts(color="gray", line_dash="dashed")]
-        for series, s in g.sort_values("concurrency").groupby("series", sort=True):
-            colour = colours[series]
-            layers.append(hv.Curve(s, "concurrency", "ratio", label=series).opts(color=colour))
-            layers.append(hv.Scatter(s, "concurrency", "ratio", label=series).opts(color=colour, size=7))
-        panels.append(
-            hv.Overlay(layers).opts(
-                title=f"{direction} · {net}",
-                logx=True,
-                xticks=[(t, str(t)) for t in ticks],
-                xlabel="requests in flight",
-                ylabel="async ÷ blocking MB/s",
-                xlim=(0.8, max(ticks) * 1.25),
-                width=760,
-                height=320,
-                legend_position="right",
-                show_legend=True,
-            )
-        )
+        layers = [hv.HLine(1.0).opts(color="gray", line_dash="dashed")]
+        layers += _series(gains[gains["network"] == net], "ratio", "series", colours, 7)
+        panels.append(_in_flight_panel(layers, f"{direction} · {net}", ticks, "async ÷ blocking MB/s", 760, 320))
     return hv.Layout(panels).cols(1)
