@@ -14,14 +14,13 @@ from typing import Any
 
 import pandas as pd
 
-from shotbench.units import MiB
+from shotbench.units import KiB, MiB
 
 REFERENCE = "ros3-1.14"
 BASE_PB = 256 * MiB
 BASE_WORKERS = 2
 BASE_FILE, BASE_PAGE = 16_000_000, 8_000_000  # the default synthetic shot file and its page size
 BIG_FILE = 64_000_000  # the page-size knob's files: room for two 32 MB pages
-KiB = 1024
 DEFAULT_BLOCK = 16 * MiB  # 2.2's block size when nothing sets it (HDF5_ROS3_VFD_DEFAULT_BLOCK_SIZE)
 
 

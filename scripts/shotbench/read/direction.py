@@ -34,7 +34,6 @@ from shotbench.analyse.ablation import (
     BIG_FILE,
     REFERENCE,
     UNTESTED,
-    KiB,
     interval,
     knob_table,
     knob_value,
@@ -46,7 +45,7 @@ from shotbench.paths import data_dir, runs_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
 from shotbench.read import opencost
 from shotbench.runs import DIRECTION
-from shotbench.units import MiB
+from shotbench.units import KiB, MiB
 
 PB_64 = 64 * MiB
 
