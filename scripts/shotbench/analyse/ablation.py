@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from shotbench.analyse import stats
 from shotbench.units import KiB, MiB
 
 REFERENCE = "ros3-1.14"
@@ -76,8 +77,6 @@ def interval(ref: pd.Series, other: pd.Series) -> tuple[float, float, float]:
     Trial i of every case runs in the same interleaved round, so where both have the same trials
     the ratio is the median of the per-round ratios (a round that ran slower for everyone, such as
     the first one of a fresh server, divides out); otherwise median ÷ median, resampled apart."""
-    from shotbench.analyse import stats
-
     common = ref.index.intersection(other.index)
     if len(common) >= 2 and len(common) == len(ref) == len(other):
         est = stats.paired_ratio_interval(other.loc[common].to_numpy(float), ref.loc[common].to_numpy(float))
