@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from golden import RUN_FIXTURE as RUN
-from shotbench.analyse import analysis, decision
+from shotbench.analyse import analysis, decision, stats
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +62,22 @@ def test_overlapping_trials_are_no_clear_difference() -> None:
         _cases({"a": [1.0, 1.2, 1.4, 1.1], "b": [1.05, 1.3, 1.0, 1.25], "c": [3.0, 3.1, 3.2, 3.05]})
     )
     assert list(t["verdict"]) == [decision.FASTEST, decision.UNCLEAR, decision.SLOWER]
+
+
+def test_the_ratio_to_the_fastest_is_paired_by_round() -> None:
+    """Rounds that run slow for everyone divide out: b is 10 % slower than a in every round, so it
+    is slower, although its runtimes overlap a's; c scatters around a's by a few per cent (the spread both are judged by, pooled), so it is a tie."""
+    a = [1.0, 2.0, 1.0, 2.0]
+    t = decision.decision_table(
+        _cases({"a": a, "b": [1.1 * x for x in a], "c": [x * f for x, f in zip(a, (0.97, 1.03, 0.98, 1.02))]})
+    )
+    by = t.set_index("name")
+    assert by.at["b", "verdict"] == decision.SLOWER
+    assert by.at["b", "vs-fastest-ci-low"] > 1
+    assert by.at["c", "verdict"] == decision.UNCLEAR
+    # the interval is the one stated for the next run: the same statistic `shotbench repeat` scores
+    ci = stats.next_run_intervals([[1.1] * 4, [0.97, 1.03, 0.98, 1.02]])
+    assert (by.at["c", "vs-fastest-ci-low"], by.at["c", "vs-fastest-ci-high"]) == pytest.approx((ci[1].low, ci[1].high))
 
 
 def test_one_trial_claims_nothing() -> None:
@@ -159,3 +175,15 @@ def test_a_clear_winner_is_named_alone() -> None:
     t = decision.decision_table(_cases({"a": [1.0, 1.01, 0.99, 1.0], "b": [1.5, 1.52, 1.49, 1.51]}))
     (answer,) = decision.answer_records(t)
     assert answer.tied == () and answer.text.startswith("shots: a with 1 worker, 1 s")
+
+
+def test_a_crowd_of_ties_is_told_as_a_run_that_cannot_rank() -> None:
+    """Where the noise hides every difference the answer says so first, names every configuration
+    and the way to separate them, instead of a list that reads like a ranking."""
+    t = decision.decision_table(
+        _cases({n: [1.0 + 0.01 * i, 1.5 - 0.01 * i, 1.1, 1.4] for i, n in enumerate(["a", "b", "c", "d"])})
+    )
+    (answer,) = decision.answer_records(t)
+    assert len(answer.names) == 4
+    assert answer.text.startswith("shots: this run cannot tell 4 configurations with 1 worker apart")
+    assert all(n in answer.text for n in "abcd") and "--precision" in answer.text

@@ -1,8 +1,10 @@
 """The decision table: which backend, with how many workers, for each access pattern.
 
 Per (mode, workers) every backend configuration (series and page buffer) is ranked by median
-runtime over trials, with a BCa bootstrap 95 % CI (analyse/stats.py); its ratio to the fastest carries a CI
-too, and a ratio whose CI contains 1 is "no clear difference". The *limit* is the speed that
+runtime over trials, with a BCa bootstrap 95 % CI (analyse/stats.py). Its ratio to the fastest carries
+the interval that should hold the next run's ratio (stats.next_run_intervals: per-trial paired ratios,
+their spread pooled per mode), and a ratio whose interval contains 1 is "no clear difference".
+Configurations from different runs (the upstream study's) keep a BCa interval of medians. The *limit* is the speed that
 could not be beaten on this machine: max(local-disk runtime, raw-GET runtime of the same bytes).
 Costs come from the dated price table in prices.toml.
 """
@@ -29,6 +31,7 @@ REFERENCES = (LOCAL, analysis.RAW_GET)
 LIMIT_ROW = "limit reference"
 GIB = 1 << 30
 FASTEST, UNCLEAR, SLOWER, ONE_TRIAL = "fastest", "no clear difference", "slower", "one trial: no CI"
+CROWD = 4  # a tie of this many configurations or more is told as "this run cannot tell them apart"
 CANNOT_READ = "cannot read these files"  # every case of the configuration was unsupported
 NO_MEASUREMENT = "failed: no measurement"  # every case of the configuration failed: listed, never ranked
 COLUMNS = [
@@ -128,6 +131,22 @@ def _number(cases: pd.DataFrame, preferred: str, fallback: str | None) -> pd.Ser
     return out
 
 
+def per_trial_ratios(g: pd.DataFrame, fastest: pd.DataFrame) -> np.ndarray | None:
+    """This configuration's runtime ÷ the fastest's, one ratio per trial both ran, or None when the
+    two were not measured in the same run (different labels, or no trial in common).
+
+    Trials of one run are interleaved rounds, so a round that ran slow for everyone divides out of
+    its pair; configurations from different runs (the upstream study's) have nothing to pair."""
+    label = "label" if "label" in g.columns and "label" in fastest.columns else None
+    if label and set(g[label].astype(str)) != set(fastest[label].astype(str)):
+        return None
+    x = g.groupby("trial")["total-runtime"].median()
+    y = fastest.groupby("trial")["total-runtime"].median()
+    both = pd.concat([x.rename("x"), y.rename("y")], axis=1, join="inner").dropna()
+    both = both[both["y"] > 0]
+    return None if both.empty else (both["x"] / both["y"]).to_numpy(float)
+
+
 def verdict(rank: int, lo: float, hi: float) -> str:
     if rank == 1:
         return FASTEST
@@ -154,7 +173,8 @@ def decision_table(
     c["_bytes"] = _number(c, "client-bytes", "get-bytes")
     c["_amp"] = _number(c, "amplification", None)
     c["_raw"] = _number(c, "raw-get-runtime", None)
-    rows = []
+    rows: list[dict] = []
+    next_run: list[tuple[int, str, np.ndarray]] = []  # (row, mode, per-trial ratios to the fastest)
     ranked: set[tuple[str, str, str, int, int]] = set()
     for (mode, workers), part in c.groupby(["obj-type", "num-workers"], sort=False):
         pbs = part.groupby("series")["pb-size"].nunique()
@@ -166,7 +186,7 @@ def decision_table(
         for (series, pb), g in part.groupby(["series", "pb-size"], sort=False):
             groups.append((str(series), int(pb), g["total-runtime"].to_numpy(float), g))
         groups.sort(key=lambda x: (x[3]["backend"].iloc[0] in REFERENCES, float(np.median(x[2]))))
-        fastest = groups[0][2]
+        fastest, fastest_g = groups[0][2], groups[0][3]
         rank = 0
         for series, pb, times, g in groups:
             reference = g["backend"].iloc[0] in REFERENCES
@@ -177,8 +197,13 @@ def decision_table(
             if rank == 1 and not reference:
                 rlo = rhi = 1.0
             else:
-                vs = stats.ratio_interval(times, fastest, level, n_boot, seed)
-                rlo, rhi = vs.low, vs.high
+                paired = per_trial_ratios(g, fastest_g)
+                if paired is not None:  # same run: the interval for the next run, filled in below
+                    next_run.append((len(rows), str(mode), paired))
+                    rlo = rhi = np.nan
+                else:
+                    vs = stats.ratio_interval(times, fastest, level, n_boot, seed)
+                    rlo, rhi = vs.low, vs.high
             # the raw-GET runtime measured for this case's bytes, else the raw-get backend's
             raw = float(g["_raw"].median()) if g["_raw"].notna().any() else raw_backend_time
             limit = np.nan if np.isnan(local_time) and np.isnan(raw) else float(np.nanmax([local_time, raw]))
@@ -213,6 +238,12 @@ def decision_table(
                     "noisy": noisy,
                 }
             )
+    intervals = stats.next_run_intervals([r for _, _, r in next_run], [m for _, m, _ in next_run], level)
+    for (i, _, _), ci in zip(next_run, intervals):
+        row = rows[i]
+        row["vs-fastest-ci-low"], row["vs-fastest-ci-high"] = ci.low, ci.high
+        if row["verdict"] != LIMIT_ROW:
+            row["verdict"] = verdict(int(row["rank"]), ci.low, ci.high)
     rows += _cannot_read_rows(ds.unsupported, unsupported)
     rows += unmeasured_rows(ds, failed, ranked)
     out = pd.DataFrame(rows, columns=COLUMNS)
@@ -350,7 +381,7 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
             "median runtime [s] (95 % CI)": [
                 _interval(v[0], v[1], v[2], "s") for v in t[["runtime", "runtime-ci-low", "runtime-ci-high"]].to_numpy()
             ],
-            "× fastest (95 % CI)": [
+            "× fastest (95 % next run)": [
                 _interval(v[0], v[1], v[2], ".2f", "×")
                 for v in t[["vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"]].to_numpy()
             ],
@@ -450,7 +481,14 @@ class Answer:
     @property
     def text(self) -> str:
         w = _workers(self.workers)
-        if self.tied:
+        if len(self.tied) >= CROWD - 1:  # a crowd: say first that the run cannot rank it
+            text = (
+                f"{self.mode}: this run cannot tell {len(self.names)} configurations with {w} apart "
+                f"(within {self.within} % of one another, no clear difference at 95 %): {_and(self.names)}; "
+                f"pick on cost or simplicity, or run more trials (--precision) to separate them. "
+                f"Fastest median: {self.leader}, {self.runtime:.3g} s"
+            )
+        elif self.tied:
             text = (
                 f"{self.mode}: {_and(self.names)} with {w} are within {self.within} % of one another "
                 f"(no clear difference at 95 %); pick on cost or simplicity. Fastest median: {self.leader}, "
