@@ -98,9 +98,13 @@ lint: venv ## Layering contract (import-linter), ruff check, mypy, then ruff for
 	@.venv/bin/mypy scripts/shotbench
 	@.venv/bin/ruff format --check scripts/shotbench tests
 
-test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs)
+TEST_JOBS ?= 3
+test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs): TEST_JOBS=3 files at a time, then the tests that time runs, alone
 	@$(SB) envs build --all
-	@$(PY) -m pytest
+	@# most tests wait on servers, timeouts and subprocesses, so 3 processes keep 2 cores busy;
+	@# one file per process keeps module fixtures shared. Tests that compare timings run after, alone.
+	@$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not alone"
+	@$(PY) -m pytest -m alone
 
 test-fast: venv ## Unit tests only: no builds, no server, no notebook, no browser (< 1 min)
 	@# against an empty, offline build cache: a test that would build or start a server fails here

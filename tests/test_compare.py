@@ -117,6 +117,7 @@ def _compare(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_compare_two_runs_passes_and_a_slowed_run_fails_by_name(tmp_path: Path) -> None:
     """At the default gate (10 %, Holm): A against A' flags nothing; a run whose S3 path has the
     same-region latency profile (fsspec slowed, local untouched) fails and names fsspec alone.

@@ -127,3 +127,35 @@ def test_weighted_shots_split_balances_bytes() -> None:
         for t in tasks:  # each task reads its signals in file order
             sigs = [it.signal for it in t.parts[0].items]
             assert sigs == sorted(sigs)
+
+
+def test_the_quick_matrix_varies_the_page_buffer_of_the_ros3_backends_only(tmp_path) -> None:
+    """The page buffer is the study's knob of the ROS3 driver: `quick` measures it there, and runs
+    every other backend without one; page buffers asked for by name apply to every backend."""
+    from shotbench.plan import profiles
+    from shotbench.plan.matrix import UPSTREAM_PAGE_BUFFER
+
+    reads = {"ros3-1.14": True, "ros3-2.0": True, "fsspec": True, "local": True, "raw-get": False}
+    backends = list(reads)
+
+    def pbs(cfg: profiles.BenchConfig) -> dict[str, set[int]]:
+        out: dict[str, set[int]] = {}
+        for c in plan_cases(cfg.matrix(), 0, reads):
+            out.setdefault(c.backend, set()).add(c.pb_size)
+        return out
+
+    quick = pbs(profiles.load("quick", overrides={"backends": backends}))
+    assert quick == {
+        "ros3-1.14": {0, UPSTREAM_PAGE_BUFFER},
+        "ros3-2.0": {0, UPSTREAM_PAGE_BUFFER},
+        "fsspec": {0},
+        "local": {0},
+        "raw-get": {0},
+    }
+    named = pbs(profiles.load("quick", overrides={"backends": backends, "page_buffers": [0, 64_000_000]}))
+    assert named["fsspec"] == named["local"] == named["ros3-2.0"] == {0, 64_000_000}
+    config = tmp_path / "pb.toml"
+    config.write_text('page_buffers = [0, 64000000]\npage_buffer_backends = ["fsspec"]\n')
+    chosen = pbs(profiles.load("quick", config, overrides={"backends": backends}))
+    assert chosen["fsspec"] == {0, 64_000_000} and chosen["ros3-2.0"] == chosen["local"] == {0}
+    assert pbs(profiles.load("full", overrides={"backends": backends}))["fsspec"] == {0, UPSTREAM_PAGE_BUFFER}

@@ -10,6 +10,7 @@ import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
 from shotbench.runs import interleave
@@ -304,6 +305,7 @@ class Matrix:
     modes: list[str] = field(default_factory=lambda: list(MODES))
     workers: list[int] = field(default_factory=lambda: [1, 2])
     page_buffers: list[int] = field(default_factory=lambda: [0, UPSTREAM_PAGE_BUFFER])
+    page_buffer_backends: list[str] = field(default_factory=lambda: ["*"])  # fnmatch patterns
     chunk_caches: list[int] = field(default_factory=lambda: [MiB])
     block_caches: list[int] = field(default_factory=lambda: [-1])  # -1 default, 0 off, else bytes
     trials: int = 1
@@ -323,7 +325,8 @@ def plan_cases(
 ) -> list[Case]:
     """Every case of the run, interleaved in a seeded random order within each trial.
 
-    Page buffer and chunk cache only vary for backends that read HDF5, the block cache only for
+    Page buffer and chunk cache only vary for backends that read HDF5 (the page buffer only for
+    those `page_buffer_backends` names; the others run without one), the block cache only for
     those that have one (`block_cache[name]`); raw-get runs once per (mode, workers, trial).
     The block cache joins the case id only when it is not the default, so ids of runs made
     before it existed stay the same.
@@ -338,6 +341,8 @@ def plan_cases(
             bcs: list[int | None] = list(matrix.block_caches) if block_cache.get(backend) else [None]
             wanted = (shape.page_buffers or matrix.page_buffers) if shape is not None else matrix.page_buffers
             pbs = [p for p in wanted if shape is None or shape.accepts_page_buffer(p)] or [0]
+            if not any(fnmatchcase(backend, pat) for pat in matrix.page_buffer_backends):
+                pbs = [0]
             for mode in modes:
                 for w in matrix.workers:
                     for pb in dict.fromkeys(pbs) if hdf5 else [0]:
