@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from golden import RUN_FIXTURE as RUN
-from shotbench.analyse import analysis, decision, stats
+from shotbench import stats
+from shotbench.analyse import analysis, decision
 
 
 @pytest.fixture(scope="module")

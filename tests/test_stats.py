@@ -1,4 +1,4 @@
-"""analyse/stats.py: the intervals, tests and adjustments every table shares are scipy's, seeded, and
+"""stats.py: the intervals, tests and adjustments every table shares are scipy's, seeded, and
 behave at the edges (one value, identical values) the way the tables rely on."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from shotbench.analyse import stats
+from shotbench import stats
 
 
 def test_median_interval_is_scipys_bca_and_repeats() -> None:

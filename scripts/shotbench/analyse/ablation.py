@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from shotbench.analyse import stats
+from shotbench import stats
 from shotbench.units import KiB, MiB
 
 REFERENCE = "ros3-1.14"

@@ -18,7 +18,8 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from shotbench.analyse import multishot, stats
+from shotbench import stats
+from shotbench.analyse import multishot
 from shotbench.errors import UserError
 from shotbench.hdf5.effective import STATS_COLUMNS
 from shotbench.plan.matrix import MODES, UPSTREAM_PAGE_BUFFER

@@ -7,7 +7,7 @@ row's read time of every trial is a sample (in `signals` mode a row per worker a
 one runtime per trial.
 Per case: median task time ratio B ÷ A with a BCa bootstrap 95 % interval and a two-sided
 Mann-Whitney p-value, adjusted over the cases (Holm, or Benjamini-Hochberg with
-`--correction fdr`); analyse/stats.py computes all three. A case is SLOWER when its ratio is at least
+`--correction fdr`); stats.py computes all three. A case is SLOWER when its ratio is at least
 `--threshold` (default 1.10), its interval lies above 1 and its adjusted p is below 0.05.
 `--limit-ratio K` fails cases of B slower than K × the raw-GET time of the same bytes.
 """
@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.analyse import analysis, decision, stats
+from shotbench import stats
+from shotbench.analyse import analysis, decision
 from shotbench.analyse.gate import ALPHA, THRESHOLD
 from shotbench.errors import UserError
 

@@ -1,7 +1,7 @@
 """The decision table: which backend, with how many workers, for each access pattern.
 
 Per (mode, workers) every backend configuration (series and page buffer) is ranked by median
-runtime over trials, with a BCa bootstrap 95 % CI (analyse/stats.py). Its ratio to the fastest carries
+runtime over trials, with a BCa bootstrap 95 % CI (stats.py). Its ratio to the fastest carries
 the interval that should hold the next run's ratio (stats.next_run_intervals: per-trial paired ratios,
 their spread pooled per mode), and a ratio whose interval contains 1 is "no clear difference".
 Configurations from different runs (the upstream study's) keep a BCa interval of medians. The *limit* is the speed that
@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.analyse import analysis, stats, stopping
+from shotbench import stats
+from shotbench.analyse import analysis, stopping
 from shotbench.errors import UserError
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")

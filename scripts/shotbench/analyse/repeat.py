@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shotbench.analyse import analysis, decision, stats
+from shotbench import stats
+from shotbench.analyse import analysis, decision
 from shotbench.errors import UserError
 
 TASK_TIME = "open+read-data-time"

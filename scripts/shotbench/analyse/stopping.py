@@ -37,7 +37,7 @@ class Rule:
 
     def verdict(self, samples: Sequence[float], trials: int) -> tuple[float, str]:
         """(half-width of the median's 95 % interval, tight/cap/more) after `trials` trials."""
-        from shotbench.analyse import stats  # scipy: 3 s to import, so only once a case ran
+        from shotbench import stats  # scipy: 3 s to import, so only once a case ran
 
         if not self.adaptive:
             return stats.median_interval(samples).half_width, FIXED

@@ -57,7 +57,7 @@ class OpenCost:
 
 def from_report(env: str, obj: str, size: int, report: dict) -> OpenCost:
     """The reproducer's JSON, reduced to medians; request lines counted per open."""
-    from shotbench.analyse.stats import median_interval
+    from shotbench.stats import median_interval
 
     opens = report["opens"]
     warm = opens[1:] or opens

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from shotbench import stats
 from shotbench.runs import RUN_JSON, read_meta
 from shotbench.transfer.matrix import size_label
 
@@ -20,7 +21,6 @@ CLASSIC = "aws-s3-sync"  # the seed tables' reference column
 SELF = "shotbench"
 THRESHOLD = 1.10  # shotbench's median time may be at most this multiple of the best tool's, on every row
 LOOPBACK = "loopback"
-LEVEL = 0.95
 
 
 def load_cases(run_dir: Path) -> pd.DataFrame:
@@ -30,19 +30,6 @@ def load_cases(run_dir: Path) -> pd.DataFrame:
         df["network"] = LOOPBACK
     df["network"] = df["network"].replace("", LOOPBACK)
     return df
-
-
-def median_interval(values: np.ndarray, level: float = LEVEL, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """Percentile-bootstrap interval of the median (as the reading benchmark's decision table);
-    NaN with fewer than two values."""
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    meds = np.median(rng.choice(values, (n_boot, len(values))), axis=1)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(meds, [tail, 100 - tail])
-    return float(lo), float(hi)
 
 
 def loopback(cases: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +54,8 @@ def summarize(cases: pd.DataFrame) -> pd.DataFrame:
     for key, g in cases.groupby(keys, sort=False):
         good = g[(g["error"] == "") & g["seconds"].notna()]
         errors = g.loc[g["error"] != "", "error"]
-        lo, hi = median_interval(good["seconds"].to_numpy())
+        ci = stats.median_interval(good["seconds"].to_numpy())  # BCa, as the reading benchmark's
+        lo, hi = ci.low, ci.high
         out.append(
             {
                 **dict(zip(keys, key)),
@@ -445,7 +433,7 @@ def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
     verdict = "PASS" if passed == len(checks) else "FAIL"
     head = (
         f"stage threshold: shotbench ≤ {threshold:.2f}× the fastest other tool's median time on every row "
-        f"(median of verified trials, {int(LEVEL * 100)} % bootstrap interval; raw-get excluded as the ceiling): "
+        f"(median of verified trials, {int(stats.LEVEL * 100)} % BCa bootstrap interval; raw-get excluded as the ceiling): "
         f"{verdict} ({passed} of {len(checks)} rows pass)"
     )
     return "\n".join([head, *("  " + c.line() for c in checks)])
