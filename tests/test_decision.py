@@ -188,3 +188,4 @@ def test_a_crowd_of_ties_is_told_as_a_run_that_cannot_rank() -> None:
     assert len(answer.names) == 4
     assert answer.text.startswith("shots: this run cannot tell 4 configurations with 1 worker apart")
     assert all(n in answer.text for n in "abcd") and "--precision" in answer.text
+    assert decision.one_line(t).startswith("shots: 4 configurations tied (fastest median: a) with 1 worker")

@@ -595,7 +595,10 @@ def one_line(table: pd.DataFrame) -> str:
         if best is None:
             continue
         tied = tuple(str(n) for n in _tied_rows(table, best)["name"])
-        who = best["name"] if not tied else f"{_and((str(best['name']), *tied))} (tied)"
+        if len(tied) >= CROWD - 1:  # the index page keeps one line: the count, and the fastest
+            who = f"{len(tied) + 1} configurations tied (fastest median: {best['name']})"
+        else:
+            who = best["name"] if not tied else f"{_and((str(best['name']), *tied))} (tied)"
         text = f"{mode}: {who} with {_workers(int(best['num-workers']))}, {best['runtime']:.3g} s"
         if pd.notna(best["vs-limit"]):
             text += f", {best['vs-limit']:.2f}× limit"
