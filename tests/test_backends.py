@@ -122,3 +122,44 @@ def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, 
         drv.stop()
     assert not [r["error"] for r in out.rows if r["error"]]
     assert (sum(r["dsets"] for r in out.rows), sum(r["bytes"] for r in out.rows)) == expected
+
+
+def test_download_leaves_no_folder_behind(staged_shots, shot_dir, tmp_path) -> None:
+    """The copies' folder goes with the backend, and with the process that held it when it exits
+    (a Dask worker keeps its backend until then): none is left in the temporary directory."""
+    import dataclasses
+    import gc
+    import json
+    import subprocess
+
+    loc, cfg, objs = staged_shots
+    b = registry.get("download")(Source("s3", loc.bucket, loc.prefix, str(shot_dir)), ReadSettings())
+    b.setup(cfg)
+    with b.open(objs[0].key, objs[0].size):
+        pass
+    folder = Path(b._tmp)
+    assert any(folder.iterdir())  # the copy, kept until the task ends
+    del b
+    gc.collect()
+    assert not folder.exists()
+
+    script = (
+        "import json, sys\n"
+        "from shotbench.backends import registry\n"
+        "from shotbench.backends.base import ReadSettings, Source\n"
+        "from shotbench.store.s3 import S3Config\n"
+        "a = json.load(sys.stdin)\n"
+        "b = registry.get('download')(Source('s3', a['bucket'], a['prefix'], a['dir']), ReadSettings())\n"
+        "b.setup(S3Config(**a['cfg']))\n"
+        "b.open(a['key'], a['size']).close()\n"
+        "print(b._tmp)\n"  # exits with the backend alive and its copy in place
+    )
+    arg = {"bucket": loc.bucket, "prefix": loc.prefix, "dir": str(shot_dir), "key": objs[0].key, "size": objs[0].size}
+    arg["cfg"] = dataclasses.asdict(cfg)  # on stdin: credentials never on a command line
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", script], input=json.dumps(arg), env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()).parent == tmp_path
+    assert not list(tmp_path.glob("shotbench-dl-*"))

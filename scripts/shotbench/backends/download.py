@@ -1,7 +1,8 @@
 """Sync then read: GET each whole object with obstore, then h5py reads the local copy.
 
 A worker keeps its downloaded copies until its task ends, so a file is fetched once per
-task even when the task reads many of its signals (what a user who syncs first gets).
+task even when the task reads many of its signals (what a user who syncs first gets). The
+folder of copies is removed with the backend, or when the worker process exits.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from typing import Any
 
 from shotbench.backends.base import Backend
@@ -27,6 +29,8 @@ class DownloadBackend(Backend):
         self.store = make_store(s3, self.source.bucket)
         self._copies: dict[str, Any] = {}
         self._tmp = tempfile.mkdtemp(prefix="shotbench-dl-")
+        # the copies' folder goes with the backend, or with the worker process at its exit
+        self._remove_tmp = weakref.finalize(self, shutil.rmtree, self._tmp, ignore_errors=True)
 
     def _download(self, key: str) -> Any:
         data = get_object(self.store, key, self.meter)
