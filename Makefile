@@ -99,10 +99,11 @@ lint: venv ## Layering contract (import-linter), ruff check, mypy, then ruff for
 	@.venv/bin/ruff format --check scripts/shotbench tests
 
 TEST_JOBS ?= 3
-test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs): TEST_JOBS=3 files at a time, then the tests that time runs, alone
+test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs): TEST_JOBS=3 files at a time, then the tests a busy machine disturbs, alone
 	@$(SB) envs build --all
 	@# most tests wait on servers, timeouts and subprocesses, so 3 processes keep 2 cores busy;
-	@# one file per process keeps module fixtures shared. Tests that compare timings run after, alone.
+	@# one file per process keeps module fixtures shared. Tests that time runs against each other
+	@# or count TCP segments (marked `alone`) run after, with the machine to themselves.
 	@$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not alone"
 	@$(PY) -m pytest -m alone
 
