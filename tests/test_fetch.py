@@ -37,12 +37,13 @@ def test_fetch_writes_every_object_byte_for_byte_and_checks_the_sha256(
     cfg = s3_server.s3config()
     client = cfg.boto3_client()
     prefix = f"fetch-{uuid.uuid4().hex[:6]}/"
-    bodies = {"empty": b"", "small": os.urandom(MiB + 3), "large": os.urandom(2 * PIECE + 12_345)}
+    piece = MiB  # small ranges, so a few MiB exercise the split
+    bodies = {"empty": b"", "small": os.urandom(MiB // 2 + 3), "large": os.urandom(2 * piece + 12_345)}
     for name, body in bodies.items():
         client.put_object(Bucket=s3_bucket, Key=prefix + name, Body=body)
     wanted = [Wanted(prefix + n, tmp_path / n, len(b), hashlib.sha256(b).hexdigest()) for n, b in bodies.items()]
 
-    done = fetch_objects(cfg, s3_bucket, wanted, jobs=4)
+    done = fetch_objects(cfg, s3_bucket, wanted, jobs=4, piece=piece)
 
     assert (done.files, done.bytes) == (3, sum(len(b) for b in bodies.values()))
     for n, b in bodies.items():
@@ -51,7 +52,7 @@ def test_fetch_writes_every_object_byte_for_byte_and_checks_the_sha256(
 
     wrong = Wanted(prefix + "large", tmp_path / "again", len(bodies["large"]), "0" * 64)
     with pytest.raises(UserError, match="does not have the SHA-256 it must have"):
-        fetch_objects(cfg, s3_bucket, [wrong], jobs=4)
+        fetch_objects(cfg, s3_bucket, [wrong], jobs=4, piece=piece)
     longer = Wanted(prefix + "small", tmp_path / "longer", len(bodies["small"]) + 1)
     with pytest.raises(UserError, match="fetch again"):
         fetch_objects(cfg, s3_bucket, [longer], jobs=2)
