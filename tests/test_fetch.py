@@ -37,7 +37,7 @@ def test_fetch_writes_every_object_byte_for_byte_and_checks_the_sha256(
     cfg = s3_server.s3config()
     client = cfg.boto3_client()
     prefix = f"fetch-{uuid.uuid4().hex[:6]}/"
-    piece = MiB  # small ranges, so a few MiB exercise the split
+    piece = 3 * MiB  # small ranges, so a few MiB exercise the split; each streamed in 1 MiB chunks
     bodies = {"empty": b"", "small": os.urandom(MiB // 2 + 3), "large": os.urandom(2 * piece + 12_345)}
     for name, body in bodies.items():
         client.put_object(Bucket=s3_bucket, Key=prefix + name, Body=body)
@@ -56,6 +56,10 @@ def test_fetch_writes_every_object_byte_for_byte_and_checks_the_sha256(
     longer = Wanted(prefix + "small", tmp_path / "longer", len(bodies["small"]) + 1)
     with pytest.raises(UserError, match="fetch again"):
         fetch_objects(cfg, s3_bucket, [longer], jobs=2)
+    # a streamed range (more than one chunk) that ends early is refused the same way
+    streamed = Wanted(prefix + "large", tmp_path / "streamed", len(bodies["large"]) + 2 * MiB)
+    with pytest.raises(UserError, match="where .* were asked.*fetch again"):
+        fetch_objects(cfg, s3_bucket, [streamed], jobs=2, piece=piece)
     missing = Wanted(prefix + "absent", tmp_path / "absent", 10)
     with pytest.raises(UserError, match=r"fetching from s3://.* failed"):
         fetch_objects(cfg, s3_bucket, [missing], jobs=2)

@@ -107,19 +107,25 @@ def _pwrite(path: Path, fd: int, data: memoryview, at: int) -> None:
 
 def _get_into(store: Any, w: Wanted, p: Piece, fd: int) -> None:
     """GET one range and write it in place as it arrives, at least CHUNK bytes at a time, so the
-    disk writes overlap the transfer and no range is held whole in memory. Exactly the range's
-    length must arrive."""
+    disk writes overlap the transfer and no range is held whole in memory (a range of one chunk
+    or less is one call, one buffer). Exactly the range's length must arrive."""
     import obstore
 
     if p.length == 0:
         return
-    got = obstore.get(store, w.key, options={"range": (p.start, p.start + p.length)})
-    received = 0
-    for chunk in got.stream(min_chunk_size=CHUNK):
-        data = memoryview(chunk)
-        if received + len(data) <= p.length:
-            _pwrite(w.path, fd, data, p.start + received)
-        received += len(data)
+    if p.length <= CHUNK:  # one chunk anyway: one call, as a whole buffer
+        data = memoryview(obstore.get_range(store, w.key, start=p.start, length=p.length))
+        if len(data) == p.length:
+            _pwrite(w.path, fd, data, p.start)
+        received = len(data)
+    else:
+        got = obstore.get(store, w.key, options={"range": (p.start, p.start + p.length)})
+        received = 0
+        for chunk in got.stream(min_chunk_size=CHUNK):
+            data = memoryview(chunk)
+            if received + len(data) <= p.length:
+                _pwrite(w.path, fd, data, p.start + received)
+            received += len(data)
     if received != p.length:
         raise UserError(
             f"{w.path} received {received} bytes at offset {p.start} of {w.key} where {p.length} were asked; "
