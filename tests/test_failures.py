@@ -432,6 +432,7 @@ def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_
 
 
 @pytest.mark.server
+@pytest.mark.alone  # the health check between cases allows 2 × 5 s; three busy test processes once took longer
 def test_faults_run_checks_every_byte(shot_dir: Path, tmp_path: Path) -> None:
     """`--faults flaky-5pc` through toxiproxy: the run completes, every row (raw GETs too) is
     verified against the local copy, fsspec rows carry a retry count, and the reliability table prints."""
