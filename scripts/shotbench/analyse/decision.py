@@ -482,7 +482,7 @@ class Answer:
     @property
     def text(self) -> str:
         w = _workers(self.workers)
-        if len(self.tied) >= CROWD - 1:  # a crowd: say first that the run cannot rank it
+        if crowd(self.tied):  # say first that the run cannot rank them
             text = (
                 f"{self.mode}: this run cannot tell {len(self.names)} configurations with {w} apart "
                 f"(within {self.within} % of one another, no clear difference at 95 %): {_and(self.names)}; "
@@ -504,6 +504,11 @@ class Answer:
         if self.noisy:
             text += "; its runtime is noisy (its interval stayed wider than the target up to the trial cap)"
         return text + self.faster_failed
+
+
+def crowd(tied: tuple[str, ...]) -> bool:
+    """The leader and `tied` make a group of CROWD or more: told as a run that cannot rank them."""
+    return len(tied) + 1 >= CROWD
 
 
 def _and(names: tuple[str, ...]) -> str:
@@ -595,7 +600,7 @@ def one_line(table: pd.DataFrame) -> str:
         if best is None:
             continue
         tied = tuple(str(n) for n in _tied_rows(table, best)["name"])
-        if len(tied) >= CROWD - 1:  # the index page keeps one line: the count, and the fastest
+        if crowd(tied):  # the index page keeps one line: the count, and the fastest
             who = f"{len(tied) + 1} configurations tied (fastest median: {best['name']})"
         else:
             who = best["name"] if not tied else f"{_and((str(best['name']), *tied))} (tied)"
