@@ -238,6 +238,12 @@ def test_wheel_env_from_the_index_needs_no_compiler(tmp_path: Path) -> None:
     assert (row["hdf5_version"], row["ros3"], row["state"]) == ("2.1.1", True, "ready")
     assert row["libhdf5"].startswith(str(tmp_path / "envs" / "h5py-s3"))
     assert "] compile" not in proc.stdout and "build h5py" not in proc.stdout
+    # what a Dask worker imports is compiled once, here, so no worker compiles it at start
+    assert "bytecode of the worker imports written" in proc.stdout, proc.stdout
+    site = next((tmp_path / "envs" / "h5py-s3" / "lib").glob("python3*/site-packages"))
+    for module in ("distributed/worker", "distributed/nanny", "h5py/_hl/files", "numpy/__init__"):
+        folder, _, stem = module.rpartition("/")
+        assert list((site / folder / "__pycache__").glob(f"{stem}.cpython-*.pyc")), f"no bytecode of {module}"
 
 
 @pytest.mark.slow

@@ -212,7 +212,7 @@ def _stamp_for(result: builder.BuildResult, reqs: str) -> dict:
         "wheel_sha256": result.manifest.get("wheel_sha256"),
         "requirements_sha256": hashlib.sha256(reqs.encode()).hexdigest(),
         "repo": str(repo_root()),
-        "bytecode": UV_ENV["UV_COMPILE_BYTECODE"],
+        "bytecode": BYTECODE,
     }
 
 
@@ -233,14 +233,63 @@ def _verify(result: builder.BuildResult, found: dict) -> str | None:
     return None
 
 
-# Bytecode is compiled when an environment is made: a worker that starts under
-# PYTHONDONTWRITEBYTECODE (or on a read-only env) would otherwise compile numpy, h5py and dask from
-# source every time it starts. Part of the stamp, so envs made without it are made again once.
-UV_ENV = {"UV_PYTHON_DOWNLOADS": "never", "UV_COMPILE_BYTECODE": "1"}
+# Bytecode is written when an environment is made, for what a Dask worker imports: a worker that
+# starts under PYTHONDONTWRITEBYTECODE (or on a read-only env) would otherwise compile numpy, h5py
+# and dask from source every time it starts. Not every module of the lock: compiling all 7,600
+# files took 24 s per environment, the ~670 a LocalCluster and h5py import about 3 s. The method
+# is part of the stamp, so an env made another way is made again once.
+UV_ENV = {"UV_PYTHON_DOWNLOADS": "never"}
+BYTECODE = "worker-imports"
+WARM_TIMEOUT = 180.0  # seconds; a warm-up that hangs must not hold up the run
+
+# A one-worker LocalCluster with its dashboard, as the driver starts them, running h5py: every
+# module a worker and its scheduler import is compiled once, by the env's own interpreter.
+_WARM = r"""
+import logging
+from distributed import Client, LocalCluster
+
+def work():
+    import h5py, numpy
+    return h5py.version.hdf5_version
+
+if __name__ == "__main__":
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      silence_logs=logging.ERROR, memory_limit=0) as cluster:
+        with Client(cluster, set_as_default=False) as client:
+            print(client.submit(work, pure=False).result(timeout=120))
+"""
 
 
 def _uv(name: str, step: str, args: list[str], log: Path) -> None:
     builder.run_step(name, step, [str(which.uv()), *args], log, cwd=repo_root(), env=UV_ENV)
+
+
+def warm_bytecode(name: str, python: Path, log: Path) -> bool:
+    """Write the bytecode of what a worker imports (see BYTECODE); False when the warm-up failed,
+    which costs speed, not correctness: the env then compiles on import."""
+    started = time.monotonic()
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+    script = log.with_name("env-warm.py")
+    script.write_text(_WARM)
+    try:
+        with log.open("w") as out:
+            proc = subprocess.run(
+                [str(python), str(script)],
+                cwd=script.parent,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=WARM_TIMEOUT,
+                check=False,
+            )
+        ok = proc.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    if ok:
+        builder.say(name, f"bytecode of the worker imports written in {time.monotonic() - started:.0f} s")
+    else:
+        builder.say(name, f"bytecode warm-up failed (see {log}); workers compile on import instead")
+    return ok
 
 
 def _current(
@@ -303,6 +352,7 @@ def ensure_env(result: builder.BuildResult, reqs: str | None = None, force: bool
         ["pip", "install", "--python", str(python), "--no-deps", "-e", str(repo_root())],
         logs / "env-shotbench.log",
     )
+    warm_bytecode(name, python, logs / "env-warm.log")
     found = probe(python)
     problem = _verify(result, found)
     if problem:
@@ -411,7 +461,7 @@ def _wheel_stamp(spec: WheelSpec, reqs: str) -> dict:
         "wheel": spec.fingerprint(),
         "requirements_sha256": hashlib.sha256(reqs.encode()).hexdigest(),
         "repo": str(repo_root()),
-        "bytecode": UV_ENV["UV_COMPILE_BYTECODE"],
+        "bytecode": BYTECODE,
     }
 
 
@@ -489,6 +539,7 @@ def ensure_wheel_env(spec: WheelSpec, reqs: str | None = None, force: bool = Fal
         ["pip", "install", "--python", str(python), "--no-deps", "-e", str(repo_root())],
         logs / "env-shotbench.log",
     )
+    warm_bytecode(spec.name, python, logs / "env-warm.log")
     found = probe(python)
     problem = verify_wheel(spec, path, found)
     if problem:
