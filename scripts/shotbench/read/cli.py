@@ -358,6 +358,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
 
                 meta["versions"]["packages"] = main_versions()
                 from shotbench.read.checksums import Checksums
+                from shotbench.store.network import FAULTS
 
                 runner = Runner(
                     folder,
@@ -371,6 +372,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                     stop_rule=stopping.Rule(cfg.precision, cfg.max_trials, 60 * cfg.max_minutes),
                     checksums=Checksums(wl.source) if cfg.verify else None,
                     faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}),
+                    late_lines=meta["config"].get("network") in FAULTS,
                 )
                 _record_backend_versions(meta, drivers, prep.backends)
                 folder.write_meta(meta)

@@ -86,6 +86,10 @@ class Runner:
     stop_rule: stopping.Rule = field(default_factory=stopping.Rule)  # trials until the interval is tight
     _samples: dict[str, list[float]] | None = None  # per case group: task read times of its ok trials
     _trials: dict[str, int] = field(default_factory=dict)
+    # requests may reach the server after their client gave up (fault profiles): each count then
+    # waits for the access log to go quiet, not only for the last response
+    late_lines: bool = False
+    _log_end: int | None = None  # access-log offset where the last counted window ended
 
     def __post_init__(self) -> None:
         self.drivers.watch = self.watchdog()
@@ -187,15 +191,23 @@ class Runner:
             self.say(f"  dask dashboard [{drv.name}, {case.workers} workers]: {link}")
         log = self.workload.access_log
         stats = None
+        bucket = self.workload.bucket
         if log is not None:
             from shotbench.store import accesslog
 
-            accesslog.settle(log, quiet=0.25)  # earlier requests' late lines land before the mark
-            mark = accesslog.offset_marker(log)
+            if self.late_lines or self._log_end is None:
+                accesslog.settle(log, quiet=0.25)  # late lines of given-up requests land before the mark
+                self._log_end = accesslog.offset_marker(log)
+            # the mark: after the byte counts of every GET so far (the raw-get ceiling's come ~0.1 s late)
+            _, mark = accesslog.counted_window(log, self._log_end, bucket)
         limit = self.deadline(tasks)
         out = drv.request(Run(tasks, park_timeout=PREPARE_TIMEOUT), timeout=limit + DEADLINE_SLACK)
         if log is not None:
-            stats = accesslog.count_since(log, mark, bucket=self.workload.bucket, quiet=0.25)
+            if self.late_lines:
+                accesslog.settle(log, quiet=0.25)
+            # every response is back, so every line is in: wait only for the GETs' byte counts
+            records, self._log_end = accesslog.counted_window(log, mark, bucket)
+            stats = accesslog.window_stats(records, bucket)
         return out, seconds, stats
 
     def raw_get_runtime(self, case: Case) -> float | None:

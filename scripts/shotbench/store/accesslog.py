@@ -9,7 +9,12 @@ before a case, read what was appended after it) is exact where time windows are 
 versitygw v1.8.0 logs 0 in both byte fields of a GetObject, so the bytes come from its
 StatsD metrics instead: `shotbench.store.statsd` appends `#bytes <unix-time> bytes_read
 <bucket> <n>` lines to the same file. Those arrive up to ~0.1 s after the request (the
-metrics are flushed in batches), hence the `settle` wait in `count_since`. There is one count
+metrics are flushed in batches), hence the waits in `count_since` and `counted_window`.
+
+versitygw writes a request's line before it sends the response (one locked, unbuffered append
+in `SendResponse`, s3api/controllers/base.go), so once a client holds every response, every
+line of its requests is in the log. Only a request that reaches the server after its client
+gave up (fault profiles) can log late; for those runs a quiet period is waited for as well. There is one count
 per served GET; a window where they differ (a count lost to UDP under load, measured once in a
 CI run: 32 of 1,169) has no byte total rather than a short one.
 """
@@ -167,6 +172,23 @@ def count_since(log: Path, offset: int, bucket: str | None = None, quiet: float 
     while quiet > 0 and _incomplete(records, bucket) and time.monotonic() < deadline:
         time.sleep(0.05)  # byte counts still on their way: give them a moment, not forever
         records, _ = _read(Path(log), offset)
+    return _stats(records, bucket)
+
+
+def counted_window(log: Path, since: int, bucket: str | None = None) -> tuple[list[LogRecord | ByteRecord], int]:
+    """The records after byte `since` once each GET served in them has its byte count (waiting at
+    most LATE_COUNTS_WAIT), and the offset after the last of them: a window that ends where its
+    requests' lines end, with no quiet period to wait out (see the module docstring)."""
+    records, end = _read(Path(log), since)
+    deadline = time.monotonic() + LATE_COUNTS_WAIT
+    while _incomplete(records, bucket) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        records, end = _read(Path(log), since)
+    return records, end
+
+
+def window_stats(records: list[LogRecord | ByteRecord], bucket: str | None = None) -> RequestStats:
+    """Requests and GET bytes of a window from `counted_window`."""
     return _stats(records, bucket)
 
 
