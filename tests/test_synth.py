@@ -8,6 +8,7 @@ and byte-identical output for the same seed.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -143,6 +144,15 @@ def test_same_seed_gives_byte_identical_files_and_another_seed_does_not(tmp_path
     for a, b in zip(first, again):
         assert a.read_bytes() == b.read_bytes()
     assert {p.read_bytes() for p in first}.isdisjoint({p.read_bytes() for p in other})
+
+
+def test_files_written_side_by_side_are_the_files_written_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    both = make_dataset(tmp_path / "a", shots=3, seed=7, **SMALL)  # one process per core
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    alone = make_dataset(tmp_path / "b", shots=3, seed=7, **SMALL)  # in this process, in turn
+    assert [p.read_bytes() for p in both] == [p.read_bytes() for p in alone]
 
 
 def test_default_layout_is_not_paged_but_same_size_and_same_data(paged: list[Path], tmp_path: Path) -> None:

@@ -804,11 +804,29 @@ def _fill(
     check_space(out, need)
     _say_estimate(need, progress and need > 0)
     started = time.perf_counter()
-    for done, (index, shot_id, path) in enumerate(todo, 1):
-        make_shot_file(path, shot_id, index, signals, file_size, page_size, paging, seed, libver)
+    calls = [
+        (path, shot_id, index, signals, file_size, page_size, paging, seed, libver) for index, shot_id, path in todo
+    ]
+
+    def written(done: int) -> None:
         if progress:
             eta = (time.perf_counter() - started) / done * (len(todo) - done)
             print(f"\r  {done}/{len(todo)} files, ETA {eta:.0f} s ", end="", file=sys.stderr)
+
+    jobs = min(len(calls), os.cpu_count() or 1)
+    if jobs > 1:  # each file is its own seed's bytes, so files are written side by side
+        import concurrent.futures as cf
+        import multiprocessing
+
+        with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver")) as pool:
+            futures = [pool.submit(make_shot_file, *args) for args in calls]
+            for done, fut in enumerate(futures, 1):
+                fut.result()
+                written(done)
+    else:
+        for done, args in enumerate(calls, 1):
+            make_shot_file(*args)
+            written(done)
     if progress and todo:
         print(file=sys.stderr)
     return paths
