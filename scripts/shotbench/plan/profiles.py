@@ -118,8 +118,11 @@ def size_setting(value: Any, what: str) -> int:
 
 BENCH_PROFILES: dict[str, dict[str, Any]] = {
     # Fits a 2-core machine in a few minutes with every backend present.
-    # `signals` mode reads a seeded sample of 4 files x 16 signals: with a page buffer every
+    # `signals` mode reads a seeded sample of 2 files x 16 signals: with a page buffer every
     # open of a file reads whole 8 MB pages, which makes the full pattern minutes per case.
+    # Two files, not four (until 2026-11-26): every signal is still read from every sampled file,
+    # one file per worker at 2 workers, 16 rows per task, so what a file costs each backend is
+    # what it was; the ROS3 signals trials (98 of 128 s of reading) take half as long.
     # The page buffer is the study's knob of the ROS3 driver, so only the ROS3 backends vary it;
     # h5py's page buffer over fsspec, obstore, a downloaded or a local file (2-14x slower in
     # signals mode, never a leader in the quick runs of 2026-11-25/26, about 40 % of a run's case
@@ -127,7 +130,7 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "workers": [1, 2],
         "trials": 2,
-        "signals_files": 4,
+        "signals_files": 2,
         "signals_names": 16,
         "shots": 24,
         "page_buffer_backends": ["ros3-*"],
