@@ -366,6 +366,8 @@ def cmake_project(
         f"configure {what}",
         [str(cmake), "-S", str(src), "-B", str(build), f"-DCMAKE_INSTALL_PREFIX={prefix}", *options, *extra],
         logs / f"{what}-configure.log",
+        # the CRT builds s2n while it configures (`cmake --build` with no jobs): all cores, not one
+        env={"CMAKE_BUILD_PARALLEL_LEVEL": jobs()},
     )
     run_step(
         name, f"compile {what}", [str(cmake), "--build", str(build), "--parallel", jobs()], logs / f"{what}-build.log"
