@@ -187,12 +187,14 @@ def test_every_request_is_in_the_log_when_its_response_arrives(s3_server) -> Non
         lambda i: client.head_object(Bucket=bucket, Key=f"k{i}.h5"),
         lambda i: client.list_objects_v2(Bucket=bucket, MaxKeys=1),
     ]
+    start = accesslog.offset_marker(log)
     for i in range(40):
         for call in calls:
             mark = accesslog.offset_marker(log)
             call(i)
             assert accesslog.count_since(log, mark, bucket=bucket, quiet=0).requests == 1, f"round {i}"
-    mark = accesslog.offset_marker(log)
+    # the mark as the runner takes it: after the byte counts of every GET so far, which come late
+    _, mark = accesslog.counted_window(log, start, bucket)
     for i in range(20):
         client.get_object(Bucket=bucket, Key=f"k{i}.h5", Range="bytes=0-99")["Body"].read()
     records, end = accesslog.counted_window(log, mark, bucket)
