@@ -14,9 +14,10 @@ metrics are flushed in batches), hence the waits in `count_since` and `counted_w
 versitygw writes a request's line before it sends the response (one locked, unbuffered append
 in `SendResponse`, s3api/controllers/base.go), so once a client holds every response, every
 line of its requests is in the log. Only a request that reaches the server after its client
-gave up (fault profiles) can log late; for those runs a quiet period is waited for as well. There is one count
-per served GET; a window where they differ (a count lost to UDP under load, measured once in a
-CI run: 32 of 1,169) has no byte total rather than a short one.
+gave up (fault profiles) can log late; for those runs a quiet period is waited for as well.
+
+There is one count per served GET; a window where they differ (a count lost to UDP under load,
+measured once in a CI run: 32 of 1,169) has no byte total rather than a short one.
 """
 
 from __future__ import annotations
