@@ -31,7 +31,7 @@ help: ## Show this map of the repository's commands
 venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
 
-tools: venv ## Build the embedded S3 server (versitygw) and toxiproxy into ~/.cache/shotbench; install headless Chromium for report screenshots
+tools: venv ## Build the embedded S3 server (versitygw) into ~/.cache/shotbench (toxiproxy: when a run needs it); install headless Chromium for report screenshots
 	@scripts/apt-ensure.sh $(TOOL_DEPS) $(BROWSER_DEPS)
 	@$(SB) server install
 
@@ -101,6 +101,7 @@ lint: venv ## Layering contract (import-linter), ruff check, mypy, then ruff for
 TEST_JOBS ?= 3
 test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs): TEST_JOBS=3 files at a time, then the tests a busy machine disturbs, alone
 	@$(SB) envs build --all
+	@$(SB) server install --all
 	@# most tests wait on servers, timeouts and subprocesses, so 3 processes keep 2 cores busy;
 	@# one file per process keeps module fixtures shared. Tests that time runs against each other
 	@# or count TCP segments (marked `alone`) run after, with the machine to themselves.

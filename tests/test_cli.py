@@ -52,3 +52,28 @@ def test_the_command_line_starts_without_pandas_or_scipy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "", f"the parser imported {out.stdout.strip()}"
+
+
+def test_server_install_builds_the_server_alone_unless_all_is_asked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default run needs versitygw only; toxiproxy (network and fault profiles) is built on
+    first use, or up front with --all (what `make test` asks for)."""
+    from shotbench import gobuild
+
+    built: list[str] = []
+
+    def fake(name: str):
+        def build():
+            built.append(name)
+            return tmp_path / name
+
+        return build
+
+    for name in ("versitygw", "toxiproxy_server", "toxiproxy_cli"):
+        monkeypatch.setattr(gobuild, name, fake(name))
+    assert cli.main(["server", "install"]) == 0
+    assert built == ["versitygw"]
+    built.clear()
+    assert cli.main(["server", "install", "--all"]) == 0
+    assert built == ["versitygw", "toxiproxy_server", "toxiproxy_cli"]

@@ -25,9 +25,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "credentials kept (mode 0600) in the state folder (.shotbench/, or $SHOTBENCH_STATE).",
     )
     sub = p.add_subparsers(dest="server_command", metavar="ACTION", required=True)
-    sub.add_parser("install", help="build versitygw and toxiproxy into ~/.cache/shotbench/bin (cached)").set_defaults(
-        func=_install
+    inst = sub.add_parser(
+        "install",
+        help="build versitygw into ~/.cache/shotbench/bin (cached); toxiproxy is built when a run needs it",
     )
+    inst.add_argument(
+        "--all", action="store_true", help="also toxiproxy (server and cli), which network and fault profiles use"
+    )
+    inst.set_defaults(func=_install)
     start = sub.add_parser("start", help="start it (or show the running one); prints endpoint and credentials file")
     start.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
     start.add_argument(
@@ -74,7 +79,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _install(args: argparse.Namespace) -> int:
     from shotbench import gobuild as tools
 
-    for build in (tools.versitygw, tools.toxiproxy_server, tools.toxiproxy_cli):
+    # toxiproxy only serves runs with a network or fault profile, which build it on first use
+    # (10 s cold): the default run needs the server alone
+    builds = (tools.versitygw, tools.toxiproxy_server, tools.toxiproxy_cli) if args.all else (tools.versitygw,)
+    for build in builds:
         started = time.monotonic()
         path = build()
         print(f"{path.name:28s} {path}  ({time.monotonic() - started:.1f} s)")
