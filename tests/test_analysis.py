@@ -212,3 +212,14 @@ def test_million_rows_summary_from_csv_under_30s(tmp_path: Path) -> None:
     elapsed = time.perf_counter() - t0
     assert s["count"].sum() == 1_000_000
     assert elapsed < 30, f"load + summary of a 1M-row CSV took {elapsed:.1f} s"
+
+
+def test_the_line_under_the_answer_names_what_signals_mode_read(reference: analysis.Dataset) -> None:
+    """A reader of the report learns that `quick` samples files and signals, not only that it is
+    `quick`; upstream CSVs, which record no selection, say nothing of it."""
+    from shotbench.figures import story
+
+    run = Path(__file__).resolve().parents[1] / "data" / "runs" / "20261126T104647Z-81fea2"  # the published default
+    line = story.made_line(story.measured(analysis.load([f"{run.name}={run}"])))
+    assert line.startswith(f"`{run.name}`: profile quick, 2 trials, signals mode on 2 of 24 files × 16 signals,"), line
+    assert "signals mode" not in story.made_line(story.measured(reference))

@@ -280,6 +280,7 @@ def measured(ds: analysis.Dataset) -> pd.DataFrame:
                 "data": data.get("location") or ("per-worker CSV" if inp.kind == "csv" else "—"),
                 "server": "embedded (loopback)" if data.get("embedded") else ("S3" if data else "—"),
                 "files": data.get("files") or "—",
+                "signals mode reads": _signals_sample(run.get("selection") or {}),
                 "trials": bench.get("trials") or config.get("trials") or "—",
                 "CPUs": machine.get("cpus") or "—",
                 "memory": f"{memory / (1 << 30):.0f} GiB" if memory else "—",
@@ -289,6 +290,30 @@ def measured(ds: analysis.Dataset) -> pd.DataFrame:
         )
     frame = pd.DataFrame(rows)
     return frame.drop(columns="label") if len(frame) == 1 and frame["label"].iloc[0] == frame["run"].iloc[0] else frame
+
+
+def made_line(described: pd.DataFrame) -> str:
+    """The line under the answer: per run, its profile, trials, what `signals` mode read, server
+    and network (from `measured`)."""
+    parts = []
+    for _, r in described.iterrows():
+        if r["run"] == "—":
+            continue
+        sample = r.get("signals mode reads", "—")
+        parts.append(
+            f"`{r['run']}`: profile {r['profile']}, {r['trials']} trials"
+            + (f", signals mode on {sample}" if sample != "—" else "")
+            + f", {r['server']} server, network {r['network profile']}"
+        )
+    return "; ".join(parts)
+
+
+def _signals_sample(selection: dict) -> str:
+    """What `signals` mode read, from run.json's selection: "2 of 24 files × 16 signals"."""
+    files, names, every = selection.get("signals_files"), selection.get("signals"), selection.get("files")
+    if not (files and names and every):
+        return "—"
+    return f"{len(files)} of {len(every)} files × {len(names)} signals"
 
 
 def builds(ds: analysis.Dataset) -> pd.DataFrame:
