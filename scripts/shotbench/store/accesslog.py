@@ -109,7 +109,7 @@ def _served_gets(records: list[LogRecord | ByteRecord], bucket: str | None) -> t
     return served, counts
 
 
-def _stats(records: list[LogRecord | ByteRecord], bucket: str | None) -> RequestStats:
+def window_stats(records: list[LogRecord | ByteRecord], bucket: str | None = None) -> RequestStats:
     """Requests and GET bytes in `records`; the bytes are None unless there is exactly one byte
     count per served GET. The counts travel over UDP: under load one can come after the window
     or be lost, and a short sum would pass for a measurement."""
@@ -163,17 +163,13 @@ def settle(log: Path, quiet: float = 0.3, timeout: float = 3.0) -> None:
 def count_since(log: Path, offset: int, bucket: str | None = None, quiet: float = 0.3) -> RequestStats:
     """Requests (and GET bytes) logged after byte `offset` (from `offset_marker`).
 
-    Waits until the log has been quiet for `quiet` seconds first (0 to skip the wait), because
-    the last requests' lines and byte counts are written just after their responses.
+    Waits until the log has been quiet for `quiet` seconds and the GETs' byte counts have come
+    (`counted_window`) first, for requests that may still reach the server; 0 reads it as it is.
     """
-    if quiet > 0:
-        settle(Path(log), quiet=quiet)
-    records, _ = _read(Path(log), offset)
-    deadline = time.monotonic() + LATE_COUNTS_WAIT
-    while quiet > 0 and _incomplete(records, bucket) and time.monotonic() < deadline:
-        time.sleep(0.05)  # byte counts still on their way: give them a moment, not forever
-        records, _ = _read(Path(log), offset)
-    return _stats(records, bucket)
+    if quiet <= 0:
+        return window_stats(_read(Path(log), offset)[0], bucket)
+    settle(Path(log), quiet=quiet)
+    return window_stats(counted_window(log, offset, bucket)[0], bucket)
 
 
 def counted_window(log: Path, since: int, bucket: str | None = None) -> tuple[list[LogRecord | ByteRecord], int]:
@@ -188,11 +184,6 @@ def counted_window(log: Path, since: int, bucket: str | None = None) -> tuple[li
     return records, end
 
 
-def window_stats(records: list[LogRecord | ByteRecord], bucket: str | None = None) -> RequestStats:
-    """Requests and GET bytes of a window from `counted_window`."""
-    return _stats(records, bucket)
-
-
 def _incomplete(records: list[LogRecord | ByteRecord], bucket: str | None) -> bool:
     served, counts = _served_gets(records, bucket)
     return counts < served
@@ -205,4 +196,4 @@ def count_requests(log: Path, start: float, end: float, bucket: str | None = Non
     records, _ = _read(Path(log))
     lo, hi = int(start), end
     late = 0.5  # byte counts arrive just after their request's response
-    return _stats([r for r in records if lo <= r.time <= hi + (late if isinstance(r, ByteRecord) else 0)], bucket)
+    return window_stats([r for r in records if lo <= r.time <= hi + (late if isinstance(r, ByteRecord) else 0)], bucket)
