@@ -113,9 +113,16 @@ def ensure_python(name: str) -> Path:
     return env_python(name)
 
 
+def _own_env(*drop: str) -> dict[str, str]:
+    """This process's environment without what would make another interpreter load other
+    libraries or modules than its own (and without `drop`)."""
+    gone = {"LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", *drop}
+    return {k: v for k, v in os.environ.items() if k not in gone}
+
+
 def probe(python: Path) -> dict:
     """Ask the interpreter itself which h5py and libhdf5 it loads (never assumed)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME")}
+    env = _own_env()
     try:
         proc = subprocess.run(
             [str(python), "-I", "-c", _PROBE], capture_output=True, text=True, timeout=120, env=env, check=False
@@ -264,11 +271,11 @@ def _uv(name: str, step: str, args: list[str], log: Path) -> None:
     builder.run_step(name, step, [str(which.uv()), *args], log, cwd=repo_root(), env=UV_ENV)
 
 
-def warm_bytecode(name: str, python: Path, log: Path) -> bool:
-    """Write the bytecode of what a worker imports (see BYTECODE); False when the warm-up failed,
-    which costs speed, not correctness: the env then compiles on import."""
+def warm_bytecode(name: str, python: Path, log: Path) -> None:
+    """Write the bytecode of what a worker imports (see BYTECODE). A failed warm-up costs speed,
+    not correctness (the env then compiles on import), so it is said, not raised."""
     started = time.monotonic()
-    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+    env = _own_env("PYTHONDONTWRITEBYTECODE")
     script = log.with_name("env-warm.py")
     script.write_text(_WARM)
     try:
@@ -289,7 +296,6 @@ def warm_bytecode(name: str, python: Path, log: Path) -> bool:
         builder.say(name, f"bytecode of the worker imports written in {time.monotonic() - started:.0f} s")
     else:
         builder.say(name, f"bytecode warm-up failed (see {log}); workers compile on import instead")
-    return ok
 
 
 def _current(
