@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import h5py
 import numpy as np
@@ -614,6 +614,11 @@ def estimate_seconds(need: int) -> float:
     return need / 1e6 * SECONDS_PER_MB
 
 
+def _make_shot_file_of(args: tuple) -> Path:
+    """`make_shot_file` of one argument tuple: what a process pool's map hands over."""
+    return make_shot_file(*args)
+
+
 def make_shot_file(
     path: Path,
     shot_id: int,
@@ -807,26 +812,20 @@ def _fill(
     calls = [
         (path, shot_id, index, signals, file_size, page_size, paging, seed, libver) for index, shot_id, path in todo
     ]
-
-    def written(done: int) -> None:
-        if progress:
-            eta = (time.perf_counter() - started) / done * (len(todo) - done)
-            print(f"\r  {done}/{len(todo)} files, ETA {eta:.0f} s ", end="", file=sys.stderr)
-
     jobs = min(len(calls), os.cpu_count() or 1)
-    if jobs > 1:  # each file is its own seed's bytes, so files are written side by side
-        import concurrent.futures as cf
-        import multiprocessing
+    with contextlib.ExitStack() as stack:
+        run: Any = map  # each file is its own seed's bytes, so with more cores they are written side by side
+        if jobs > 1:
+            import concurrent.futures as cf
+            import multiprocessing
 
-        with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver")) as pool:
-            futures = [pool.submit(make_shot_file, *args) for args in calls]
-            for done, fut in enumerate(futures, 1):
-                fut.result()
-                written(done)
-    else:
-        for done, args in enumerate(calls, 1):
-            make_shot_file(*args)
-            written(done)
+            run = stack.enter_context(
+                cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver"))
+            ).map
+        for done, _ in enumerate(run(_make_shot_file_of, calls), 1):
+            if progress:
+                eta = (time.perf_counter() - started) / done * (len(todo) - done)
+                print(f"\r  {done}/{len(todo)} files, ETA {eta:.0f} s ", end="", file=sys.stderr)
     if progress and todo:
         print(file=sys.stderr)
     return paths
