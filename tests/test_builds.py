@@ -287,6 +287,24 @@ def test_the_crt_project_keeps_only_what_aws_c_s3_links(tmp_path: Path) -> None:
         build.only_what_s3_needs(lists)
 
 
+def test_h5py_cythonizes_on_every_core_or_builds_as_shipped(tmp_path: Path) -> None:
+    setup = tmp_path / "setup_build.py"
+    shipped = (  # the call as h5py 3.15.1 and 3.16.0 ship it
+        "        self.extensions = self.distribution.ext_modules = cythonize(\n"
+        "            self._make_extensions(config, templ_config),\n"
+        "            force=config.changed() or self.force,\n"
+        "            language_level=3\n"
+        "        )\n"
+    )
+    setup.write_text(shipped)
+    assert build.cythonize_in_parallel(setup, "2")
+    patched = setup.read_text()
+    assert "nthreads=2," in patched and compile(patched.strip().replace("self.", "x."), "s", "exec")
+    other = "cythonize(exts, language_level=3)\n"  # a setup this does not know: left as it is
+    setup.write_text(other)
+    assert not build.cythonize_in_parallel(setup, "2") and setup.read_text() == other
+
+
 @pytest.mark.slow
 def test_built_h5py_has_no_debug_information_and_the_crt_no_unused_libraries() -> None:
     """What keeps a cold build short: no DWARF in the compiled h5py (half its compile time), no
