@@ -535,9 +535,10 @@ def build_h5py(spec: BuildSpec, prefix: Path, out: Path, logs: Path, work: Path)
     """An h5py wheel compiled against `prefix` (HDF5_DIR), never one from an index or cache."""
     sdist = fetch(spec.h5py, spec.name)
     unpack(sdist, work / "h5py")
-    tree = next(p for p in (work / "h5py").iterdir() if (p / "setup_build.py").is_file())
-    if not cythonize_in_parallel(tree / "setup_build.py", jobs()):
+    tree = next((p for p in (work / "h5py").iterdir() if (p / "setup_build.py").is_file()), None)
+    if tree is None or not cythonize_in_parallel(tree / "setup_build.py", jobs()):
         say(spec.name, "h5py's setup_build.py is not the expected one: Cython runs on one core")
+    source = tree or sdist
     out.mkdir(parents=True, exist_ok=True)
     # setuptools compiles h5py's extensions one by one unless build_ext is told to use jobs.
     extra_cfg = logs / "h5py-build.cfg"
@@ -559,7 +560,7 @@ def build_h5py(spec: BuildSpec, prefix: Path, out: Path, logs: Path, work: Path)
     run_step(
         spec.name,
         f"build h5py {spec.h5py_version} wheel",
-        [str(which.uv()), "build", "--wheel", "--no-config", "--python", PYTHON, "--out-dir", str(out), str(tree)],
+        [str(which.uv()), "build", "--wheel", "--no-config", "--python", PYTHON, "--out-dir", str(out), str(source)],
         logs / "h5py-wheel.log",
         env=env,
     )
