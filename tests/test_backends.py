@@ -124,6 +124,24 @@ def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, 
     assert (sum(r["dsets"] for r in out.rows), sum(r["bytes"] for r in out.rows)) == expected
 
 
+@pytest.mark.parametrize("write", ["stream", "whole"])
+def test_download_copy_is_the_object_in_one_counted_get(write, staged_shots, shot_dir) -> None:
+    """Streamed to disk as it arrives or written once whole, the copy is the object byte for byte,
+    fetched by one GET whose bytes the meter counts; an object shorter than its listing is refused."""
+    loc, cfg, objs = staged_shots
+    o = objs[0]
+    b = registry.get("download")(
+        Source("s3", loc.bucket, loc.prefix, str(shot_dir)), ReadSettings(options={"write": write})
+    )
+    b.setup(cfg)
+    path = b._download(o.key, o.size)
+    assert Path(path).read_bytes() == (shot_dir / Path(o.key).name).read_bytes()
+    counts = b.meter.drain()
+    assert (counts.gets, counts.bytes) == (1, o.size)
+    with pytest.raises(OSError, match=f"{o.size} bytes arrived where the object has {o.size + 1}"):
+        b._download(o.key, o.size + 1)
+
+
 def test_download_leaves_no_folder_behind(staged_shots, shot_dir, tmp_path) -> None:
     """The copies' folder goes with the backend, and with the process that held it when it exits
     (a Dask worker keeps its backend until then): none is left in the temporary directory."""

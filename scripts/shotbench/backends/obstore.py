@@ -39,6 +39,24 @@ def get_object(store: Any, key: str, meter: Any = None) -> Any:
     return meter.timed(call, nbytes) if meter is not None else call()
 
 
+STREAM_CHUNK = 1 << 20  # stream_object_to writes at least this many bytes per call
+
+
+def stream_object_to(store: Any, key: str, path: str, meter: Any = None) -> int:
+    """GET the whole object and write it to `path` as it arrives; the bytes written. One request,
+    counted by `meter` from its start to its last byte."""
+    import obstore
+
+    def call() -> int:
+        written = 0
+        with open(path, "wb") as fh:
+            for chunk in obstore.get(store, key).stream(min_chunk_size=STREAM_CHUNK):
+                written += fh.write(memoryview(chunk))
+        return written
+
+    return meter.timed(call, int) if meter is not None else call()
+
+
 class ObstoreFile(io.RawIOBase):
     """Seekable read-only file over ranged GETs, with an optional aligned block cache."""
 
