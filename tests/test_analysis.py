@@ -223,3 +223,25 @@ def test_the_line_under_the_answer_names_what_signals_mode_read(reference: analy
     line = story.made_line(story.measured(analysis.load([f"{run.name}={run}"])))
     assert line.startswith(f"`{run.name}`: profile quick, 2 trials, signals mode on 2 of 24 files × 16 signals,"), line
     assert "signals mode" not in story.made_line(story.measured(reference))
+
+
+def test_builds_table_shows_the_options_each_backend_ran_with(tmp_path: Path) -> None:
+    """The report's builds table names what a backend ran with, from run.json; a run that did not
+    record it says so instead of showing defaults it may not have had."""
+    import json
+    import shutil
+
+    from shotbench.figures import story
+
+    published = Path(__file__).resolve().parents[1] / "data" / "runs" / "20261126T104647Z-81fea2"
+    run = tmp_path / published.name
+    shutil.copytree(published, run)
+    before = story.builds(analysis.load([f"{run.name}={run}"])).set_index("backend")["options"]
+    assert set(before) == {"not recorded"}
+    meta = json.loads((run / "run.json").read_text())
+    meta["config"]["backend_options"] = {"download": {"target": "disk", "write": "whole"}, "local": {}}
+    (run / "run.json").write_text(json.dumps(meta))
+    after = story.builds(analysis.load([f"{run.name}={run}"])).set_index("backend")["options"]
+    assert after["download"] == "target=disk, write=whole"
+    assert after["local"] == "—"
+    assert after["obstore"] == "not recorded"

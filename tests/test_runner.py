@@ -114,6 +114,7 @@ def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "complete" and len(cases) == len(meta["plan"]) == 3 * 2 * 2
     assert (meta["kind"], meta["schema"]) == ("read", 1)
+    assert meta["config"]["backend_options"] == {"local": {}, "obstore": {"block_size": 0}, "raw-get": {}}
     assert Counter(c["case-id"] for c in cases).most_common(1)[0][1] == 1
     for c in cases:
         assert c["errors"] == "0" and c["status"] == "ok", c

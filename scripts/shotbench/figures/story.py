@@ -317,9 +317,11 @@ def _signals_sample(selection: dict) -> str:
 
 
 def builds(ds: analysis.Dataset) -> pd.DataFrame:
-    """Per run and backend: libhdf5, h5py, Python and the environment it ran in."""
+    """Per run and backend: libhdf5, h5py, Python, the environment it ran in, and the backend's
+    options as run.json recorded them ("not recorded" for runs made before it did)."""
     rows = []
     for label, run in ds.runs.items():
+        recorded = (run.get("config") or {}).get("backend_options")
         for name, v in ((run.get("versions") or {}).get("backends") or {}).items():
             v = v or {}
             rows.append(
@@ -330,6 +332,14 @@ def builds(ds: analysis.Dataset) -> pd.DataFrame:
                     "h5py": v.get("h5py") or "—",
                     "Python": v.get("python") or "—",
                     "environment": v.get("env") or "—",
+                    "options": options_text(recorded.get(name) if isinstance(recorded, dict) else None),
                 }
             )
     return _one_label(pd.DataFrame(rows))
+
+
+def options_text(options: dict | None) -> str:
+    """A backend's options for a table cell: "write=stream, target=disk"; "—" when it has none."""
+    if options is None:
+        return "not recorded"
+    return ", ".join(f"{k}={v}" for k, v in sorted(options.items()) if k != "index_dir") or "—"
