@@ -219,29 +219,24 @@ def test_the_line_under_the_answer_names_what_signals_mode_read(reference: analy
     `quick`; upstream CSVs, which record no selection, say nothing of it."""
     from shotbench.figures import story
 
-    run = Path(__file__).resolve().parents[1] / "data" / "runs" / "20261126T104647Z-81fea2"  # the published default
+    run = Path(__file__).resolve().parents[1] / "data" / "runs" / "20261126T155000Z-a62e9a"  # the published default
     line = story.made_line(story.measured(analysis.load([f"{run.name}={run}"])))
     assert line.startswith(f"`{run.name}`: profile quick, 2 trials, signals mode on 2 of 24 files × 16 signals,"), line
     assert "signals mode" not in story.made_line(story.measured(reference))
 
 
-def test_builds_table_shows_the_options_each_backend_ran_with(tmp_path: Path) -> None:
+def test_builds_table_shows_the_options_each_backend_ran_with() -> None:
     """The report's builds table names what a backend ran with, from run.json; a run that did not
     record it says so instead of showing defaults it may not have had."""
-    import json
-    import shutil
-
     from shotbench.figures import story
 
-    published = Path(__file__).resolve().parents[1] / "data" / "runs" / "20261126T104647Z-81fea2"
-    run = tmp_path / published.name
-    shutil.copytree(published, run)
-    before = story.builds(analysis.load([f"{run.name}={run}"])).set_index("backend")["options"]
-    assert set(before) == {"not recorded"}
-    meta = json.loads((run / "run.json").read_text())
-    meta["config"]["backend_options"] = {"download": {"target": "disk", "write": "whole"}, "local": {}}
-    (run / "run.json").write_text(json.dumps(meta))
-    after = story.builds(analysis.load([f"{run.name}={run}"])).set_index("backend")["options"]
-    assert after["download"] == "target=disk, write=whole"
-    assert after["local"] == "—"
-    assert after["obstore"] == "not recorded"
+    runs = Path(__file__).resolve().parents[1] / "data" / "runs"
+    published = runs / "20261126T155000Z-a62e9a"  # recorded each backend's options
+    before = runs / "20261126T104647Z-81fea2"  # made before run.json recorded them
+    shown = story.builds(analysis.load([f"{published.name}={published}"])).set_index("backend")["options"]
+    assert shown["download"] == "target=disk, write=stream"
+    assert shown["obstore"] == "block_size=0"
+    assert shown["local"] == "—"
+    assert shown["ros3-1.14"] == "credentials=explicit"
+    older = story.builds(analysis.load([f"{before.name}={before}"]))["options"]
+    assert set(older) == {"not recorded"}
