@@ -72,7 +72,13 @@ class Backend:
     def __init__(self, source: Source, settings: ReadSettings) -> None:
         self.source = source
         self.settings = settings
-        self.options = {**self.defaults, **settings.options}
+        self.options = self.effective_options(settings.options)
+
+    @classmethod
+    def effective_options(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """The options the backend runs with: its defaults, overridden by those given (what a
+        worker uses, and what run.json records)."""
+        return {**cls.defaults, **given}
 
     # --- orchestrator side -------------------------------------------------------------
     @classmethod

@@ -18,6 +18,7 @@ from typing import Any
 from shotbench.backends import limits
 from shotbench.backends.base import Backend
 from shotbench.store.clients import obstore_store
+from shotbench.units import MiB
 
 
 def make_store(s3: Any, bucket: str) -> Any:
@@ -39,7 +40,7 @@ def get_object(store: Any, key: str, meter: Any = None) -> Any:
     return meter.timed(call, nbytes) if meter is not None else call()
 
 
-STREAM_CHUNK = 1 << 20  # stream_object_to writes at least this many bytes per call
+STREAM_CHUNK = MiB  # stream_object_to writes at least this many bytes per call
 
 
 def stream_object_to(store: Any, key: str, path: str, meter: Any = None) -> int:

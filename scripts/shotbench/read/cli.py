@@ -426,9 +426,8 @@ def _new_meta(run_id: str, st: _Settings, prep: Any, cases: list[Any], selection
             "shots_dir": str(st.shots_dir) if st.shots_dir else None,
             "local_copies": str(st.local_copies) if st.local_copies else None,
             "backends": prep.backends,
-            # what each backend ran with: its defaults under the options given (given ones win)
             "backend_options": {
-                name: {**registry.get(name).defaults, **cfg.options.get(name, {})} for name in prep.backends
+                name: registry.get(name).effective_options(cfg.options.get(name, {})) for name in prep.backends
             },
             "cases": len(cases),
         },
