@@ -19,7 +19,7 @@ BROWSER_DEPS := chromium
 TOOL_DEPS    := strace openssl util-linux
 
 bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(HTTP),--no-tls) \
-             $(if $(FAULTS),--faults $(FAULTS) --keep-going)
+             $(if $(FAULTS),--faults $(FAULTS) --keep-going) $(if $(TRIALS),--trials $(TRIALS))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-readers bench-repeat \
         bench-harness anatomy bench-transfer report reports report-reference compare lab lint test test-fast fuzz bench-chaos rehearse clean
@@ -51,7 +51,7 @@ server-stop: venv ## Stop the embedded S3 server
 server-status: venv ## Is the embedded S3 server running, and where
 	@$(SB) server status
 
-bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=), then the report
+bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=, TRIALS=), then the report
 	@$(SB) bench $(bench_args)
 	@$(SB) report --latest $(code)
 
@@ -62,7 +62,7 @@ bench-direction: envs tools ## Ablation: one knob at a time (page buffer, worker
 bench-readers: envs tools ## Every reader on the compat and the default files (shots, signals; 1, 2 workers), then its report
 	@$(SB) bench --profile readers $(if $(NETWORK),--network $(NETWORK))
 
-bench-repeat: envs tools ## The bench matrix N times back to back (N=3; PROFILE=, CONFIG=, …): how far ratios move, how often intervals cover
+bench-repeat: envs tools ## The bench matrix N times back to back (N=3; PROFILE=, CONFIG=, …): how far ratios to local and to the rest of each round move, how often intervals cover
 	@$(SB) repeat --times $(or $(N),3) -- $(bench_args)
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio

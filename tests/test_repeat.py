@@ -3,13 +3,19 @@ one run's interval covers another run's ratio."""
 
 from __future__ import annotations
 
+import csv
+import json
+import math
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from shotbench.analyse import repeat
+from shotbench.errors import UserError
 
 
 def _table(rows: list[tuple[str, str, float, float, float]]) -> pd.DataFrame:
@@ -55,11 +61,119 @@ def test_moves_and_coverage_are_counted_per_pair_of_runs() -> None:
     assert s.fastest_agree == 1.0  # y is the fastest in every run
 
 
-def test_bad_input_is_one_sentence(tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--runs", "{tmp}"], "is not a run folder"),
+        (["--times", "3", "--first-trials", "1", "--", "--profile", "quick"], "at least 2"),  # before any run
+    ],
+)
+def test_bad_input_is_one_sentence(args: list[str], words: str, tmp_path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "repeat", "--runs", str(tmp_path)],
+        [sys.executable, "-m", "shotbench.cli", "repeat", *[a.format(tmp=tmp_path) for a in args]],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode == 2 and "is not a run folder" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "runs" / "20261126T155000Z-a62e9a"
+
+
+def _case_times(run: Path) -> dict[tuple[str, int, int, str, int], float]:
+    """(mode, workers, page buffer, backend, trial) -> case runtime, straight from cases.csv."""
+    with open(run / "cases.csv", newline="") as fh:
+        return {
+            (r["obj-type"], int(r["num-workers"]), int(r["pb-size"]), r["backend"], int(r["trial"])): float(
+                r["total-runtime"]
+            )
+            for r in csv.DictReader(fh)
+            if r["status"] in ("", "ok")
+        }
+
+
+def test_others_divides_each_case_by_the_rest_of_its_round() -> None:
+    """`--baseline others`: per trial, a case's runtime ÷ the geometric mean of every other
+    configuration of the same mode, workers and trial; then the geometric mean over its trials."""
+    times = _case_times(PUBLISHED)
+    key = ("shots", 2, 0, "obstore")
+    per_trial = []
+    for trial in (1, 2):
+        rest = [t for (m, w, pb, b, tr), t in times.items() if (m, w, tr) == ("shots", 2, trial) and (pb, b) != key[2:]]
+        per_trial.append(times[(*key, trial)] / math.exp(sum(map(math.log, rest)) / len(rest)))
+    want = math.sqrt(per_trial[0] * per_trial[1])
+    got = repeat.ratios(PUBLISHED, repeat.OTHERS).set_index(repeat.KEYS)["ratio"]
+    assert got[key] == pytest.approx(want, rel=1e-9)
+    assert ("shots", 2, 0, "local") in got.index  # every configuration has a ratio, the references too
+
+
+def test_others_takes_in_little_of_one_backends_noise(tmp_path: Path) -> None:
+    """One trial of local twice as slow halves that trial's ratio to local for every case of the
+    round; against the others it moves each other case by 2^(-1/(n-1)) only."""
+    run = tmp_path / PUBLISHED.name
+    shutil.copytree(PUBLISHED, run)
+    with open(run / "cases.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        if (r["obj-type"], r["num-workers"], r["backend"], r["trial"]) == ("shots", "2", "local", "1"):
+            r["total-runtime"] = str(2 * float(r["total-runtime"]))
+    with open(run / "cases.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    key = ("shots", 2, 0, "obstore")
+    n = sum(1 for (m, w_, _, _, tr) in _case_times(PUBLISHED) if (m, w_, tr) == ("shots", 2, 1))
+    for baseline, factor in (("local", 2**-0.5), (repeat.OTHERS, 2 ** (-1 / (n - 1) / 2))):
+        before = repeat.ratios(PUBLISHED, baseline).set_index(repeat.KEYS)["ratio"][key]
+        after = repeat.ratios(run, baseline).set_index(repeat.KEYS)["ratio"][key]
+        assert after / before == pytest.approx(factor, rel=1e-9), baseline
+    assert n >= 8  # the published round: enough configurations for the mean to be steady
+
+
+def test_first_trials_scores_a_long_run_as_if_it_had_stopped_early(tmp_path: Path) -> None:
+    """A third round in which obstore ran 3x slower moves its ratio; scored on the first 2 trials,
+    the run says exactly what the 2-trial run said."""
+    run = tmp_path / PUBLISHED.name
+    shutil.copytree(PUBLISHED, run)
+    with open(run / "cases.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    third = [
+        {
+            **r,
+            "trial": "3",
+            "case-id": r["case-id"].replace("t1-", "t3-", 1),
+            "total-runtime": str(float(r["total-runtime"]) * (3 if r["backend"] == "obstore" else 1)),
+        }
+        for r in rows
+        if r["trial"] == "1"
+    ]
+    with open(run / "cases.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows + third)
+    key = ("shots", 2, 0, "obstore")
+    two = repeat.ratios(PUBLISHED, "local").set_index(repeat.KEYS)
+    assert repeat.ratios(run, "local").set_index(repeat.KEYS)["ratio"][key] > 1.3 * two["ratio"][key]
+    cut = repeat.ratios(run, "local", first_trials=2).set_index(repeat.KEYS)
+    pd.testing.assert_frame_equal(cut.drop(columns="run"), two.drop(columns="run"))
+    with pytest.raises(UserError, match="at least 2"):
+        repeat.ratios(run, "local", first_trials=1)
+
+
+def test_repeat_scores_published_runs_against_local_and_the_rest_of_each_round(tmp_path: Path) -> None:
+    """`shotbench repeat --runs`: both scores printed and recorded, with the run folders scored."""
+    runs = [str(PUBLISHED), str(PUBLISHED.parent / "20261126T104647Z-81fea2")]  # two default runs
+    done = subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "repeat", "--runs", *runs, "--output", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "÷ local's in the same trial" in done.stdout
+    assert "Against the rest of each round (--baseline others): the median case's ratio moves" in done.stdout
+    meta = json.loads((tmp_path / "repeat.json").read_text())
+    assert meta["runs"] == runs and meta["baseline"] == "local" and meta["first_trials"] is None
+    assert meta["others"]["runs"] == 2 and meta["others"]["cases"] > meta["cases"]  # local and raw-get too

@@ -214,9 +214,9 @@ def single_shot_rows(df: pd.DataFrame) -> pd.DataFrame:
     """
     if "layout" not in df.columns:
         return df
-    layout = df["layout"].fillna("").astype(str)
+    layout = df["layout"].astype(object).fillna("").astype(str)  # an all-empty column is read as float
     out = df[~layout.isin(LAYOUTS) & df["obj-type"].astype(str).isin(MODES)].copy()
-    family = out["file-family"].fillna("").astype(str) if "file-family" in out.columns else None
+    family = out["file-family"].astype(object).fillna("").astype(str) if "file-family" in out.columns else None
     if family is not None and family.nunique() > 1:
         out["backend"] = out["backend"].fillna("").astype(str) + " · " + family
     return out

@@ -7,6 +7,11 @@ the 95 % prediction interval of stats.next_run_intervals. Across the runs it rep
 case's ratio moves (largest ÷ smallest − 1) and how often one run's stated interval covers another
 run's ratio: an interval that is honest about the noise covers the others' ratios about 95 % of
 the time. `--runs A B C` scores runs already made instead of making new ones.
+
+`--baseline others` divides each case by the geometric mean of every other configuration of the
+same mode, workers and trial instead of by one backend: one baseline brings its own noise into
+every ratio (local's 0.04 s cases move 12-26 % between runs), the mean of the others much less
+of it, and the case itself is left out so it cannot pull its own baseline along.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import permutations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +30,8 @@ from shotbench.errors import UserError
 
 TASK_TIME = "open+read-data-time"
 KEYS = ["obj-type", "num-workers", "pb-size", "backend"]
+ROUND = ["obj-type", "num-workers", "trial"]  # the cases measured side by side
+OTHERS = "others"  # the baseline that is every other configuration of the round
 
 
 @dataclass(frozen=True)
@@ -39,14 +47,22 @@ class Summary:
     fastest_agree: float  # share of (mode, workers) whose fastest backend is the same in every run
 
 
-def ratios(run: Path, baseline: str, unit: str = "case") -> pd.DataFrame:
+def check_first_trials(n: int | None) -> None:
+    if n is not None and n < 2:
+        raise UserError("--first-trials must be at least 2: the interval needs the spread between two trials.")
+
+
+def ratios(run: Path, baseline: str, unit: str = "case", first_trials: int | None = None) -> pd.DataFrame:
     """One row per case of a run: backend ÷ baseline, with the interval that should hold the next
     run's ratio (stats.next_run_intervals).
 
     Per trial the ratio is the backend's median task read time (`task`) or its case runtime
-    (`case`) ÷ the baseline's in the same trial, an interleaved round; the case's ratio is the
-    geometric mean over its trials. The spread between trials is pooled over the cases of one
-    mode (shots, signals), which differ in how much they move."""
+    (`case`) ÷ the baseline's in the same trial, an interleaved round (with `others`: ÷ the
+    geometric mean of the round's other configurations); the case's ratio is the geometric mean
+    over its trials. The spread between trials is pooled over the cases of one
+    mode (shots, signals), which differ in how much they move. `first_trials` scores a run as if
+    it had stopped after that many rounds: what fewer trials would have said, from one long run."""
+    check_first_trials(first_trials)
     ds = analysis.load([f"{run.name}={run}"])
     w = (
         ds.workers
@@ -59,22 +75,14 @@ def ratios(run: Path, baseline: str, unit: str = "case") -> pd.DataFrame:
     if "case-id" in w.columns and ok_ids:
         w = w[w["case-id"].isin(ok_ids)]
     w = w.assign(t=pd.to_numeric(w[TASK_TIME], errors="coerce")).dropna(subset=["t"])
-    if baseline not in set(w["backend"]):
-        raise UserError(f"run {run.name} has no {baseline!r} backend to compare with; pass --baseline with one it ran.")
+    if first_trials is not None:
+        w = w[pd.to_numeric(w["trial"], errors="coerce") <= first_trials]
+    if baseline != OTHERS and baseline not in set(w["backend"]):
+        raise UserError(
+            f"run {run.name} has no {baseline!r} backend to compare with; pass --baseline with one it ran, or {OTHERS}."
+        )
     per = w.groupby([*KEYS, "trial"], sort=True)["t"].median()
-    base = per.xs(baseline, level="backend")
-    cases, per_trial = [], []
-    for key, g in per.drop(baseline, level="backend").groupby(level=KEYS, sort=True):
-        trials = g.droplevel(KEYS)
-        ref = base.xs(key[:3], drop_level=True) if key[:3] in base.index.droplevel("trial") else None
-        if ref is None:  # a backend without page buffers: the baseline's fastest page buffer
-            near = base[base.index.droplevel(["pb-size", "trial"]).isin([key[:2]])]
-            ref = near.groupby(level="trial").min() if len(near) else None
-        if ref is None:
-            continue
-        both = pd.concat([trials.rename("x"), ref.rename("y")], axis=1, join="inner")
-        cases.append(key)
-        per_trial.append((both["x"] / both["y"]).to_numpy(float))
+    cases, per_trial = _versus_others(per) if baseline == OTHERS else _versus_backend(per, baseline)
     intervals = stats.next_run_intervals(per_trial, [k[0] for k in cases])
     rows = [
         {
@@ -91,8 +99,43 @@ def ratios(run: Path, baseline: str, unit: str = "case") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _versus_backend(per: pd.Series, baseline: str) -> tuple[list[tuple[Any, ...]], list[np.ndarray]]:
+    """Per case, its time ÷ the baseline backend's in the same round (the same page buffer, or the
+    baseline's fastest when the case's backend has none)."""
+    base = per.xs(baseline, level="backend")
+    cases, per_trial = [], []
+    for key, g in per.drop(baseline, level="backend").groupby(level=KEYS, sort=True):
+        trials = g.droplevel(KEYS)
+        ref = base.xs(key[:3], drop_level=True) if key[:3] in base.index.droplevel("trial") else None
+        if ref is None:  # a backend without page buffers: the baseline's fastest page buffer
+            near = base[base.index.droplevel(["pb-size", "trial"]).isin([key[:2]])]
+            ref = near.groupby(level="trial").min() if len(near) else None
+        if ref is None:
+            continue
+        both = pd.concat([trials.rename("x"), ref.rename("y")], axis=1, join="inner")
+        cases.append(key)
+        per_trial.append((both["x"] / both["y"]).to_numpy(float))
+    return cases, per_trial
+
+
+def _versus_others(per: pd.Series) -> tuple[list[tuple[Any, ...]], list[np.ndarray]]:
+    """Per case, its time ÷ the geometric mean of the other configurations' in the same round."""
+    logs = np.log(per)
+    rounds = logs.groupby(level=ROUND)
+    n = rounds.transform("count")
+    others = (rounds.transform("sum") - logs) / (n - 1)
+    ratio = np.exp(logs - others)[n > 1]
+    cases, per_trial = [], []
+    for key, g in ratio.groupby(level=KEYS, sort=True):
+        cases.append(key)
+        per_trial.append(g.to_numpy(float))
+    return cases, per_trial
+
+
 def _fastest(t: pd.DataFrame) -> pd.Series:
-    """Per run, mode and workers: the backend with the smallest ratio (the same baseline throughout)."""
+    """Per run, mode and workers: the backend with the smallest ratio (the same baseline throughout),
+    among those the answer ranks (local disk and raw GETs are its limits, not candidates)."""
+    t = t[~t["backend"].isin(decision.REFERENCES)]
     best = t.loc[t.groupby(["run", "obj-type", "num-workers"])["ratio"].idxmin()]
     return best.set_index(["run", "obj-type", "num-workers"])["backend"]
 
@@ -144,8 +187,13 @@ def report(cases: pd.DataFrame, s: Summary, baseline: str, unit: str = "case") -
         }
     )
     what = "median task read time" if unit == "task" else "case runtime"
+    versus = (
+        "the geometric mean of the other configurations' (same mode and workers)"
+        if baseline == OTHERS
+        else f"{baseline}'s"
+    )
     lines = [
-        f"Ratio = {what} ÷ {baseline}'s in the same trial, geometric mean over a run's trials; interval: "
+        f"Ratio = {what} ÷ {versus} in the same trial, geometric mean over a run's trials; interval: "
         "95 % prediction interval for the next run (the spread between trials pooled over each mode's cases)",
         shown.drop(columns=["pairs", "tight"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"),
         "",
@@ -155,3 +203,11 @@ def report(cases: pd.DataFrame, s: Summary, baseline: str, unit: str = "case") -
         f"backend per mode and worker count is the same in every run for {s.fastest_agree:.0%} of them.",
     ]
     return "\n".join(lines)
+
+
+def summary_line(s: Summary, versus: str) -> str:
+    """One sentence: how far the median case's ratio to `versus` moves and how often intervals cover."""
+    return (
+        f"Against {versus}: the median case's ratio moves {s.move_median:.1%} between runs (p90 {s.move_p90:.1%}); "
+        f"a run's 95 % interval covers another run's ratio in {s.coverage:.0%} of pairs."
+    )

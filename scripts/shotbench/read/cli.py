@@ -828,6 +828,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     from shotbench.analyse import repeat
     from shotbench.paths import reports_dir
 
+    repeat.check_first_trials(args.first_trials)  # before any run is made
     if args.runs:
         folders = [Path(p) for p in args.runs]
         bad = [p for p in folders if kind_of(p) != "read"]
@@ -852,16 +853,23 @@ def cmd_repeat(args: argparse.Namespace) -> int:
                     exit_code=done.returncode,
                 )
             folders.append(_new_run(where, before))
-    table = pd.concat([repeat.ratios(f, args.baseline, args.unit) for f in folders], ignore_index=True)
+    table = pd.concat(
+        [repeat.ratios(f, args.baseline, args.unit, args.first_trials) for f in folders], ignore_index=True
+    )
     cases, summary = repeat.score(table)
     text = repeat.report(cases, summary, args.baseline, args.unit)
+    meta: dict[str, Any] = {**asdict(summary), "runs": [str(f) for f in folders], "baseline": args.baseline}
+    meta["first_trials"] = args.first_trials
+    if args.baseline != repeat.OTHERS:  # the same runs against the rest of each round: less of one baseline's noise
+        rest = [repeat.ratios(f, repeat.OTHERS, args.unit, args.first_trials) for f in folders]
+        _, others = repeat.score(pd.concat(rest, ignore_index=True))
+        text += "\n" + repeat.summary_line(others, "the rest of each round (--baseline others)")
+        meta[repeat.OTHERS] = asdict(others)
     out = Path(args.output) if args.output else reports_dir() / "repeat" / folders[-1].name
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "ratios.csv", index=False)
     cases.to_csv(out / "repeat.csv", index=False)
-    (out / "repeat.json").write_text(
-        json.dumps({"runs": [str(f) for f in folders], "baseline": args.baseline, **asdict(summary)}, indent=2) + "\n"
-    )
+    (out / "repeat.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(text)
     print(f"Wrote {out / 'repeat.csv'}, {out / 'ratios.csv'} and {out / 'repeat.json'}.")
     return 0
@@ -876,7 +884,12 @@ def register_repeat(subparsers: Any) -> None:
         "95 %% interval covers the other runs' ratios.",
     )
     p.add_argument("--times", type=int, default=3, metavar="N", help="runs to make (default 3)")
-    p.add_argument("--baseline", default="local", help="the backend every ratio divides by (default local)")
+    p.add_argument(
+        "--baseline",
+        default="local",
+        help="the backend every ratio divides by (default local), or `others`: the geometric mean of every other "
+        "configuration of the same mode, workers and trial",
+    )
     p.add_argument(
         "--unit",
         choices=["task", "case"],
@@ -884,6 +897,12 @@ def register_repeat(subparsers: Any) -> None:
         help="per trial, a ratio of case runtimes, the number the report ranks on (default), or of median task read times",
     )
     p.add_argument("--runs", nargs="+", metavar="RUN_DIR", help="score these runs instead of making new ones")
+    p.add_argument(
+        "--first-trials",
+        type=int,
+        metavar="N",
+        help="score each run's first N trials only: what N trials a case would have said, from longer runs",
+    )
     p.add_argument(
         "--output",
         metavar="DIR",
