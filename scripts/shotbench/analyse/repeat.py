@@ -52,16 +52,10 @@ def check_first_trials(n: int | None) -> None:
         raise UserError("--first-trials must be at least 2: the interval needs the spread between two trials.")
 
 
-def ratios(run: Path, baseline: str, unit: str = "case", first_trials: int | None = None) -> pd.DataFrame:
-    """One row per case of a run: backend ÷ baseline, with the interval that should hold the next
-    run's ratio (stats.next_run_intervals).
-
-    Per trial the ratio is the backend's median task read time (`task`) or its case runtime
-    (`case`) ÷ the baseline's in the same trial, an interleaved round (with `others`: ÷ the
-    geometric mean of the round's other configurations); the case's ratio is the geometric mean
-    over its trials. The spread between trials is pooled over the cases of one
-    mode (shots, signals), which differ in how much they move. `first_trials` scores a run as if
-    it had stopped after that many rounds: what fewer trials would have said, from one long run."""
+def case_times(run: Path, unit: str = "case", first_trials: int | None = None) -> pd.Series:
+    """A run's times per (mode, workers, page buffer, backend, trial), read once: its median task
+    read time (`task`) or its case runtime (`case`), ok cases only. `first_trials` keeps the first
+    rounds only, to score a run as if it had stopped there: what fewer trials would have said."""
     check_first_trials(first_trials)
     ds = analysis.load([f"{run.name}={run}"])
     w = (
@@ -77,16 +71,33 @@ def ratios(run: Path, baseline: str, unit: str = "case", first_trials: int | Non
     w = w.assign(t=pd.to_numeric(w[TASK_TIME], errors="coerce")).dropna(subset=["t"])
     if first_trials is not None:
         w = w[pd.to_numeric(w["trial"], errors="coerce") <= first_trials]
-    if baseline != OTHERS and baseline not in set(w["backend"]):
+    return w.groupby([*KEYS, "trial"], sort=True)["t"].median().rename(run.name)
+
+
+def ratios(run: Path, baseline: str, unit: str = "case", first_trials: int | None = None) -> pd.DataFrame:
+    """One row per case of a run: backend ÷ baseline, with the interval that should hold the next
+    run's ratio (`versus` on the run's `case_times`)."""
+    return versus(case_times(run, unit, first_trials), baseline)
+
+
+def versus(per: pd.Series, baseline: str) -> pd.DataFrame:
+    """One row per case of the run whose `case_times` these are: backend ÷ baseline, with the
+    interval that should hold the next run's ratio (stats.next_run_intervals).
+
+    Per trial the ratio is the case's time ÷ the baseline's in the same trial, an interleaved
+    round (with `others`: ÷ the geometric mean of the round's other configurations); the case's
+    ratio is the geometric mean over its trials. The spread between trials is pooled over the cases
+    of one mode (shots, signals), which differ in how much they move."""
+    name = str(per.name)
+    if baseline != OTHERS and baseline not in set(per.index.get_level_values("backend")):
         raise UserError(
-            f"run {run.name} has no {baseline!r} backend to compare with; pass --baseline with one it ran, or {OTHERS}."
+            f"run {name} has no {baseline!r} backend to compare with; pass --baseline with one it ran, or {OTHERS}."
         )
-    per = w.groupby([*KEYS, "trial"], sort=True)["t"].median()
     cases, per_trial = _versus_others(per) if baseline == OTHERS else _versus_backend(per, baseline)
     intervals = stats.next_run_intervals(per_trial, [k[0] for k in cases])
     rows = [
         {
-            "run": run.name,
+            "run": name,
             **dict(zip(KEYS, key)),
             "ratio": ci.estimate,
             "ci-low": ci.low,
@@ -197,17 +208,22 @@ def report(cases: pd.DataFrame, s: Summary, baseline: str, unit: str = "case") -
         "95 % prediction interval for the next run (the spread between trials pooled over each mode's cases)",
         shown.drop(columns=["pairs", "tight"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"),
         "",
-        f"{s.runs} runs, {s.cases} cases: the median case's ratio moves {s.move_median:.1%} between runs "
-        f"(p90 {s.move_p90:.1%}); a run's 95 % interval covers another run's ratio in {s.coverage:.0%} of "
-        f"{int(cases['pairs'].sum())} pairs; {s.tight_share:.0%} of intervals are within ±5 %; the fastest "
-        f"backend per mode and worker count is the same in every run for {s.fastest_agree:.0%} of them.",
+        f"{s.runs} runs, {s.cases} cases: {_moves(s, int(cases['pairs'].sum()))}; {s.tight_share:.0%} of "
+        "intervals are within ±5 %; the fastest backend per mode and worker count is the same in every run "
+        f"for {s.fastest_agree:.0%} of them.",
     ]
     return "\n".join(lines)
 
 
-def summary_line(s: Summary, versus: str) -> str:
-    """One sentence: how far the median case's ratio to `versus` moves and how often intervals cover."""
+def _moves(s: Summary, pairs: int | None = None) -> str:
+    """How far the median case's ratio moves between runs and how often one run's interval covers."""
+    of = f"of {pairs} pairs" if pairs is not None else "of pairs"
     return (
-        f"Against {versus}: the median case's ratio moves {s.move_median:.1%} between runs (p90 {s.move_p90:.1%}); "
-        f"a run's 95 % interval covers another run's ratio in {s.coverage:.0%} of pairs."
+        f"the median case's ratio moves {s.move_median:.1%} between runs (p90 {s.move_p90:.1%}); "
+        f"a run's 95 % interval covers another run's ratio in {s.coverage:.0%} {of}"
     )
+
+
+def summary_line(s: Summary, against: str) -> str:
+    """One sentence for a second baseline under the report: `_moves` against `against`."""
+    return f"Against {against}: {_moves(s)}."

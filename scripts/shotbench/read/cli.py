@@ -853,16 +853,18 @@ def cmd_repeat(args: argparse.Namespace) -> int:
                     exit_code=done.returncode,
                 )
             folders.append(_new_run(where, before))
-    table = pd.concat(
-        [repeat.ratios(f, args.baseline, args.unit, args.first_trials) for f in folders], ignore_index=True
-    )
+    times = [repeat.case_times(f, args.unit, args.first_trials) for f in folders]  # each run read once
+    table = pd.concat([repeat.versus(t, args.baseline) for t in times], ignore_index=True)
     cases, summary = repeat.score(table)
     text = repeat.report(cases, summary, args.baseline, args.unit)
-    meta: dict[str, Any] = {**asdict(summary), "runs": [str(f) for f in folders], "baseline": args.baseline}
-    meta["first_trials"] = args.first_trials
+    meta: dict[str, Any] = {
+        **asdict(summary),
+        "runs": [str(f) for f in folders],
+        "baseline": args.baseline,
+        "first_trials": args.first_trials,
+    }
     if args.baseline != repeat.OTHERS:  # the same runs against the rest of each round: less of one baseline's noise
-        rest = [repeat.ratios(f, repeat.OTHERS, args.unit, args.first_trials) for f in folders]
-        _, others = repeat.score(pd.concat(rest, ignore_index=True))
+        _, others = repeat.score(pd.concat([repeat.versus(t, repeat.OTHERS) for t in times], ignore_index=True))
         text += "\n" + repeat.summary_line(others, "the rest of each round (--baseline others)")
         meta[repeat.OTHERS] = asdict(others)
     out = Path(args.output) if args.output else reports_dir() / "repeat" / folders[-1].name
