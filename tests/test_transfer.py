@@ -90,6 +90,37 @@ def test_corrupted_object_gives_an_error_cell_not_a_time(tmp_path, s3_server, s3
     assert cell.startswith("error: 1/3 files bad: checksum mismatch")
 
 
+def test_awscrt_sha256_objects_carry_the_sha256_the_server_verified(tmp_path, s3_server, s3_bucket):
+    """`awscrt-sha256` is what its name says: each object it uploads holds the SHA-256 the server
+    checked on arrival, equal to the file's (one PUT, and parts with their composite); the plain
+    `awscrt` row sends none. The like-for-like check of `stage` rests on this."""
+    import base64
+    import hashlib
+
+    cfg = s3_server.s3config()
+    client = cfg.boto3_client()
+    files = ensure_files(Row(2, 64 * KiB), tmp_path / "files", seed=5)
+    (big,) = ensure_files(Row(1, 9 * MiB), tmp_path / "files", seed=5)  # above awscrt's 8 MiB part size
+    for name in ("awscrt-sha256", "awscrt"):
+        (tool,) = make_tools([name])
+        assert tool.check() is None
+        target, apart = Target(s3_bucket, f"c-{uuid.uuid4().hex[:8]}/"), Target(s3_bucket, f"b-{uuid.uuid4().hex[:8]}/")
+        tool.upload(files, tmp_path, target, cfg, 2)
+        tool.upload([big], tmp_path, apart, cfg, 2)  # its own prefix: file names repeat between rows
+        for f in files:
+            head = client.head_object(Bucket=s3_bucket, Key=target.key(f.name), ChecksumMode="ENABLED")
+            sent = head.get("ChecksumSHA256")
+            if name == "awscrt":
+                assert sent is None, head
+            else:
+                assert sent == base64.b64encode(bytes.fromhex(f.sha256)).decode(), head
+                assert sent == base64.b64encode(hashlib.sha256(f.path.read_bytes()).digest()).decode()
+        head = client.head_object(Bucket=s3_bucket, Key=apart.key(big.name), ChecksumMode="ENABLED")
+        assert head["ContentLength"] == big.size
+        assert (head.get("ChecksumSHA256") is not None) == (name == "awscrt-sha256"), head
+    assert make_tools(["awscrt-sha256"])[0].directions == ("upload",)
+
+
 def test_corrupted_file_on_disk_is_caught(tmp_path):
     files = ensure_files(Row(2, 32 * KiB), tmp_path, seed=3)
     dest = tmp_path / "dest"
@@ -283,6 +314,42 @@ def test_stage_threshold_names_ties_and_fails_a_slow_row(tmp_path):
     text = analysis.threshold_text(run)
     assert "FAIL (1 of 2 rows pass)" in text and "tied with awscrt" in text
     assert cli_main(["transfer", "--check", str(run)]) == 1
+
+
+def test_like_for_like_compares_stage_with_the_same_check_beside_the_verdict(tmp_path):
+    """An upload row where stage loses to awscrt by its SHA-256 but keeps up with awscrt-sha256:
+    the threshold still fails (the verdict and exit status are the fastest tool's), and the
+    like-for-like line and sentence say it passes against the same check. Rows where no tool
+    made that check (here a download) are not judged like for like."""
+    base = {"error": "", "network": "loopback", "concurrency": 16, "file-count": 4, "file-size": MiB}
+    up = {**base, "test": "4 File/1 MiB ea", "total-bytes": 4 * MiB, "direction": "upload"}
+    down = {**up, "direction": "download"}
+    rows = []
+    for trial in range(3):
+        for row, times in (
+            (up, {"shotbench": 1.16, "awscrt": 1.0, "awscrt-sha256": 1.18}),
+            (down, {"shotbench": 0.5, "awscrt": 0.5}),
+        ):
+            rows += [
+                {**row, "trial": trial, "tool": tool, "seconds": t + trial / 100, "mb-per-s": 4.2 / t}
+                for tool, t in times.items()
+            ]
+    run = tmp_path / "run"
+    run.mkdir()
+    pd.DataFrame(rows).to_csv(run / "cases.csv", index=False)
+    cases = analysis.load_cases(run)
+    main = {c.direction: c for c in analysis.stage_checks(cases)}
+    assert not main["upload"].passed and main["upload"].best_tool == "awscrt" and main["download"].passed
+    (same,) = analysis.like_for_like(cases)
+    assert (same.direction, same.best_tool, same.passed) == ("upload", "awscrt-sha256", True)
+    assert same.ratio == pytest.approx(1.17 / 1.19)
+    text = analysis.threshold_text(run)
+    assert "FAIL (1 of 2 rows pass)" in text
+    assert "like for like, beside the verdict above" in text and "PASS (1 of 1 rows pass)" in text
+    assert cli_main(["transfer", "--check", str(run)]) == 1
+    said = analysis.answer(cases)
+    assert "**Against the same check** (awscrt-sha256" in said and "0.98–0.98× its time, within 1.10× on 1 of 1" in said
+    assert "what keeps them from the fastest tool is that check" in said
 
 
 def _sync_async_rows() -> list[dict]:

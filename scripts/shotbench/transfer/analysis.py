@@ -20,6 +20,9 @@ BASELINE = "raw-get"
 CLASSIC = "aws-s3-sync"  # the seed tables' reference column
 SELF = "shotbench"
 THRESHOLD = 1.10  # shotbench's median time may be at most this multiple of the best tool's, on every row
+SAME_CHECK: tuple[str, ...] = ("awscrt-sha256",)
+"""Tools that check each upload as `stage` does (SHA-256 computed by the client, verified by the
+server): the like-for-like comparison, printed beside the threshold and never in its place."""
 LOOPBACK = "loopback"
 
 
@@ -356,8 +359,14 @@ def stage_checks(cases: pd.DataFrame, threshold: float = THRESHOLD) -> list[Stag
     return _stage_checks(summarize(loopback(cases)), threshold)
 
 
-def _stage_checks(s: pd.DataFrame, threshold: float) -> list[StageCheck]:
-    """stage_checks of a loopback summary already made."""
+def like_for_like(cases: pd.DataFrame, threshold: float = THRESHOLD) -> list[StageCheck]:
+    """stage_checks against the tools that make stage's check only (SAME_CHECK): what the tool
+    costs, apart from what its SHA-256 costs. Rows where none of them finished are left out."""
+    return _stage_checks(summarize(loopback(cases)), threshold, SAME_CHECK)
+
+
+def _stage_checks(s: pd.DataFrame, threshold: float, among: tuple[str, ...] | None = None) -> list[StageCheck]:
+    """stage_checks of a loopback summary already made; `among`: only these tools are rivals."""
     out = []
     for (direction, test, conc), g in s.groupby(["direction", "test", "concurrency"], sort=False):
         me = g[g["tool"] == SELF]
@@ -365,6 +374,10 @@ def _stage_checks(s: pd.DataFrame, threshold: float) -> list[StageCheck]:
             continue
         me = me.iloc[0]
         rivals = g[(g["tool"] != SELF) & (g["tool"] != BASELINE) & (g["good"] > 0)].sort_values("seconds")
+        if among is not None:
+            rivals = rivals[rivals["tool"].isin(among)]
+            if rivals.empty:
+                continue
         if me["good"] == 0:
             out.append(
                 StageCheck(
@@ -436,7 +449,17 @@ def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
         f"(median of verified trials, {int(stats.LEVEL * 100)} % BCa bootstrap interval; raw-get excluded as the ceiling): "
         f"{verdict} ({passed} of {len(checks)} rows pass)"
     )
-    return "\n".join([head, *("  " + c.line() for c in checks)])
+    lines = [head, *("  " + c.line() for c in checks)]
+    same = like_for_like(load_cases(run_dir), threshold)
+    if same:
+        passed = sum(c.passed for c in same)
+        lines.append(
+            f"like for like, beside the verdict above: shotbench ≤ {threshold:.2f}× the fastest tool that checks each "
+            f"upload as stage does ({', '.join(SAME_CHECK)}: SHA-256 computed by the client, verified by the "
+            f"server): {'PASS' if passed == len(same) else 'FAIL'} ({passed} of {len(same)} rows pass)"
+        )
+        lines += ["  " + c.line() for c in same]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- sync vs async under latency
@@ -628,6 +651,15 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
         if misses:
             text += f"; not on {'; '.join(misses)}"
         parts.append(text + ".")
+    same = _stage_checks(summary, threshold, SAME_CHECK)
+    ratios = [c.ratio for c in same if c.ratio is not None]
+    if ratios:
+        parts.append(
+            f"**Against the same check** ({', '.join(SAME_CHECK)}: SHA-256 computed by the client and verified by "
+            f"the server, as `stage` does), stage's uploads take {min(ratios):.2f}–{max(ratios):.2f}× its time, "
+            f"within {threshold:.2f}× on {sum(c.passed for c in same)} of {len(same)} rows"
+            + (": what keeps them from the fastest tool is that check." if all(c.passed for c in same) else ".")
+        )
     verdicts = async_verdicts(cases)
     if verdicts:
         said = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from shotbench.errors import UserError
 from shotbench.transfer.programs.base import Outcome, Target, Tool, ToolFailed, _pkg_version
 from shotbench.transfer.programs.boto import Boto3TransferManager, Boto3Tuned, Boto3UploadFile, RawGet, Shotbench
-from shotbench.transfer.programs.crt import AwsCrt
+from shotbench.transfer.programs.crt import AwsCrt, AwsCrtSha256
 from shotbench.transfer.programs.external import (
     AWSCLI_VERSION,
     S5CMD_VERSION,
@@ -54,6 +54,7 @@ TOOL_CLASSES: dict[str, type[Tool]] = {
         ObstoreSync,
         ObstoreAsync,
         AwsCrt,
+        AwsCrtSha256,
         Shotbench,
         RawGet,
     )
@@ -67,6 +68,7 @@ DEFAULT_TOOLS: tuple[str, ...] = (
     "obstore",
     "obstore-async",
     "awscrt",
+    "awscrt-sha256",
     "shotbench",
     "raw-get",
 )
