@@ -60,6 +60,7 @@ class AwsCrt(Tool):
         from awscrt.s3 import S3RequestType
 
         client = self._client(cfg, concurrency)
+        checksum = self._checksum() if method == "PUT" else None  # one config for the case, before the clock
         t0 = time.perf_counter()
         pending = []
         for f in files:
@@ -71,7 +72,7 @@ class AwsCrt(Tool):
                     type=S3RequestType.PUT_OBJECT,
                     request=HttpRequest("PUT", path, HttpHeaders(headers)),
                     send_filepath=str(local(f)),
-                    checksum_config=self._checksum(),
+                    checksum_config=checksum,
                 )
             else:
                 req = client.make_request(
