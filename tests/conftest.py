@@ -2,7 +2,7 @@
 
 Every fixture here talks to real processes and real files: a private embedded S3 server
 (its own state directory, port and credentials), synthetic HDF5 shot files from
-`shotbench.hdf5.synth`, and those files uploaded through the S3 API with `shotbench.store.stage`.
+`shotbench.hdf5.synthesis`, and those files uploaded through the S3 API with `shotbench.store.staging`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerInfo]:  # noqa: F821 - ServerInfo is imported inside the fixture so collecting tests never loads the server code
     """A private versitygw for the whole test session; stopped when the session ends."""
-    from shotbench.store.server import embedded_server
+    from shotbench.store.embedded import embedded_server
 
     state = tmp_path_factory.mktemp("s3-state")
     with embedded_server(state) as info:
@@ -53,7 +53,7 @@ def s3_bucket(s3_server) -> str:
 @pytest.fixture(scope="session")
 def shot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four small synthetic shot files (2 MB, 1 MB pages) so that tests stay fast."""
-    from shotbench.hdf5.synth import make_dataset
+    from shotbench.hdf5.synthesis import make_dataset
 
     out = tmp_path_factory.mktemp("shots")
     make_dataset(out, shots=4, signals=12, file_size=2_000_000, page_size=1_000_000, seed=0)
@@ -64,7 +64,7 @@ def shot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def staged_shots(s3_server, s3_bucket: str, shot_dir: Path) -> tuple[Location, S3Config, list[ShotObject]]:
     """`shot_dir` uploaded through the S3 API to s3://<s3_bucket>/shots/."""
     from shotbench.store.s3 import list_shot_files, parse_location
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     cfg = s3_server.s3config()
     loc = parse_location(f"s3://{s3_bucket}/shots/")

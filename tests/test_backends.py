@@ -92,9 +92,9 @@ def test_raw_get_fetches_full_bytes(staged_shots, shot_dir) -> None:
 def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, tmp_path) -> None:
     """A ROS3 case through its environment's driver: real Dask workers, that env's libhdf5."""
     from shotbench.backends.base import child_env
+    from shotbench.bench.driverpool import DriverProc
+    from shotbench.bench.protocol import Prepare, Run, Spec
     from shotbench.plan import matrix as plan
-    from shotbench.read.drivers import DriverProc
-    from shotbench.read.protocol import Prepare, Run, Spec
 
     cls = registry.get(name)
     try:
@@ -104,7 +104,7 @@ def test_ros3_backends_run_in_their_env(name, staged_shots, shot_dir, expected, 
     if not Path(python).exists():
         pytest.skip(f".envs/{cls.env} is not built; `make test` builds it first")
     loc, cfg, objs = staged_shots
-    from shotbench.read.inventory import inventory
+    from shotbench.bench.inventory import inventory
 
     source = Source("s3", loc.bucket, loc.prefix, str(shot_dir))
     files = inventory(source, objs, cfg)

@@ -118,7 +118,7 @@ def test_profiles_load_and_override(tmp_path: Path) -> None:
 
 def test_embedded_server_is_https_unless_told_otherwise() -> None:
     """Real S3 is https, and http hides 1.14's TLS setup per open: the default run is https."""
-    from shotbench.read.cli import default_tls
+    from shotbench.commands.bench import default_tls
 
     assert default_tls(None, None, "none") is True
     assert default_tls(None, None, "upstream-ec2") is True

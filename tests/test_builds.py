@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.builds import build, envs, specs
+from shotbench.builds import build, specs
+from shotbench.builds import environments as envs
 from shotbench.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench.analyse.compare import CASE_KEYS, TASK_TIME, Side, compare
 from shotbench.store.s3 import without_s3_settings
+from shotbench.studies.compare.comparison import CASE_KEYS, TASK_TIME, Side, compare
 
 
 def _side(times: dict[str, list[float]], copy: float = 0.1, tasks: dict[str, list[float]] | None = None) -> Side:

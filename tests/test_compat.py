@@ -1,6 +1,6 @@
 """The `compat` family: single-16MB's signals and sizes in the oldest format, which every reader reads.
 
-The digests come from `shotbench.read.bytecheck` (each reader in its own environment, against the
+The digests come from `shotbench.bench.bytecheck` (each reader in its own environment, against the
 real embedded S3 server) and are compared with h5py's on the local copies.
 """
 
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from shotbench.backends.base import Source
-from shotbench.hdf5.synth import make_dataset
+from shotbench.bench import bytecheck
+from shotbench.hdf5.synthesis import make_dataset
 from shotbench.plan import families
-from shotbench.read import bytecheck
 
 READERS = ["fsspec-tuned", "remfile", "kerchunk", "pyfive", "h5coro"]
 
@@ -67,7 +67,7 @@ def compat_files(s3_server, s3_bucket, tmp_path_factory):
     from shotbench.hdf5.shotfile import shot_ids, signal_names
     from shotbench.plan.matrix import ShotFile
     from shotbench.store.s3 import list_shot_files, parse_location
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     fam = families.family(families.COMPAT, families.Sizes(single_shots=2))
     folder = tmp_path_factory.mktemp("compat")

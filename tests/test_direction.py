@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench.analyse import ablation as a
-from shotbench.read import direction as d
+from shotbench.studies.direction import ablation as a
+from shotbench.studies.direction import ablation_run as d
 
 
 def _trials(*times: float) -> pd.Series:

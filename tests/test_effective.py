@@ -22,7 +22,7 @@ from synthetic import synthetic_workers
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from shotbench.hdf5.synth import make_shot_file
+    from shotbench.hdf5.synthesis import make_shot_file
 
     out = tmp_path_factory.mktemp("eff")
     return {

@@ -34,11 +34,11 @@ def run_cases(
     signals_files: int = 0,
     signals_names: int = 0,
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """Run a matrix through `shotbench.read.runner` on s3://bucket/prefix; (workers rows, case rows).
+    """Run a matrix through `shotbench.bench.runner` on s3://bucket/prefix; (workers rows, case rows).
     `signals` mode reads a seeded sample of `signals_files` files and `signals_names` names (0: all)."""
-    from shotbench.read.drivers import Drivers
-    from shotbench.read.inventory import Workload, inventory
-    from shotbench.read.runner import Runner
+    from shotbench.bench.driverpool import Drivers
+    from shotbench.bench.inventory import Workload, inventory
+    from shotbench.bench.runner import Runner
     from shotbench.store.s3 import list_shot_files, parse_location
 
     s3 = server.s3config()
@@ -97,9 +97,9 @@ def test_every_build_reports_what_it_did_with_the_page_buffer(
 
 
 def test_block_cache_of_22_saves_gets_on_an_unpaged_file(tmp_path: Path, s3_server, s3_bucket: str) -> None:
-    from shotbench.hdf5.synth import make_shot_file
+    from shotbench.hdf5.synthesis import make_shot_file
     from shotbench.store.s3 import parse_location
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     local = tmp_path / "flat"
     local.mkdir()

@@ -188,7 +188,7 @@ def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Pa
     proc = bench_proc(tmp_path / "runs", ["--data", str(shot_dir), "--config", str(tmp_path / "c.toml")], env)
     try:
         assert wait_for_cases(tmp_path / "runs", 1) is not None  # mid-run: Dask workers are up
-        assert any("shotbench.read.driver" in p for p in _leftovers(tmp_path / "state"))
+        assert any("shotbench.bench.driver" in p for p in _leftovers(tmp_path / "state"))
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -266,9 +266,9 @@ def test_read_only_output_folders(args: list[str], tmp_path: Path) -> None:
 def test_run_whose_server_dies_ends_failed_within_a_minute(shot_dir: Path, tmp_path: Path) -> None:
     """Killing the S3 server mid-run stops the run in seconds: rc 1, one sentence, status failed,
     and no case credited with a runtime it did not measure."""
-    from shotbench.store import server
+    from shotbench.store import embedded as server
     from shotbench.store.s3 import parse_location
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     state = tmp_path / "server"
     with server.embedded_server(state) as info:
@@ -391,9 +391,9 @@ class StallingProxy:
 def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_path: Path) -> None:
     """A server that stops answering mid-run: the running case is recorded with `timeout` rows
     after its deadline, the health check ends the run, and nothing counts as a runtime."""
-    from shotbench.store import server
+    from shotbench.store import embedded as server
     from shotbench.store.s3 import parse_location
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     with server.embedded_server(tmp_path / "server") as info:
         cfg = info.s3config()
@@ -417,7 +417,7 @@ def test_stalled_server_gives_timeout_rows_and_ends_the_run(shot_dir: Path, tmp_
                 proc.kill()
     # the case deadline, the check between cases at its worst (a stalled HEAD, tried once more),
     # then the case's teardown and the run's shutdown: well inside the minute a dead server may take
-    from shotbench.read.runner import HEALTH_STALL_ATTEMPTS, HEALTH_TIMEOUT
+    from shotbench.bench.runner import HEALTH_STALL_ATTEMPTS, HEALTH_TIMEOUT
 
     assert time.time() - stalled < 3 + HEALTH_STALL_ATTEMPTS * HEALTH_TIMEOUT + 20
     assert proc.returncode == 1 and "stopped answering" in err, err
@@ -478,8 +478,8 @@ def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
     import h5py
 
     from shotbench.backends.base import Source
+    from shotbench.bench.checksums import Checksums
     from shotbench.hdf5.shotfile import read_signal_crc, shot_ids, signal_names
-    from shotbench.read.checksums import Checksums
 
     path = sorted(shot_dir.glob("*.h5"))[0]
     with h5py.File(path, "r") as fh:
@@ -493,7 +493,7 @@ def test_wrong_bytes_are_caught(shot_dir: Path) -> None:
     # a raw GET's byte range, checked the same way
     import zlib
 
-    from shotbench.read.checksums import BYTES, byte_range
+    from shotbench.bench.checksums import BYTES, byte_range
 
     good = zlib.crc32(path.read_bytes()[100:4196])
     assert checks.verdict({"crcs": [[str(path), BYTES, byte_range(100, 4096), good]], "error": ""}) == ("yes", "")

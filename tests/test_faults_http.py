@@ -72,7 +72,7 @@ def test_methods_limit_what_may_be_hit_and_presigned_dates_do_not_count() -> Non
 
 def test_a_case_is_credited_its_own_faults_and_a_resume_keeps_earlier_ones(tmp_path: Path) -> None:
     """Counts read around each case from the proxy's stats file; the raw-get ceiling's are apart."""
-    from shotbench.read.faultcount import InjectedFaults, summary_lines
+    from shotbench.bench.faultcount import InjectedFaults, summary_lines
 
     stats = tmp_path / fp.STATS_FILE
 
@@ -310,7 +310,8 @@ def test_a_profile_with_both_layers_chains_them_and_stops_them(tmp_path: Path, m
     from botocore.exceptions import ClientError
 
     from shotbench.processes import pid_alive
-    from shotbench.store import network, server
+    from shotbench.store import embedded as server
+    from shotbench.store import network
 
     both = network.Profile(20, 0, http=fp.HttpFaults((("slowdown", 1.0),), methods=("GET",)))
     monkeypatch.setitem(network.NETWORK_PROFILES, "both-layers", both)
@@ -333,8 +334,8 @@ def test_a_profile_with_both_layers_chains_them_and_stops_them(tmp_path: Path, m
 
 def test_a_dead_server_behind_the_proxy_gets_no_answer(tmp_path: Path) -> None:
     """No HTTP error in its place: the health check between cases must see a dead server as dead."""
+    from shotbench.bench.runner import answers
     from shotbench.processes import free_port
-    from shotbench.read.runner import answers
 
     info = fp.start(tmp_path, free_port(), fp.HttpFaults(()), private=True)
     try:

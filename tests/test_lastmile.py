@@ -157,7 +157,7 @@ def test_the_watchdog_needs_several_failed_checks() -> None:
     """One failed check is a fault (a reset under a fault profile); three in a row are a dead server."""
     import socket
 
-    from shotbench.read.watchdog import ServerGone, Watchdog
+    from shotbench.bench.watchdog import ServerGone, Watchdog
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -209,10 +209,10 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str
     import time
 
     from shotbench.backends import registry
-    from shotbench.hdf5.synth import make_dataset
-    from shotbench.store import server
+    from shotbench.hdf5.synthesis import make_dataset
+    from shotbench.store import embedded as server
     from shotbench.store.s3 import parse_location, without_s3_settings
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     if not Path(registry.get(backend).python()).exists():
         pytest.fail(f"the {backend} environment is missing: run `make envs` before the slow tests")
@@ -322,7 +322,7 @@ def _case_rows(case_id: str, total: float, n: int = 1) -> tuple[list[dict[str, o
 
 def test_a_case_far_slower_than_its_other_trials_is_set_apart(tmp_path: Path) -> None:
     """A one-task case has no peer within it: 134 s against 2.5 s in its other trial was `ok`."""
-    from shotbench.read.runner import flag_stalled_trials
+    from shotbench.bench.runner import flag_stalled_trials
     from shotbench.records.schema import RUN_KIND
     from shotbench.runs import RunFolder
 
@@ -408,7 +408,7 @@ def test_a_stalled_get_is_never_a_clean_measurement(shot_dir: Path, s3_server, t
     import time
 
     from shotbench.store.s3 import parse_location, without_s3_settings
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     cfg = s3_server.s3config()
     cfg.boto3_client().create_bucket(Bucket="stall-once")
@@ -478,8 +478,8 @@ def test_a_stalled_get_is_never_a_clean_measurement(shot_dir: Path, s3_server, t
 
 
 def test_which_keys_need_encoding() -> None:
+    from shotbench.bench.keycheck import needs_encoding, probe_file
     from shotbench.plan.matrix import ShotFile
-    from shotbench.read.keycheck import needs_encoding, probe_file
 
     assert not needs_encoding("shots/shot_1-a.b~c.h5")
     assert needs_encoding("uni dir/shot 1.h5") and needs_encoding("é/shot.h5") and needs_encoding("a+b.h5")
@@ -499,7 +499,7 @@ def test_keys_with_spaces_and_non_ascii_every_default_backend(shot_dir: Path, s3
 
     from shotbench.backends import registry
     from shotbench.store.s3 import parse_location, without_s3_settings
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     odd = tmp_path / "odd"
     odd.mkdir()
@@ -558,9 +558,9 @@ def test_keys_with_spaces_and_non_ascii_every_default_backend(shot_dir: Path, s3
 
 
 def test_the_chaos_tally_counts_lost_duplicated_and_unexplained(tmp_path: Path) -> None:
-    from shotbench.read.chaos import tally
     from shotbench.records.schema import RUN_KIND
     from shotbench.runs import RunFolder
+    from shotbench.studies.chaos.chaos_run import tally
 
     plan = [{"case_id": c} for c in ("t1-a", "t1-b", "t1-c", "t1-d")]
     folder = RunFolder.create(tmp_path / "run", RUN_KIND, {"plan": plan})

@@ -44,7 +44,7 @@ def copy_with(tmp_path: Path, module: str, code: str) -> Path:
 
 def test_the_graph_sees_the_package() -> None:
     graph = grimp.build_graph("shotbench", cache_dir=None)
-    assert graph.direct_import_exists(importer="shotbench.read.driver", imported="shotbench.read.worker")
+    assert graph.direct_import_exists(importer="shotbench.bench.driver", imported="shotbench.bench.worker")
     assert "shotbench.hdf5.shotfile" in graph.modules
 
 
@@ -58,13 +58,13 @@ def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path: Path) ->
     root = copy_with(
         tmp_path,
         "hdf5/shotfile.py",
-        "def _sneaky() -> object:\n    from shotbench.read import runner\n\n    return runner\n",
+        "def _sneaky() -> object:\n    from shotbench.bench import runner\n\n    return runner\n",
     )
     proc = lint_imports(root)
     assert proc.returncode != 0
     assert "layers: top imports bottom, never the reverse BROKEN" in proc.stdout
-    assert "shotbench.hdf5 is not allowed to import shotbench.read" in proc.stdout
-    assert "shotbench.hdf5.shotfile -> shotbench.read.runner" in proc.stdout
+    assert "shotbench.hdf5 is not allowed to import shotbench.bench" in proc.stdout
+    assert "shotbench.hdf5.shotfile -> shotbench.bench.runner" in proc.stdout
 
 
 def test_a_cycle_within_one_layer_breaks_the_acyclic_contract(tmp_path: Path) -> None:
@@ -72,11 +72,11 @@ def test_a_cycle_within_one_layer_breaks_the_acyclic_contract(tmp_path: Path) ->
     # layers contract allows, so only the cycle contract can catch it
     root = copy_with(
         tmp_path,
-        "read/checksums.py",
-        "def _back() -> object:\n    from shotbench.read import runner\n\n    return runner\n",
+        "bench/checksums.py",
+        "def _back() -> object:\n    from shotbench.bench import runner\n\n    return runner\n",
     )
     proc = lint_imports(root)
     assert proc.returncode != 0
     assert "layers: top imports bottom, never the reverse KEPT" in proc.stdout
     assert "no cycles among the siblings of any package BROKEN" in proc.stdout
-    assert "No cycles are allowed in shotbench.read." in proc.stdout
+    assert "No cycles are allowed in shotbench.bench." in proc.stdout

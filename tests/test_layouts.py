@@ -11,13 +11,13 @@ import pytest
 
 from shotbench.backends.base import ReadSettings, Source
 from shotbench.backends.local import LocalBackend
-from shotbench.hdf5.synth import make_dataset
+from shotbench.bench import worker
+from shotbench.bench.inventory import inventory
+from shotbench.bench.protocol import Spec
+from shotbench.hdf5.synthesis import make_dataset
 from shotbench.plan import matrix as plan
 from shotbench.plan import profiles
 from shotbench.plan.families import NAMES
-from shotbench.read import worker
-from shotbench.read.inventory import inventory
-from shotbench.read.protocol import Spec
 
 SMALL = {"signals": 12, "file_size": 2_000_000, "page_size": 1_000_000}
 

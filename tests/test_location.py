@@ -111,7 +111,7 @@ def test_prefix_without_shot_file_names(s3_server, s3_bucket: str) -> None:
 
 
 def test_preflight_accepts_real_hdf5_on_s3(s3_server, s3_bucket: str, h5_dir: Path) -> None:
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     cfg = s3_server.s3config()
     loc = parse_location(f"s3://{s3_bucket}/preflight-ok/")

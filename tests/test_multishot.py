@@ -23,7 +23,7 @@ from golden import MULTI_OLD as OLD
 from shotbench.analyse import multishot
 from shotbench.cli import main
 from shotbench.errors import UserError
-from shotbench.figures import multishot as multishot_plots
+from shotbench.figures import manyshot as multishot_plots
 from shotbench.figures import plots
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from shotbench.analyse import opencost
+from shotbench.studies.opencost import opencost
 
 MiB = 2**20
 
@@ -66,8 +66,8 @@ def test_no_refetch_is_not_claimed_when_the_bytes_match() -> None:
 
 def test_both_figures_name_every_series_in_a_legend() -> None:
     from shotbench.display import setup, show
-    from shotbench.figures import opencost as figs
     from shotbench.reports.htmlcheck import figures, legend_problems
+    from shotbench.studies.opencost import opencost_figures as figs
 
     setup()
     rows = _rows()
@@ -103,7 +103,7 @@ def test_the_published_ablation_renders_with_its_answer_first(tmp_path: Path) ->
 def test_a_reproducer_report_becomes_one_row_of_medians_with_counted_requests() -> None:
     """The first open pays for imports and is left out; GETs and HEADs are counted from the
     request lines of the warm opens."""
-    from shotbench.read.opencost import from_report
+    from shotbench.studies.opencost.opencost_run import from_report
 
     lines = ["HEAD whole", "GET bytes=0-8388607", "GET bytes=8388608-15999999"]
     opens = [{"open_ms": 900.0, "read_ms": 0.0, "requests": lines}] + [
@@ -120,8 +120,8 @@ def test_a_reproducer_report_becomes_one_row_of_medians_with_counted_requests() 
 def test_a_finished_open_cost_csv_resumes_without_a_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """When open-cost.csv already has every row, measure() returns it untouched before making
     files, starting the server or building environments; one row short, it goes on to measure."""
-    from shotbench.read import opencost as measured
-    from shotbench.store import server
+    from shotbench.store import embedded as server
+    from shotbench.studies.opencost import opencost_run as measured
 
     def unexpected(*args: object, **kwargs: object) -> None:
         raise AssertionError("started")

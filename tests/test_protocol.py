@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 
 from shotbench.backends.base import Source
-from shotbench.plan import matrix as plan
-from shotbench.read import protocol, worker
-from shotbench.read.checksums import YES, Checksums
-from shotbench.read.protocol import (
+from shotbench.bench import protocol, worker
+from shotbench.bench.checksums import YES, Checksums
+from shotbench.bench.protocol import (
     PROTOCOL_VERSION,
     Close,
     Done,
@@ -39,6 +38,7 @@ from shotbench.read.protocol import (
     read_reply,
     read_request,
 )
+from shotbench.plan import matrix as plan
 
 ITEM = plan.Item("shots/1.h5", 2_000_000, "1", "ip")
 TASKS = [
@@ -197,7 +197,7 @@ def main_driver(tmp_path: Path) -> Iterator[Any]:
     import sys
 
     from shotbench.backends.base import child_env
-    from shotbench.read.drivers import DriverProc
+    from shotbench.bench.driverpool import DriverProc
 
     drv = DriverProc("main", Path(sys.executable), child_env({}), tmp_path / "driver.log", None)
     yield drv
@@ -259,7 +259,7 @@ def test_warm_workers_keep_quiet_housekeeping() -> None:
     of a default run 41-44 % of one core, shared with the case being measured."""
     import dask
 
-    from shotbench.read.driver import QUIET_DASK_CONFIG, Driver
+    from shotbench.bench.driver import QUIET_DASK_CONFIG, Driver
 
     drv = Driver(None)
     try:
@@ -277,8 +277,8 @@ def test_warm_workers_keep_quiet_housekeeping() -> None:
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> list[plan.ShotFile]:
     """Two real synthetic single-shot files and what the inventory pass finds in them."""
-    from shotbench.hdf5.synth import make_dataset
-    from shotbench.read.inventory import inventory
+    from shotbench.bench.inventory import inventory
+    from shotbench.hdf5.synthesis import make_dataset
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SHOTBENCH_STATE", str(tmp_path_factory.mktemp("state")))
@@ -332,6 +332,6 @@ def test_the_protocol_loads_no_heavy_library() -> None:
     import subprocess
     import sys
 
-    code = "import sys, shotbench.read.protocol; print(sorted(set(sys.modules) & {'h5py', 'numpy', 'dask', 'distributed'}))"
+    code = "import sys, shotbench.bench.protocol; print(sorted(set(sys.modules) & {'h5py', 'numpy', 'dask', 'distributed'}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"

@@ -112,9 +112,9 @@ def test_reader_matches_h5py_or_says_unsupported(name, staged_shots, shot_dir, t
 @pytest.fixture(scope="module")
 def default_layout_shots(s3_server, s3_bucket, tmp_path_factory):
     """Two shot files in libhdf5's default (non-paged) layout, staged under their own prefix."""
-    from shotbench.hdf5.synth import make_dataset
+    from shotbench.hdf5.synthesis import make_dataset
     from shotbench.store.s3 import list_shot_files, parse_location
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     folder = tmp_path_factory.mktemp("default-layout")
     make_dataset(folder, shots=2, signals=12, file_size=2_000_000, page_size=1_000_000, seed=1, paging="unpaged")
@@ -140,10 +140,10 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
     clock, each row carries its files' index build time and size, and the reads match h5py,
     down to the CRC-32 of every signal the rows carry when verifying."""
     from shotbench.backends.base import child_env
+    from shotbench.bench.driverpool import DriverProc
+    from shotbench.bench.inventory import inventory as list_files
+    from shotbench.bench.protocol import Prepare, Run, Spec
     from shotbench.plan import matrix as plan
-    from shotbench.read.drivers import DriverProc
-    from shotbench.read.inventory import inventory as list_files
-    from shotbench.read.protocol import Prepare, Run, Spec
 
     cls = registry.get("kerchunk")
     loc, cfg, objs = staged_shots
@@ -172,7 +172,7 @@ def test_kerchunk_case_reports_index_columns_not_in_read_time(staged_shots, shot
                 expected[1] += b
     assert expected[0] > 0 and [sum(r["dsets"] for r in rows), sum(r["bytes"] for r in rows)] == expected
     assert all(r["index-time"] > 0 and r["index-bytes"] > 1000 for r in rows)
-    from shotbench.read.checksums import Checksums
+    from shotbench.bench.checksums import Checksums
 
     checks = Checksums(source)
     assert all(r["crcs"] for r in rows) and {checks.verdict(r) for r in rows} == {("yes", "")}
@@ -215,7 +215,7 @@ def test_pure_python_readers_on_earliest_format(name, s3_server, s3_bucket, shot
     """On a shape they implement, h5coro and pyfive return h5py's exact bytes; what they cannot
     resolve (dimension-scale references) is an `unsupported` cell, never wrong data."""
     from shotbench.store.s3 import list_shot_files, parse_location
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     folder = tmp_path / "early"
     folder.mkdir()

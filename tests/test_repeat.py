@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from shotbench.analyse import repeat
 from shotbench.errors import UserError
+from shotbench.studies.repeat import repeatability as repeat
 
 
 def _table(rows: list[tuple[str, str, float, float, float]]) -> pd.DataFrame:

@@ -211,9 +211,9 @@ def resetting_server(tmp_path_factory: pytest.TempPathFactory, shot_dir: Path):
     seeded per request, so every run of this test meets the same faults (toxiproxy's share of
     connections depended on how many connections aws-c-s3 happened to open, and was sometimes 0)."""
     from shotbench.store import network
+    from shotbench.store.embedded import embedded_server
     from shotbench.store.faultproxy import HttpFaults
     from shotbench.store.s3 import S3Config
-    from shotbench.store.server import embedded_server
 
     name = "test-slowdown-30pc"
     network.NETWORK_PROFILES[name] = network.Profile(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.builds import envs
+from shotbench.builds import environments as envs
 from shotbench.builds.specs import BUILDS
 from shotbench.hdf5 import ros3open as ros3
 from shotbench.store.s3 import S3Config, without_s3_settings

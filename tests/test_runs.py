@@ -15,11 +15,11 @@ import pytest
 
 from shotbench.errors import UserError
 from shotbench.plan.matrix import Matrix, plan_cases
-from shotbench.read.direction import DirectionRun
 from shotbench.runs import SCHEMA, RunFolder, RunKind, interleave, kind_of, latest_run, read_meta, run_folders
-from shotbench.transfer import runner as transfer
-from shotbench.transfer.matrix import MiB, Row
-from shotbench.transfer.schema import case_trial
+from shotbench.studies.direction.ablation_run import DirectionRun
+from shotbench.transfer import execute as transfer
+from shotbench.transfer.cases import MiB, Row
+from shotbench.transfer.columns import case_trial
 
 REPO = Path(__file__).resolve().parents[1]
 CASES, DETAILS = ["run-id", "case-id", "trial", "total"], ["case-id", "trial", "bytes"]

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from shotbench.store import accesslog, server
+from shotbench.store import accesslog
+from shotbench.store import embedded as server
 
 
 def _cli(state: Path, *args: str) -> subprocess.CompletedProcess:
@@ -174,7 +175,7 @@ def test_access_log_counts_a_known_number_of_gets(s3_server) -> None:
 
 def test_every_request_is_in_the_log_when_its_response_arrives(s3_server) -> None:
     """A case's requests are counted as soon as its last response is back, with no quiet period
-    (read/runner.py): that holds because versitygw logs a request before it answers it. Checked
+    (bench/runner.py): that holds because versitygw logs a request before it answers it. Checked
     right after each response of every kind a case or a stage makes; then the window waits only
     for the GETs' byte counts, which travel behind."""
     bucket = f"sb-log-{uuid.uuid4().hex[:8]}"

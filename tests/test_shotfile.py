@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from shotbench.hdf5.shotfile import looks_like_hdf5, read_signal, shot_ids, signal_names
-from shotbench.hdf5.synth import make_dataset
+from shotbench.hdf5.synthesis import make_dataset
 
 
 @pytest.fixture(scope="module")

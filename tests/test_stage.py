@@ -14,7 +14,7 @@ from boto3.s3.transfer import TransferConfig
 
 from shotbench.errors import UserError
 from shotbench.store.s3 import list_shot_files, parse_location, without_s3_settings
-from shotbench.store.stage import md5_etag, same_object, stage
+from shotbench.store.staging import md5_etag, same_object, stage
 
 
 def _fresh(prefix: str, bucket: str):
@@ -157,7 +157,7 @@ def test_every_object_carries_the_files_sha256(s3_server, s3_bucket: str, tmp_pa
 def test_a_file_rewritten_during_a_multipart_upload_is_refused(s3_server, s3_bucket: str, tmp_path: Path) -> None:
     """The torn snapshot: a file truncated and appended (same size) while its parts go up is
     reported in one sentence, leaves no object behind, and the other files are staged."""
-    from shotbench.store.stage import FilesChanged
+    from shotbench.store.staging import FilesChanged
 
     src = tmp_path / "src"
     src.mkdir()
@@ -195,7 +195,7 @@ def test_a_file_rewritten_during_a_multipart_upload_is_refused(s3_server, s3_buc
 
 def test_a_small_file_changed_before_the_stage_ends_is_not_staged(s3_server, s3_bucket: str, tmp_path: Path) -> None:
     """A file truncated after its PUT but before the stage finished: the object is removed again."""
-    from shotbench.store.stage import FilesChanged
+    from shotbench.store.staging import FilesChanged
 
     src = tmp_path / "src"
     src.mkdir()

@@ -10,10 +10,10 @@ import pytest
 from h5py import h5d, h5o
 
 from shotbench.backends.meters import case_columns
+from shotbench.bench import inventory as runner
 from shotbench.hdf5 import storage
-from shotbench.hdf5.synth import make_shot_file
+from shotbench.hdf5.synthesis import make_shot_file
 from shotbench.plan import matrix as plan
-from shotbench.read import inventory as runner
 
 
 def _chunk_bytes(d: h5py.Dataset) -> int:

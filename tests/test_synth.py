@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from shotbench import cli
-from shotbench.hdf5.synth import CATALOG, COMPRESS_ABOVE, make_dataset
+from shotbench.hdf5.synthesis import CATALOG, COMPRESS_ABOVE, make_dataset
 
 SMALL = {"signals": 12, "file_size": 2_000_000, "page_size": 1_000_000}
 

@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 
 from shotbench.cli import main as cli_main
-from shotbench.transfer import analysis, verify
-from shotbench.transfer.matrix import Row, ensure_files, parse_rows, size_label
+from shotbench.transfer import delivery as verify
+from shotbench.transfer import results as analysis
+from shotbench.transfer.cases import Row, ensure_files, parse_rows, size_label
+from shotbench.transfer.execute import Case, RunContext, TransferPlan, case_order, run_transfer, seed_source
 from shotbench.transfer.programs import Target, make_tools
-from shotbench.transfer.runner import Case, RunContext, TransferPlan, case_order, run_transfer, seed_source
 from shotbench.units import KiB, MiB
 
 TINY = [Row(3, 64 * KiB), Row(1, 192 * KiB)]
@@ -190,7 +191,7 @@ def test_bad_rows_option_is_one_sentence(capsys):
 
 
 def test_sweep_rows_are_added_only_where_asked():
-    from shotbench.transfer.runner import plan_cases
+    from shotbench.transfer.execute import plan_cases
 
     plan = TransferPlan(
         "t",
@@ -249,7 +250,7 @@ def test_interrupted_run_resumes_without_repeating_cases(tmp_path, s3_server, s3
 
 def test_latency_sweep_runs_sync_and_async_through_the_network_profile(tmp_path, s3_server, s3_bucket):
     """The sync-vs-async sweep goes through toxiproxy: the same server, ~20 ms more per response."""
-    from shotbench.transfer.cli import latency_endpoints
+    from shotbench.commands.transfer import latency_endpoints
 
     ctx = _ctx(tmp_path, s3_server, s3_bucket)
     upstream = s3_server.upstream_port or s3_server.port
@@ -385,7 +386,7 @@ def test_the_answer_names_the_leader_its_ties_the_threshold_and_where_async_pays
 
 
 def test_sync_vs_async_figures_keep_one_colour_per_series_and_leave_out_one_point_rows():
-    from shotbench.transfer import plots
+    from shotbench.transfer import panels as plots
 
     rows = _sync_async_rows()
     one_file = {"test": "1 File/8 MiB ea", "file-count": 1, "file-size": 8 * MiB, "concurrency": 1}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from shotbench.backends.base import ReadSettings
 from shotbench.hdf5.blockcache import DEFAULT_BLOCK_SIZE, DEFAULT_CACHE_SIZE
 from shotbench.plan.profiles import BenchConfig
-from shotbench.transfer.matrix import parse_size
+from shotbench.transfer.cases import parse_size
 from shotbench.units import GiB, KiB, MiB
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from shotbench.analyse import byteverdict, capability
-from shotbench.read.cli import finish_message
+from shotbench.commands.bench import finish_message
 from shotbench.records.status import (
     COMPLETE,
     FAILED,

@@ -15,21 +15,21 @@ from typing import NoReturn
 from shotbench.errors import Terminated, UserError, interrupt_exit, one_line
 
 COMMANDS: dict[str, str] = {
-    "server": "shotbench.store.cli",
-    "stage": "shotbench.store.cli",
-    "ls": "shotbench.store.cli",
-    "synth": "shotbench.hdf5.synth",
-    "envs": "shotbench.builds.cli",
-    "bench": "shotbench.read.cli",
-    "bench-harness": "shotbench.read.harness",
+    "server": "shotbench.commands.server",
+    "stage": "shotbench.commands.server",
+    "ls": "shotbench.commands.server",
+    "synth": "shotbench.hdf5.synthesis",
+    "envs": "shotbench.commands.envs",
+    "bench": "shotbench.commands.bench",
+    "bench-harness": "shotbench.studies.harness.harness_run",
     "report": "shotbench.reports.render",
     "reports": "shotbench.reports.render",
-    "transfer": "shotbench.transfer.cli",
-    "compare": "shotbench.read.cli",
-    "repeat": "shotbench.read.cli",
-    "anatomy": "shotbench.anatomy.cli",
-    "direction": "shotbench.read.direction",
-    "chaos": "shotbench.read.chaos",
+    "transfer": "shotbench.commands.transfer",
+    "compare": "shotbench.commands.bench",
+    "repeat": "shotbench.commands.bench",
+    "anatomy": "shotbench.commands.anatomy",
+    "direction": "shotbench.studies.direction.ablation_run",
+    "chaos": "shotbench.studies.chaos.chaos_run",
 }
 
 

@@ -1,6 +1,6 @@
 """A backend's bytes against h5py's: the verdict of one (backend, family), and what sinks a run.
 
-Kept apart from the check that produces them (`shotbench.read.bytecheck`, which runs readers in
+Kept apart from the check that produces them (`shotbench.bench.bytecheck`, which runs readers in
 their environments) so the analysis (the capability matrix) reads verdicts from run.json
 without depending on how a run is carried out.
 """

@@ -1,6 +1,6 @@
 """What each reader can read: reader × file family, ✓ or ✗ with the reason in one line.
 
-Two sources agree here: the run's byte check (`shotbench.read.bytecheck`, one file per family
+Two sources agree here: the run's byte check (`shotbench.bench.bytecheck`, one file per family
 against h5py, in run.json) and the timed cases (a case whose reader declared the shape
 unsupported has status `unsupported` and the reader's words in `first-error`). A reader that
 returned wrong bytes or crashed is marked as such: that is a failure, not a capability.

@@ -86,7 +86,7 @@ class Backend:
         """The interpreter whose libraries this backend measures (its build is made on first use)."""
         if cls.env is None:
             return Path(sys.executable)
-        from shotbench.builds.envs import ensure_python
+        from shotbench.builds.environments import ensure_python
 
         return Path(ensure_python(cls.env))
 

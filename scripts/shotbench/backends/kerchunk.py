@@ -7,7 +7,7 @@ shot file nests its signals and their dimension scales in two groups; kerchunk's
 `_ARRAY_DIMENSIONS`. Both are maintained by the same community (fsspec / zarr-developers).
 
 The index is built in the worker processes before the case's clock starts (see
-`shotbench.read.driver`), stored as `<index_dir>/<key>.json` beside the run with its build time
+`shotbench.bench.driver`), stored as `<index_dir>/<key>.json` beside the run with its build time
 and size in `<key>.meta.json`, and reused by later cases and trials. Reads go through
 fsspec's ReferenceFileSystem over s3fs into zarr: one ranged GET per chunk, concurrently.
 Datasets stored compact in the object header are inlined into the index (kerchunk can only

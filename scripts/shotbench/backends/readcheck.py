@@ -8,7 +8,7 @@ compare these digests with the ones h5py computes from the same files on local d
 
 A request may instead name several backends of one environment, {"backends": [{"backend",
 "options"}, …], "source", "files"}: it prints {"<backend>": {digests} or {"": error text}}, so a
-run checks every backend of an environment in one process (`shotbench.read.bytecheck`).
+run checks every backend of an environment in one process (`shotbench.bench.bytecheck`).
 """
 
 from __future__ import annotations

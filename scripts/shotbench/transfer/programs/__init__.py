@@ -9,9 +9,8 @@ and the benchmark records that reason instead of a time.
 from __future__ import annotations
 
 from shotbench.errors import UserError
-from shotbench.transfer.programs.base import Outcome, Target, Tool, ToolFailed, _pkg_version
 from shotbench.transfer.programs.boto import Boto3TransferManager, Boto3Tuned, Boto3UploadFile, RawGet, Shotbench
-from shotbench.transfer.programs.crt import AwsCrt, AwsCrtSha256
+from shotbench.transfer.programs.crt_client import AwsCrt, AwsCrtSha256
 from shotbench.transfer.programs.external import (
     AWSCLI_VERSION,
     S5CMD_VERSION,
@@ -23,6 +22,7 @@ from shotbench.transfer.programs.external import (
     ensure_s5cmd,
 )
 from shotbench.transfer.programs.fs import ObstoreAsync, ObstoreSync, S3fsAsync, S3fsSync
+from shotbench.transfer.programs.tool import Outcome, Target, Tool, ToolFailed, _pkg_version
 
 __all__ = [
     "AWSCLI_VERSION",

@@ -7,8 +7,8 @@ import hashlib
 import time
 
 from shotbench.store.s3 import S3Config
-from shotbench.transfer.matrix import FileSpec
-from shotbench.transfer.programs.base import _READ, Outcome, Tool, _timed_pool
+from shotbench.transfer.cases import FileSpec
+from shotbench.transfer.programs.tool import _READ, Outcome, Tool, _timed_pool
 
 
 class Boto3UploadFile(Tool):
@@ -174,15 +174,15 @@ class Shotbench(Tool):
     name = "shotbench"
     family = "shotbench"
     describe = {
-        "upload": "shotbench.store.stage.stage(dir, s3://…/, jobs=N)",
+        "upload": "shotbench.store.staging.stage(dir, s3://…/, jobs=N)",
         "download": "shotbench.store.fetch.fetch_objects(keys → files, jobs=N ranged GETs of ≤ 16 MiB)",
     }
 
-    requires = ("shotbench.store.stage", "awscrt.s3", "obstore")
+    requires = ("shotbench.store.staging", "awscrt.s3", "obstore")
 
     def upload(self, files, src, target, cfg, concurrency):
         from shotbench.store.s3 import parse_location
-        from shotbench.store.stage import stage
+        from shotbench.store.staging import stage
 
         stage(src, parse_location(target.uri()), cfg, jobs=concurrency, progress=False)
         return Outcome()

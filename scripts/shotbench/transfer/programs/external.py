@@ -17,7 +17,7 @@ from shotbench.gobuild import ensure_go_binary
 from shotbench.paths import cache_dir
 from shotbench.redact import scrub
 from shotbench.store.s3 import S3Config, without_s3_settings
-from shotbench.transfer.programs.base import Outcome, Tool, ToolFailed, _last_lines
+from shotbench.transfer.programs.tool import Outcome, Tool, ToolFailed, _last_lines
 
 AWSCLI_VERSION = "1.46.2"
 S5CMD_MODULE = "github.com/peak/s5cmd/v2"

@@ -10,8 +10,8 @@ import gc
 
 from shotbench.store.clients import obstore_store, s3fs_filesystem
 from shotbench.store.s3 import S3Config
-from shotbench.transfer.matrix import FileSpec
-from shotbench.transfer.programs.base import _READ, Outcome, Tool, _timed_gather, _timed_pool
+from shotbench.transfer.cases import FileSpec
+from shotbench.transfer.programs.tool import _READ, Outcome, Tool, _timed_gather, _timed_pool
 
 
 class S3fsSync(Tool):

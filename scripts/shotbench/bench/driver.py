@@ -1,0 +1,414 @@
+"""The driver of one backend environment: requests on stdin, replies on stdout, one JSON line each.
+
+The orchestrator (main environment) starts `<env python> -m shotbench.bench.driver --serve` once
+per environment; the messages are `bench/protocol.py`'s. The driver keeps a warm LocalCluster per
+worker count, so process start-up, imports and client creation all happen before the clock; the
+clock covers release-to-last-rows only. What the Dask workers run is `bench/worker.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+import time
+from typing import Any, cast
+
+from shotbench.bench.protocol import (
+    PROTOCOL_VERSION,
+    Close,
+    Done,
+    Failed,
+    Gather,
+    GatherReply,
+    Hello,
+    HelloReply,
+    Prepare,
+    PrepareReply,
+    Quit,
+    Reply,
+    Request,
+    Row,
+    Run,
+    RunReply,
+    Spec,
+    Upstream,
+    UpstreamReply,
+    read_request,
+)
+from shotbench.bench.worker import (
+    gather_time,
+    index_files,
+    list_file,
+    run_task,
+    run_task_released,
+    versions,
+    warm,
+)
+from shotbench.plan.matrix import Task
+from shotbench.redact import scrub
+from shotbench.units import MiB
+
+SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its workers: six times this
+
+# Scheduler/worker settings for our measured clusters: no work stealing (tasks are pinned),
+# no statistical profiler thread, no memory monitor, and quiet housekeeping. A default run keeps
+# 8 warm clusters (4 environments x 1 and 2 workers) while one case runs; idle, with Dask's
+# defaults, they took 41-44 % of one core (event-loop health checks every 20 ms, a system
+# monitor every 500 ms), and 10 % with the settings below: CPU that the measured case shared.
+# Side by side (3 default runs each, alternating), the HDF5 backends' cases took 12-32 % less
+# time with them; download and raw-get, which wait outside Python, did not change.
+QUIET_DASK_CONFIG = {
+    "distributed.admin.tick.interval": "1s",  # only feeds "event loop unresponsive" warnings
+    "distributed.admin.system-monitor.interval": "5s",  # only feeds the dashboard's plots
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",  # its thresholds are all off (above)
+}
+OUR_DASK_CONFIG = {
+    "distributed.scheduler.work-stealing": False,
+    "distributed.worker.profile.enabled": False,
+    "distributed.worker.memory.target": False,
+    "distributed.worker.memory.spill": False,
+    "distributed.worker.memory.pause": False,
+    "distributed.worker.memory.terminate": False,
+    "distributed.scheduler.worker-saturation": "inf",
+    **QUIET_DASK_CONFIG,
+}
+
+
+class _WorkerDeaths(logging.Handler):
+    """Passes on the nanny's word of why a worker process ended ("… was killed by signal 11"): it
+    logs that at INFO, which `silence_logs` hides, and a reader crashing a worker would otherwise
+    show only as a later case that found too few workers."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if record.levelno >= logging.ERROR or message.startswith("Worker process"):
+            print(f"dask: {message}", file=sys.stderr, flush=True)
+
+
+def _report_worker_deaths() -> None:
+    log = logging.getLogger("distributed.nanny")
+    if not any(isinstance(h, _WorkerDeaths) for h in log.handlers):
+        log.addHandler(_WorkerDeaths())
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+def _local_ip_towards(address: str) -> str:
+    """This host's IP on the route to the scheduler, so remote workers can reach the driver."""
+    import socket
+    from urllib.parse import urlsplit
+
+    host = urlsplit(address if "://" in address else f"tcp://{address}").hostname or "127.0.0.1"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((host, 9))
+        return s.getsockname()[0]
+
+
+class Driver:
+    """The warm clusters of one environment and the case prepared on them (`current`)."""
+
+    def __init__(self, scheduler: str | None) -> None:
+        self.scheduler = scheduler
+        self.clusters: dict[int, tuple[Any, Any]] = {}
+        self.external: Any = None
+        self.current: tuple[Any, list[str], Spec] | None = None
+
+    def _client(self, workers: int) -> tuple[Any, list[str]]:
+        import dask
+        from distributed import Client, LocalCluster
+
+        if self.scheduler:
+            if self.external is None:
+                self.external = Client(self.scheduler, set_as_default=False, timeout=SCHEDULER_TIMEOUT_S)
+            names = sorted(self.external.scheduler_info()["workers"])
+            if len(names) < workers:  # workers may still be registering: wait, boundedly
+                with contextlib.suppress(Exception):
+                    self.external.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
+                names = sorted(self.external.scheduler_info()["workers"])
+            if len(names) < workers:
+                raise RuntimeError(
+                    f"the cluster at {self.scheduler} has {len(names)} workers, the case needs {workers}"
+                )
+            return self.external, names[:workers]
+        if workers not in self.clusters:
+            with dask.config.set(OUR_DASK_CONFIG):
+                cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                    silence_logs=logging.ERROR,
+                    memory_limit=0,
+                )
+                client = Client(cluster, set_as_default=False)
+            _report_worker_deaths()  # once distributed is imported: its import configures its loggers
+            client.wait_for_workers(workers)
+            self.clusters[workers] = (cluster, client)
+            print(f"dask dashboard ({workers} workers): {client.dashboard_link}", file=sys.stderr, flush=True)
+        client = self.clusters[workers][1]
+        names = sorted(client.scheduler_info()["workers"])
+        if len(names) < workers:  # a worker process died since the last case; its nanny starts another
+            print(
+                f"dask: {len(names)} of {workers} workers registered; waiting for the restarted ones",
+                file=sys.stderr,
+                flush=True,
+            )
+            with contextlib.suppress(Exception):
+                client.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
+            names = sorted(client.scheduler_info()["workers"])
+            if len(names) < workers:
+                raise RuntimeError(
+                    f"the local Dask cluster has {len(names)} of its {workers} workers: a worker process "
+                    "died and did not come back within a minute (its cause is in the driver log)"
+                )
+        return client, names[:workers]
+
+    def prepare(self, req: Prepare) -> PrepareReply:
+        client, names = self._client(int(req.workers))
+        spec = req.spec
+        futs = [client.submit(warm, spec, workers=[w], allow_other_workers=False, pure=False) for w in names]
+        info = client.gather(futs)
+        self.current = (client, names, spec)
+        return PrepareReply(client.dashboard_link or "", names, info)
+
+    def run(self, req: Run) -> RunReply:
+        assert self.current is not None, "prepare before run"
+        self._build_indexes(req.tasks)
+        return self._run_released(req)
+
+    def _build_indexes(self, tasks: list[Task]) -> None:
+        """For readers with a per-file index: build the missing ones on the workers, untimed."""
+        from shotbench.backends import registry
+
+        assert self.current is not None
+        client, names, spec = self.current
+        if not getattr(registry.get(spec.backend), "builds_index", False):
+            return
+        files = sorted({(it.key, it.size) for t in tasks for part in t.parts for it in part.items})
+        batches = [files[i :: len(names)] for i in range(len(names))]
+        client.gather(
+            [
+                client.submit(index_files, spec, b, workers=[w], allow_other_workers=False, pure=False)
+                for w, b in zip(names, batches)
+                if b
+            ]
+        )
+
+    def _listener(self) -> Any:
+        import socket
+
+        if getattr(self, "_sock", None) is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("0.0.0.0" if self.scheduler else "127.0.0.1", 0))
+            sock.listen(256)
+            self._sock = sock
+            self._host = "127.0.0.1" if not self.scheduler else _local_ip_towards(self.scheduler)
+        return self._sock
+
+    def _run_released(self, req: Run) -> RunReply:
+        """Park one task per worker, release them together, stop when the last rows arrive."""
+        import secrets
+        import selectors
+        import socket
+
+        assert self.current is not None
+        client, names, spec = self.current
+        tasks = req.tasks
+        lsock = self._listener()
+        token = secrets.token_hex(8)
+        addr = [self._host, lsock.getsockname()[1]]
+        futs = [
+            client.submit(
+                run_task_released,
+                spec,
+                t,
+                addr,
+                token,
+                workers=[names[i % len(names)]],
+                allow_other_workers=False,
+                pure=False,
+            )
+            for i, t in enumerate(tasks)
+        ]
+        conns: list[socket.socket] = []
+        lsock.settimeout(0.2)
+        deadline = time.monotonic() + float(req.park_timeout)
+        try:
+            while len(conns) < len(tasks):
+                try:
+                    conn, _ = lsock.accept()
+                except TimeoutError:
+                    bad = [f for f in futs if f.status == "error"]
+                    if bad:
+                        bad[0].result()
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("tasks did not start within the park timeout") from None
+                    continue
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                conn.settimeout(30)
+                hello = b""
+                while not hello.endswith(b"\n"):
+                    chunk = conn.recv(64)
+                    if not chunk:
+                        break
+                    hello += chunk
+                if hello.strip().decode(errors="replace") != token:
+                    conn.close()
+                    continue
+                conn.setblocking(False)
+                conns.append(conn)
+            sel = selectors.DefaultSelector()
+            buffers: dict[int, bytearray] = {}
+            started = time.time()
+            t0 = time.perf_counter()
+            for c in conns:
+                c.setblocking(True)
+                c.sendall(b"g")
+                c.setblocking(False)
+                sel.register(c, selectors.EVENT_READ)
+                buffers[c.fileno()] = bytearray()
+            rows: list[Row] = []
+            pending = len(conns)
+            while pending:
+                for key, _ in sel.select(timeout=1.0):
+                    c = cast(socket.socket, key.fileobj)
+                    data = c.recv(MiB)
+                    buf = buffers[c.fileno()]
+                    buf += data
+                    if buf.endswith(b"\n") or not data:
+                        total = time.perf_counter() - t0
+                        sel.unregister(c)
+                        pending -= 1
+                        if buf.strip():
+                            rows.extend(json.loads(bytes(buf)))
+                if pending and any(f.status == "error" for f in futs):
+                    [f for f in futs if f.status == "error"][0].result()
+            finished = time.time()
+            sel.close()
+        finally:
+            for c in conns:
+                c.close()
+        client.gather(futs)  # surfaces task exceptions; after the clock
+        return RunReply(rows, total, started, finished)
+
+    def upstream(self, req: Upstream) -> UpstreamReply:
+        """The upstream pattern: a fresh Client per case (created before the clock), default
+        Dask settings, `len//W+1` batches, one submit/gather round per signal, plus the
+        separately timed gather-info pass."""
+        from distributed import Client
+
+        w = int(req.workers)
+        spec = req.spec
+        e0 = time.perf_counter()
+        client = Client(
+            processes=True, n_workers=w, threads_per_worker=1, dashboard_address=":0", silence_logs=logging.ERROR
+        )
+        try:
+            from shotbench.plan.matrix import split_upstream
+
+            i0 = time.perf_counter()
+            batches = split_upstream(req.info_files, w)
+            client.gather([client.submit(list_file, spec, b, pure=False) for b in batches])
+            info_time = time.perf_counter() - i0
+            t0 = time.perf_counter()
+            rows = []
+            for rnd in req.rounds:
+                futs = [client.submit(run_task, spec, t, pure=False) for t in rnd]
+                for rs in client.gather(futs):
+                    rows.extend(rs)
+            total = time.perf_counter() - t0
+        finally:
+            client.close()
+            if client.cluster is not None:
+                client.cluster.close()
+        return UpstreamReply(rows, total, info_time, time.perf_counter() - e0)
+
+    def gather(self, req: Gather) -> GatherReply:
+        """Time the listing of one file's signal datasets on a warm worker (before the clock)."""
+        assert self.current is not None, "prepare before gather"
+        client, names, spec = self.current
+        fut = client.submit(gather_time, spec, req.key, int(req.size), workers=[names[0]],
+                            allow_other_workers=False, pure=False)  # fmt: skip
+        seconds = fut.result()
+        return GatherReply(None if seconds is None else float(seconds))
+
+    def close(self, workers: int) -> None:
+        pair = self.clusters.pop(workers, None)
+        if pair:
+            pair[1].close()
+            pair[0].close()
+
+    def shutdown(self) -> None:
+        for w in list(self.clusters):
+            try:
+                self.close(w)
+            except Exception:  # noqa: BLE001 - shutting down anyway
+                pass
+        if self.external is not None:
+            self.external.close()
+
+    def answer(self, req: Request[Any]) -> Reply:
+        """Carry out one request."""
+        if isinstance(req, Hello):  # the orchestrator compares the versions and refuses a mismatch
+            return HelloReply(PROTOCOL_VERSION, versions(), os.getpid())
+        if isinstance(req, Prepare):
+            return self.prepare(req)
+        if isinstance(req, Run):
+            return self.run(req)
+        if isinstance(req, Gather):
+            return self.gather(req)
+        if isinstance(req, Upstream):
+            return self.upstream(req)
+        if isinstance(req, Close):
+            self.close(int(req.workers))
+        return Done()
+
+
+def serve(scheduler: str | None) -> int:
+    """Answer one JSON request per stdin line until `quit` or end of input."""
+    if os.getpgrp() == os.getpid():  # started by the orchestrator in a group of its own
+        from shotbench.processes import end_group_on
+
+        end_group_on()
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything else printed goes to stderr, not into the protocol
+    driver = Driver(scheduler)
+    try:
+        for line in iter(sys.stdin.readline, ""):
+            if not line.strip():
+                continue
+            req: Request[Any] | None = None
+            try:
+                req = read_request(json.loads(line))
+                reply: Reply | Failed = driver.answer(req)
+            except Exception as exc:  # noqa: BLE001 - the orchestrator records it with the case
+                reply = Failed(scrub(f"{type(exc).__name__}: {exc}")[:500])
+            proto.write(json.dumps(reply.to_json()) + "\n")
+            proto.flush()
+            if isinstance(req, Quit):
+                break
+    finally:
+        driver.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m shotbench.bench.driver")
+    parser.add_argument("--serve", action="store_true", help="answer JSON requests on stdin")
+    parser.add_argument("--scheduler", default=None)
+    args = parser.parse_args(argv)
+    if args.serve:
+        return serve(args.scheduler)
+    print(json.dumps(versions()))
+    return 0
+
+
+if __name__ == "__main__":  # how the orchestrator starts an environment's driver (bench/driverpool.py)
+    sys.exit(main())

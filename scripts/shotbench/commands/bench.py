@@ -1,0 +1,914 @@
+"""`shotbench bench`: measure every backend on one workload, in one run, resumably.
+
+Without --data it is self-contained: the embedded S3 server, synthetic shot files made
+and staged if missing. Everything that can fail for a user reason (server, data location,
+environments) is checked before the run folder exists, so a failed start leaves nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shotbench import __version__
+from shotbench.analyse import stopping
+from shotbench.backends import registry
+from shotbench.bench.prepare import check_envs, prepare, say
+from shotbench.errors import UserError, interrupt_exit
+from shotbench.paths import runs_dir, state_dir
+from shotbench.plan import matrix as planmod
+from shotbench.plan import profiles
+from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
+from shotbench.records.schema import RUN_KIND, measured
+from shotbench.runs import RunFolder, kind_of, latest_run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from shotbench.studies.compare.comparison import Side
+
+REPORTING_PROFILES = ("readers",)  # profiles whose run renders its report when it ends, as `--report`
+
+
+def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
+    overrides = {
+        "backends": args.backends,
+        "modes": args.modes,
+        "workers": args.workers,
+        "page_buffers": args.page_buffers,
+        "chunk_caches": args.chunk_cache,
+        "trials": args.trials,
+        "block_caches": args.block_caches,
+        "seed": args.seed,
+        "signals_files": args.signals_files,
+        "signals_names": args.signals_names,
+        "shots": args.shots,
+        "precision": args.precision,
+        "max_trials": args.max_trials,
+        "max_minutes": args.max_minutes,
+    }
+    notes: list[str] = []
+    cfg = profiles.load(args.profile, Path(args.config) if args.config else None, overrides, notes)
+    for note in notes:
+        say(f"note: {note}")
+    return cfg
+
+
+def plan_only(cfg: profiles.BenchConfig) -> list[planmod.Case]:
+    """The cases a run of `cfg` would measure, without data, server or environments: the
+    planning step `--dry-run` shows and the input fuzz tests drive."""
+    matrix = cfg.matrix()
+    return planmod.plan_cases(
+        matrix,
+        cfg.seed,
+        {b: registry.get(b).reads_hdf5 for b in cfg.backends},
+        {b: registry.get(b).has_block_cache for b in cfg.backends},
+    )
+
+
+def dry_run(args: argparse.Namespace, runs: Path) -> int:
+    """`--dry-run`: check the settings and print the plan's size, touching nothing."""
+    if args.resume is not None:
+        resume_dir = resume_folder(args.resume, runs)
+        cfg = _resumed_config(resume_dir, _read_resume_meta(resume_dir))
+    else:
+        cfg = _config_from_args(args)
+        if not args.scheduler:
+            profiles.check_local_workers(cfg)
+    cases = plan_only(cfg)
+    say(
+        f"{len(cases)} cases: backends {' '.join(cfg.backends)}; modes {' '.join(cfg.modes)}; "
+        f"workers {' '.join(map(str, cfg.workers))}; {cfg.trials} trial(s); nothing was run."
+    )
+    return 0
+
+
+def resume_folder(arg: str, runs: Path) -> Path:
+    """The run folder `--resume` names (or the latest), or one sentence when there is none."""
+    try:
+        folder = latest_run(runs, "read") if arg == "latest" else Path(arg)
+        if folder is not None and (folder / "run.json").is_file():
+            return folder
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        pass
+    raise UserError(f"no run to resume in {arg if arg != 'latest' else runs}; start one with `shotbench bench`.")
+
+
+def _resumed_config(resume_dir: Path, meta: dict[str, Any]) -> profiles.BenchConfig:
+    """The settings a run was started with, as its run.json recorded them."""
+    try:
+        cfg = profiles.BenchConfig(**meta["config"]["bench"])
+        profiles.validate(cfg)
+    except (TypeError, AttributeError):
+        raise UserError(
+            f"{resume_dir / 'run.json'} holds settings this version does not know; "
+            "start a new run with `shotbench bench`."
+        ) from None
+    return cfg
+
+
+def _read_resume_meta(resume_dir: Path) -> dict[str, Any]:
+    """run.json of the run to resume, or one sentence if it is unreadable."""
+    try:
+        meta = RunFolder(resume_dir, RUN_KIND).read_meta()
+        meta["config"]["bench"], meta["config"]["data"], meta["config"]["network"]
+        return meta
+    except (ValueError, KeyError, TypeError, OSError):
+        raise UserError(
+            f"{resume_dir / 'run.json'} is damaged or incomplete, so the run cannot be resumed; "
+            "start a new run with `shotbench bench`."
+        ) from None
+
+
+def run_lock(folder: Path) -> Any:
+    """One process per run folder: a second `--resume` of a run in progress is refused."""
+    from shotbench.locks import held
+
+    return held(
+        folder / ".lock",
+        f"run {folder.name} is being resumed by pid {{pid}}; wait for it to finish or stop that process first.",
+        f"the run folder {folder} is not writable; fix its permissions or resume a copy.",
+    )
+
+
+def default_tls(asked: bool | None, data: str | None, network: str) -> bool:
+    """https unless told otherwise: real S3 is https, and plain http hides what a TLS setup per
+    open costs (1.14 makes one per file). Only the embedded server is served here; the profiles
+    that inject HTTP errors go through a plain-HTTP proxy, so they stay http unless --tls is given
+    (then check_tls says why not)."""
+    from shotbench.store.network import NETWORK_PROFILES
+
+    if asked is not None:
+        return asked
+    if data:
+        return False
+    profile = NETWORK_PROFILES.get(network)
+    return not (profile is not None and profile.http is not None)
+
+
+SCHEDULER_ANSWER_TIMEOUT = 20.0  # a scheduler's first bytes (its handshake); the run is refused after this
+
+
+def check_scheduler(address: str) -> None:
+    """A Dask scheduler that does not accept a connection within seconds is refused up front."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host or not port:
+        raise UserError(f"--scheduler {address} is not an address like tcp://host:8786; fix it.")
+    try:
+        with socket.create_connection((host, port), timeout=5) as sock:
+            if parts.scheme in ("", "tcp"):  # a Dask server sends its handshake as soon as it accepts
+                sock.settimeout(SCHEDULER_ANSWER_TIMEOUT)
+                if not sock.recv(1):
+                    raise ConnectionResetError("it closed the connection without a word")
+    except TimeoutError:
+        raise UserError(
+            f"{address} accepts connections but sent nothing within {SCHEDULER_ANSWER_TIMEOUT:.0f} s, "
+            "so it is not a working Dask scheduler; start the scheduler or drop --scheduler."
+        ) from None
+    except OSError as exc:
+        raise UserError(
+            f"no Dask scheduler answers at {address} ({exc.strerror or exc}); start it or drop --scheduler."
+        ) from None
+
+
+def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, str]:
+    """How many cases failed and where to look (0 failed: empty message). Unsupported cases
+    (a reader that cannot read a file shape) are findings, not failures: never counted here."""
+    from shotbench.records.status import is_failure, row_status
+
+    bad = [r for r in rows if is_failure(row_status(r))]
+    if not bad:
+        return 0, ""
+    first = next((r.get("first-error") or r.get("errors") for r in bad if r.get("first-error") or r.get("errors")), "")
+    return len(bad), (
+        f"{len(bad)} of {len(rows)} cases failed or were partial and are left out of every result "
+        f"(first error: {str(first)[:200]}); see the status and first-error columns of {cases_csv}"
+    )
+
+
+def check_bytes(cfg: profiles.BenchConfig, backends: list[str], wl: Any) -> list[Any]:
+    """Each backend's bytes against h5py's, one file per family, before the timed cases."""
+    from shotbench.bench import bytecheck
+
+    verdicts = bytecheck.check(
+        backends, cfg.options, wl.source, wl.s3, bytecheck.samples(wl.files, wl.family_files), say
+    )
+    if not verdicts:
+        say("bytes not checked against h5py: no local copy of the files to compare with")
+    for v in verdicts:
+        if v.status != "ok":
+            say(f"  {v.backend} on {v.family or 'the files'}: {v.status} ({v.reason[:160]})")
+    return verdicts
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    runs = Path(args.runs_dir) if args.runs_dir else runs_dir()
+    if getattr(args, "dry_run", False):
+        return dry_run(args, runs)
+    if args.resume is None:
+        from shotbench.diskspace import writable
+
+        writable(runs, "runs folder")
+        return _bench(args, runs, None)
+    resume_dir = resume_folder(args.resume, runs)
+    with run_lock(resume_dir):
+        return _bench(args, runs, resume_dir)
+
+
+@dataclass
+class _Settings:
+    """What a bench run is asked to do: from the command line, or from the run.json it resumes."""
+
+    cfg: profiles.BenchConfig
+    meta: dict[str, Any]
+    data_arg: str | None
+    network: str
+    tls: bool
+    scheduler: str | None
+    shots_dir: Path | None
+    local_copies: Path | None
+
+
+def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
+    """The settings of a new run (checked), or those the resumed run was started with."""
+    from shotbench.store.network import FAULTS, check_tls
+
+    meta: dict[str, Any] = {}
+    if resume_dir is not None:
+        meta = _read_resume_meta(resume_dir)
+        cfg = _resumed_config(resume_dir, meta)
+        data_arg = meta["config"]["data"]
+        network = meta["config"]["network"]
+        tls = bool(meta["config"].get("tls", False))
+        scheduler = meta["config"].get("scheduler") or args.scheduler
+        shots_dir = Path(meta["config"]["shots_dir"]) if meta["config"].get("shots_dir") else None
+        local_copies = Path(meta["config"]["local_copies"]) if meta["config"].get("local_copies") else None
+    else:
+        cfg = _config_from_args(args)
+        data_arg, network, scheduler = args.data, args.network, args.scheduler
+        if network is None:  # a bench profile may model a network (upstream-ec2); never in front of --data
+            network = "none" if (data_arg or args.faults) else profiles.PROFILE_NETWORK.get(cfg.profile, "none")
+        tls = default_tls(args.tls, data_arg, args.faults or network)
+        if args.faults:
+            if args.faults not in FAULTS:
+                raise UserError(f"unknown fault profile {args.faults!r}; choose one of: {', '.join(FAULTS)}.")
+            if network != "none":
+                raise UserError(
+                    "--faults and --network both choose the proxy in front of the server; give one of them."
+                )
+            check_tls(args.faults, tls)
+            network = args.faults
+            cfg.verify = True
+        shots_dir = Path(args.shots_dir) if args.shots_dir else None
+        local_copies = Path(args.local_copies) if args.local_copies else None
+    return _Settings(cfg, meta, data_arg, network, tls, scheduler, shots_dir, local_copies)
+
+
+def _selection(cfg: profiles.BenchConfig, wl: Any) -> dict[str, Any]:
+    """Which files, signals and shots the plan reads: recorded, and compared on --resume."""
+    return {
+        "signals_files": [f.key for f in wl.signal_files],
+        "signals": planmod.all_signals(wl.signal_files),
+        "shots": {
+            f"t{t}-w{w}": planmod.pick_shot(wl.files, cfg.seed, t, w).key
+            for t in range(1, cfg.trials + 1)
+            for w in cfg.workers
+        },
+        "files": [f.key for f in wl.files],
+    }
+
+
+def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int:
+    from shotbench.bench.driverpool import Drivers
+    from shotbench.bench.faultcount import InjectedFaults
+    from shotbench.bench.runner import Runner
+    from shotbench.records.status import COMPLETE, INTERRUPTED, RUNNING
+
+    st = _settings(args, resume_dir)
+    cfg, meta, data_arg, network, tls, scheduler = st.cfg, st.meta, st.data_arg, st.network, st.tls, st.scheduler
+    shots_dir, local_copies = st.shots_dir, st.local_copies
+    if scheduler:
+        check_scheduler(scheduler)
+    else:
+        profiles.check_local_workers(cfg)
+
+    check_envs(cfg.backends)
+    folder: RunFolder | None = None
+    with prepare(cfg, data_arg, network, shots_dir, local_copies, tls) as prep:
+        wl = prep.workload
+        reads = {b: registry.get(b).reads_hdf5 for b in prep.backends}
+        matrix = cfg.matrix()
+        matrix.backends = prep.backends
+        cases = planmod.plan_cases(matrix, cfg.seed, reads, {b: registry.get(b).has_block_cache for b in prep.backends})
+        selection = _selection(cfg, wl)
+        if resume_dir is not None:
+            folder = RunFolder(resume_dir, RUN_KIND)
+            if meta.get("selection", {}).get("files") != selection["files"]:
+                raise UserError(
+                    f"the data at {prep.data['location']} differs from when run {meta['run_id']} started; start a new run instead of --resume."
+                )
+            done = folder.repair(measured)
+            if folder.set_aside:
+                say(
+                    f"set aside {len(folder.set_aside)} torn or invalid row(s) of {folder.cases_csv} (line "
+                    f"{', '.join(map(str, folder.set_aside))}; copied to {folder.set_aside_csv}); their cases run again"
+                )
+            run_id = meta["run_id"]
+            pending = [c for c in cases if c.case_id not in done]
+            if not pending and not (cfg.precision and stopping.groups_to_extend(folder.cases())):
+                say(f"run {run_id} is already complete ({len(done)} cases); nothing to resume.")
+                return 0
+            meta.setdefault("resumed", []).append(utc_iso())
+            meta["status"] = RUNNING
+            say(f"resuming run {run_id}: {len(done)} of {len(cases)} cases done")
+        else:
+            run_id = new_run_id()
+            meta = _new_meta(run_id, st, prep, cases, selection)
+            done = set()
+            pending = cases
+        log_dir = state_dir() / "logs" / run_id
+        status = "not started"
+        drivers = Drivers(wl.s3, log_dir, scheduler, cfg.max_live_workers, prep.backends)
+        with contextlib.ExitStack() as held:
+            try:
+                # Start every environment's driver before the folder exists: a broken env fails here.
+                for name in prep.backends:
+                    drivers.for_backend(registry.get(name))
+                if resume_dir is None:
+                    try:
+                        folder = RunFolder.create(runs / run_id, RUN_KIND, meta)
+                    except PermissionError:
+                        raise UserError(
+                            f"cannot write the run folder in {runs}; fix its permissions or choose another folder."
+                        ) from None
+                    held.enter_context(run_lock(folder.path))
+                assert folder is not None
+                from shotbench.bench.worker import versions as main_versions
+
+                meta["versions"]["packages"] = main_versions()
+                from shotbench.bench.checksums import Checksums
+                from shotbench.store.network import FAULTS
+
+                runner = Runner(
+                    folder,
+                    run_id,
+                    wl,
+                    cfg.seed,
+                    cfg.options,
+                    drivers,
+                    say=say,
+                    task_timeout=float(cfg.task_timeout),
+                    stop_rule=stopping.Rule(cfg.precision, cfg.max_trials, 60 * cfg.max_minutes),
+                    checksums=Checksums(wl.source) if cfg.verify else None,
+                    faults=InjectedFaults(prep.fault_stats, meta.get("faults_injected") or {}),
+                    late_lines=meta["config"].get("network") in FAULTS,
+                )
+                _record_backend_versions(meta, drivers, prep.backends)
+                folder.write_meta(meta)
+                if cfg.readcheck and "readcheck" not in meta:
+                    meta["readcheck"] = [v.to_dict() for v in check_bytes(cfg, prep.backends, wl)]
+                    folder.write_meta(meta)
+                say(f"run {run_id}: {len(pending)} cases -> {folder.path}")
+                status = INTERRUPTED
+                try:
+                    runner.run(pending, done_before=len(done), total_cases=len(cases))
+                    if runner.stop_rule.adaptive:
+                        more_rounds(runner, folder, matrix, cfg.seed, reads, prep.backends, meta)
+                    status = COMPLETE
+                except KeyboardInterrupt as exc:
+                    raise UserError(
+                        f"interrupted; the cases finished so far are kept in {folder.path}; "
+                        f"finish the run with `shotbench bench --resume {folder.path}`.",
+                        exit_code=interrupt_exit(exc),
+                    ) from None
+                except UserError:
+                    status = "failed"
+                    raise
+                finally:
+                    status = _finish_meta(folder, meta, status, runner)
+            finally:
+                drivers.stop(timeout=20.0 if status == COMPLETE else 2.0)
+        if getattr(args, "anatomy", False) and status == COMPLETE:
+            from shotbench.commands.anatomy import after_bench
+
+            after_bench(folder.path, prep.backends, wl, 10, say)
+    return _report(args, folder, meta)
+
+
+def _new_meta(run_id: str, st: _Settings, prep: Any, cases: list[Any], selection: dict[str, Any]) -> dict[str, Any]:
+    """run.json of a new run: its settings, machine, versions, data and the whole plan."""
+    from shotbench.records.status import RUNNING
+
+    cfg = st.cfg
+    return {
+        "run_id": run_id,
+        "started": utc_iso(),
+        "finished": None,
+        "status": RUNNING,
+        "config": {
+            "bench": cfg.to_dict(),
+            "profile": cfg.profile,
+            "data": st.data_arg,
+            "network": st.network,
+            "tls": st.tls,
+            "scheduler": st.scheduler,
+            "shots_dir": str(st.shots_dir) if st.shots_dir else None,
+            "local_copies": str(st.local_copies) if st.local_copies else None,
+            "backends": prep.backends,
+            "backend_options": {
+                name: registry.get(name).effective_options(cfg.options.get(name, {})) for name in prep.backends
+            },
+            "cases": len(cases),
+        },
+        "seed": cfg.seed,
+        "machine": machine_info(),
+        "versions": {"python": platform.python_version(), "shotbench": __version__, "packages": {}, "backends": {}},
+        "git_commit": git_commit(),
+        "data": prep.data,
+        "selection": selection,
+        "plan": [c.to_dict() for c in cases],
+    }
+
+
+def _record_backend_versions(meta: dict[str, Any], drivers: Any, backends: list[str]) -> None:
+    """run.json's versions of each backend's environment, as its driver reported them."""
+    for name in backends:
+        v = drivers.drivers[registry.get(name).env_key()].versions
+        meta["versions"]["backends"][name] = {
+            "python": v.get("python", ""),
+            "hdf5": v.get("hdf5", ""),
+            "h5py": v.get("h5py", ""),
+            "env": registry.get(name).env_key(),
+            "packages": v,
+        }
+
+
+def _finish_meta(folder: RunFolder, meta: dict[str, Any], status: str, runner: Any) -> str:
+    """run.json at the end of a run, however it ended: status, failure counts, injected faults."""
+    from shotbench.records.status import COMPLETE, UNSUPPORTED, error_count, is_failure, row_status, run_status
+
+    rows = folder.cases()
+    if status == COMPLETE:
+        status = run_status(row_status(r) for r in rows)
+    meta["status"] = status
+    meta["errors"] = sum(1 for r in rows if is_failure(row_status(r)))  # failed cases
+    meta["unsupported"] = sum(1 for r in rows if row_status(r) == UNSUPPORTED)  # findings, not failures
+    meta["failed_tasks"] = sum(error_count(r.get("errors")) for r in rows)
+    meta["finished"] = utc_iso()
+    injected = runner.faults.record()
+    if injected is not None:
+        meta["faults_injected"] = injected
+    folder.write_meta(meta)
+    return status
+
+
+def _report(args: argparse.Namespace, folder: RunFolder, meta: dict[str, Any]) -> int:
+    """What the terminal shows after a run: the summary, break-even, reliability under faults."""
+    from shotbench.bench.faultcount import summary_lines as fault_lines
+    from shotbench.bench.progress import summary_table
+    from shotbench.store.network import FAULTS
+
+    rows = folder.cases()
+    say("")
+    say(summary_table(rows))
+    from shotbench.analyse.breakeven import summary_lines
+
+    for line in summary_lines(folder.details()):
+        say(line)
+    if meta["config"].get("network") in FAULTS:
+        from shotbench.analyse import reliability
+
+        say("")
+        baseline = reliability.find_baseline(folder.path)
+        against = (
+            f"slowdown against fault-free run {baseline.name}"
+            if baseline
+            else "no fault-free run of the same plan here, so no slowdown: run the same command without --faults"
+        )
+        say(f"reliability under faults '{meta['config']['network']}' ({against}):")
+        say(reliability.render(reliability.table(folder.path, baseline)))
+        for line in fault_lines(meta.get("faults_injected"), meta.get("plan", [])):
+            say(line)
+    args.run_folder = folder.path  # `--report` (cli.py) renders this folder when the run exits 0
+    args.report = bool(getattr(args, "report", False)) or meta["config"].get("profile") in REPORTING_PROFILES
+    n_bad, message = finish_message(rows, folder.cases_csv)
+    from shotbench.analyse import byteverdict
+
+    wrong = byteverdict.failures(byteverdict.from_dicts(meta.get("readcheck") or []))
+    if wrong:
+        n_bad += len(wrong)
+        message = byteverdict.failure_message(wrong) + (f"; also {message}" if message else "")
+    say(f"results: {folder.path}")
+    if n_bad:
+        if args.keep_going:
+            say(message)
+            return 0
+        raise UserError(message + "; pass --keep-going to exit 0 anyway.", exit_code=1)
+    return 0
+
+
+def more_rounds(
+    runner: Any,
+    folder: RunFolder,
+    matrix: planmod.Matrix,
+    seed: int,
+    reads: dict[str, bool],
+    backends: list[str],
+    meta: dict[str, Any],
+) -> None:
+    """Interleaved rounds of the case groups whose interval is still wider than the target, each at
+    its next trial, until every group is tight or capped, or the time cap is spent (stopping.py)."""
+    import time
+
+    rule, t0 = runner.stop_rule, time.monotonic()
+    block = {b: registry.get(b).has_block_cache for b in backends}
+    while True:
+        want = stopping.groups_to_extend(folder.cases())
+        if not want:
+            break
+        if rule.max_seconds and time.monotonic() - t0 > rule.max_seconds:
+            say(
+                f"time cap of {rule.max_seconds / 60:.0f} min reached with {len(want)} case groups not yet tight; "
+                "they are marked noisy"
+            )
+            break
+        top = max(want.values())
+        matrix.trials = top
+        round_cases = [
+            c
+            for c in planmod.plan_cases(matrix, seed, reads, block)
+            if want.get(stopping.group_of(c.case_id)) == c.trial
+        ]
+        say(f"another round: {len(round_cases)} case groups not yet within ±{rule.precision:.0%}")
+        meta.setdefault("plan", []).extend(c.to_dict() for c in round_cases)
+        folder.write_meta(meta)
+        runner.run(round_cases)
+
+
+def add_matrix_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backends", nargs="+", metavar="NAME", help=f"subset of: {' '.join(registry.names())}")
+    p.add_argument("--modes", nargs="+", choices=list(planmod.ALL_MODES))
+    p.add_argument("--workers", nargs="+", type=int, metavar="N", help="Dask worker counts, e.g. 1 2 4")
+    p.add_argument(
+        "--page-buffers",
+        nargs="+",
+        metavar="BYTES",
+        help='e.g. 0 default 268435456 (0 is off on every libhdf5; "default" is the library\'s own, 64 MiB on 2.x ROS3)',
+    )
+    p.add_argument(
+        "--block-caches",
+        nargs="+",
+        metavar="BYTES",
+        help="ros3-2.2 block cache sizes, e.g. off default 268435456 (many blocks on unpaged files; on paged files only the first)",
+    )
+    p.add_argument("--chunk-cache", nargs="+", type=int, metavar="BYTES", help="HDF5 chunk cache sizes (rdcc_nbytes)")
+    p.add_argument("--trials", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--signals-files", type=int, metavar="N", help="files read in signals mode (0 = all)")
+    p.add_argument("--signals-names", type=int, metavar="N", help="signal names read in signals mode (0 = all)")
+    p.add_argument("--shots", type=int, metavar="N", help="synthetic files to make when no --data is given")
+    p.add_argument(
+        "--precision",
+        type=float,
+        metavar="FRACTION",
+        help="after --trials rounds, run more interleaved rounds of each case until the 95 %% interval of its "
+        "median task time is within ±FRACTION (e.g. 0.05), up to --max-trials",
+    )
+    p.add_argument("--max-trials", type=int, metavar="N", help="the cap on trials with --precision")
+    p.add_argument(
+        "--max-minutes", type=float, metavar="M", help="the cap on the extra rounds' wall time with --precision"
+    )
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="run the backends benchmark (embedded S3 server unless --data)",
+        description="Read HDF5 shot files with Dask workers through every backend; writes "
+        "data/runs/<run-id>/{workers.csv,cases.csv,run.json}.",
+    )
+    p.add_argument("--profile", default="quick", choices=list(profiles.BENCH_PROFILES))
+    p.add_argument("--config", metavar="FILE.toml", help="TOML file overriding the profile")
+    p.add_argument(
+        "--data",
+        metavar="s3://bucket/prefix",
+        help="real S3 (or any endpoint via AWS_ENDPOINT_URL_S3) or a local folder",
+    )
+    p.add_argument(
+        "--network",
+        default=None,
+        help="latency emulation in front of the embedded server, e.g. s3-same-region, upstream-ec2 "
+        "(default: none, or the one the profile models)",
+    )
+    p.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the embedded server over https with a private CA that every backend trusts "
+        "(the default; TLS handshakes are measured, as on S3); --no-tls (or --http): plain http",
+    )
+    p.add_argument("--http", dest="tls", action="store_false", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--anatomy",
+        action="store_true",
+        help="after the cases, write anatomy.json (see `shotbench anatomy`) into the run folder",
+    )
+    p.add_argument(
+        "--faults",
+        metavar="PROFILE",
+        help="inject faults in front of the embedded server and check every byte read: "
+        "flaky-5pc, throttled, stalls-2pc (toxiproxy) or slowdown-5pc, http-flaky-5pc "
+        "(HTTP errors and cut bodies from a fault-injecting proxy; http-0pc: that proxy, no faults)",
+    )
+    p.add_argument(
+        "--scheduler", metavar="tcp://host:8786", help="use an existing Dask cluster instead of LocalClusters"
+    )
+    p.add_argument(
+        "--resume", nargs="?", const="latest", metavar="RUN_DIR", help="finish an interrupted run (default: the latest)"
+    )
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="render the run's report when it ends without failures (always with --profile readers)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the settings and print how many cases the run would measure; run nothing",
+    )
+    p.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="exit 0 even when cases failed (they are still left out of every result)",
+    )
+    p.add_argument("--runs-dir", help=argparse.SUPPRESS)
+    p.add_argument("--shots-dir", help="where synthetic shot files live (default data/shots)")
+    p.add_argument("--local-copies", metavar="DIR", help="local copies of the S3 objects for the local backend")
+    add_matrix_args(p)
+    p.set_defaults(func=cmd_bench)
+    register_compare(subparsers)
+    register_repeat(subparsers)
+
+
+# `shotbench compare A B`: the statistics are analyse.compare, the page figures.compare.
+
+
+def _compare_text(table: pd.DataFrame) -> str:
+    import numpy as np
+
+    from shotbench.studies.compare import comparison as stats
+
+    t = table.assign(
+        ratio=[
+            f"{r:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(lo) else f"{r:.3f}"
+            for r, lo, hi in table[["ratio", "ci-low", "ci-high"]].to_numpy()
+        ],
+        **{
+            "p-adjusted": table["p-adjusted"].map(lambda p: f"{p:.3g}"),
+            "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
+            "flag": stats.flags(table),
+        },
+    )
+    return t[
+        ["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "flag"]
+    ].to_string(index=False, float_format=lambda v: f"{v:.4g}")
+
+
+def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
+    from shotbench.studies.compare import comparison as stats
+
+    if args.run:
+        run = Path(args.run)
+        if kind_of(run) != "read":
+            raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
+        side = stats.load(run)
+        known = sorted(set(side.cases["backend"]))
+        for name in (args.a, args.b):
+            if name not in known:
+                raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
+        keys = stats.CASE_KEYS[1:]
+        return side.where(args.a), side.where(args.b), keys, f"{args.b} vs {args.a} ({run.name})"
+    groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
+    for p in groups[0] + groups[1]:
+        if kind_of(p) != "read":
+            raise UserError(
+                f"{p} is not a run folder; pass two run folders (or comma-separated lists of them), "
+                "or two backends with --run DIR."
+            )
+    names = ["+".join(p.name for p in g) for g in groups]
+    return stats.pooled(groups[0]), stats.pooled(groups[1]), stats.CASE_KEYS, f"{names[1]} vs {names[0]}"
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from shotbench.studies.compare import compare_page as compare_page
+    from shotbench.studies.compare import comparison as stats
+
+    if args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
+        raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
+    a, b, keys, title = _sides(args)
+    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio, args.correction)
+    from shotbench.paths import reports_dir
+
+    out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "compare.csv", index=False)
+    how = "Holm" if args.correction == "holm" else "FDR"
+    gates = " ".join(
+        g
+        for g in (
+            f"Gate: SLOWER when the ratio is at least {args.threshold} with its interval above 1 and {how}-adjusted p < {stats.ALPHA}.",
+            f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline."
+            if args.limit_ratio
+            else "",
+        )
+        if g
+    )
+    compare_page.write_html(
+        table,
+        f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}",
+        out / "compare.html",
+        gates,
+        args.correction,
+    )
+    print(
+        f"{title}: median task time ratio B ÷ A per case (95 % BCa interval), Mann-Whitney p ({how}-adjusted over "
+        f"{len(table)} cases)"
+    )
+    print(_compare_text(table))
+    print(gates)
+    print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
+    bad = table[table["slower"] | table["over-limit"]]
+    if bad.empty:
+        return 0
+    for _, r in bad.iterrows():
+        why = (
+            f"{r['ratio']:.2f}× slower (95 % interval {r['ci-low']:.2f}–{r['ci-high']:.2f}, adjusted p={r['p-adjusted']:.3g})"
+            if r["slower"]
+            else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×"
+        )
+        print(f"FAIL {r['case']}: {why}")
+    return 1
+
+
+def register_compare(subparsers: Any) -> None:
+    from shotbench.analyse.gate import ADJUSTMENT_NAMES, ALPHA, THRESHOLD
+
+    p = subparsers.add_parser(
+        "compare",
+        help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
+        description="Median task time ratio B ÷ A per matching case over every task of every trial, BCa bootstrap "
+        "interval and Mann-Whitney p-value adjusted over the cases.",
+    )
+    p.add_argument(
+        "a",
+        metavar="A",
+        help="the baseline: a run folder (or several, comma-separated, pooled), or a backend with --run",
+    )
+    p.add_argument(
+        "b",
+        metavar="B",
+        help="the candidate: a run folder (or several, comma-separated, pooled), or a backend with --run",
+    )
+    p.add_argument("--run", metavar="DIR", help="compare two backends of this run folder")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        metavar="RATIO",
+        default=THRESHOLD,
+        help=f"exit 1 when a case of B is at least RATIO × slower with its interval above 1 and adjusted "
+        f"p < {ALPHA} (default {THRESHOLD})",
+    )
+    p.add_argument(
+        "--correction",
+        choices=list(ADJUSTMENT_NAMES),
+        default="holm",
+        help="how p-values are adjusted for many cases: holm (family-wise, default) or fdr (Benjamini-Hochberg)",
+    )
+    p.add_argument(
+        "--limit-ratio",
+        type=float,
+        metavar="K",
+        help="exit 1 when a case of B takes more than K × its copy (raw-GET) baseline",
+    )
+    p.add_argument(
+        "--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)"
+    )
+    p.set_defaults(func=cmd_compare)
+
+
+# `shotbench repeat`: the statistics are analyse.repeat.
+
+
+def _new_run(where: Path, before: set[Path]) -> Path:
+    made = sorted({p for p in where.iterdir() if p.is_dir()} - before)
+    if not made:
+        raise UserError(f"a bench run made no run folder in {where}; see its output above.")
+    return made[-1]
+
+
+def cmd_repeat(args: argparse.Namespace) -> int:
+    import json
+    import subprocess
+    import sys
+    from dataclasses import asdict
+
+    import pandas as pd
+
+    from shotbench.paths import reports_dir
+    from shotbench.studies.repeat import repeatability as repeat
+
+    repeat.check_first_trials(args.first_trials)  # before any run is made
+    if args.runs:
+        folders = [Path(p) for p in args.runs]
+        bad = [p for p in folders if kind_of(p) != "read"]
+        if bad:
+            raise UserError(f"{bad[0]} is not a run folder; pass read runs such as data/runs/<run-id>.")
+        if len(folders) < 2:
+            raise UserError("repeatability needs at least two runs; pass two or more with --runs.")
+    else:
+        if args.times < 2:
+            raise UserError("--times must be at least 2: repeatability compares runs with each other.")
+        rest = [a for a in args.bench_args if a != "--"]
+        where = Path(rest[rest.index("--runs-dir") + 1]) if "--runs-dir" in rest else runs_dir()
+        where.mkdir(parents=True, exist_ok=True)
+        folders = []
+        for i in range(args.times):
+            print(f"repeat: run {i + 1} of {args.times}: shotbench bench {' '.join(rest)}", flush=True)
+            before = set(p for p in where.iterdir() if p.is_dir())
+            done = subprocess.run([sys.executable, "-m", "shotbench.cli", "bench", *rest])
+            if done.returncode != 0:
+                raise UserError(
+                    f"run {i + 1} of {args.times} failed (exit {done.returncode}); the runs so far are in {where}.",
+                    exit_code=done.returncode,
+                )
+            folders.append(_new_run(where, before))
+    times = [repeat.case_times(f, args.unit, args.first_trials) for f in folders]  # each run read once
+    table = pd.concat([repeat.versus(t, args.baseline) for t in times], ignore_index=True)
+    cases, summary = repeat.score(table)
+    text = repeat.report(cases, summary, args.baseline, args.unit)
+    meta: dict[str, Any] = {
+        **asdict(summary),
+        "runs": [str(f) for f in folders],
+        "baseline": args.baseline,
+        "first_trials": args.first_trials,
+    }
+    if args.baseline != repeat.OTHERS:  # the same runs against the rest of each round: less of one baseline's noise
+        _, others = repeat.score(pd.concat([repeat.versus(t, repeat.OTHERS) for t in times], ignore_index=True))
+        text += "\n" + repeat.summary_line(others, "the rest of each round (--baseline others)")
+        meta[repeat.OTHERS] = asdict(others)
+    out = Path(args.output) if args.output else reports_dir() / "repeat" / folders[-1].name
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "ratios.csv", index=False)
+    cases.to_csv(out / "repeat.csv", index=False)
+    (out / "repeat.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(text)
+    print(f"Wrote {out / 'repeat.csv'}, {out / 'ratios.csv'} and {out / 'repeat.json'}.")
+    return 0
+
+
+def register_repeat(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "repeat",
+        help="run the bench matrix N times back to back and say how far its ratios move",
+        description="Runs `shotbench bench` with the given arguments N times (or scores --runs), then per case: each "
+        "backend ÷ baseline ratio per run, how far it moves between runs, and how often one run's "
+        "95 %% interval covers the other runs' ratios.",
+    )
+    p.add_argument("--times", type=int, default=3, metavar="N", help="runs to make (default 3)")
+    p.add_argument(
+        "--baseline",
+        default="local",
+        help="the backend every ratio divides by (default local), or `others`: the geometric mean of every other "
+        "configuration of the same mode, workers and trial",
+    )
+    p.add_argument(
+        "--unit",
+        choices=["task", "case"],
+        default="case",
+        help="per trial, a ratio of case runtimes, the number the report ranks on (default), or of median task read times",
+    )
+    p.add_argument("--runs", nargs="+", metavar="RUN_DIR", help="score these runs instead of making new ones")
+    p.add_argument(
+        "--first-trials",
+        type=int,
+        metavar="N",
+        help="score each run's first N trials only: what N trials a case would have said, from longer runs",
+    )
+    p.add_argument(
+        "--output",
+        metavar="DIR",
+        help="where repeat.csv, ratios.csv and repeat.json go (default reports/repeat/<last run>/)",
+    )
+    p.add_argument("bench_args", nargs=argparse.REMAINDER, help="after --: arguments for each `shotbench bench`")
+    p.set_defaults(func=cmd_repeat)

@@ -1,0 +1,673 @@
+"""Reading transfer runs back: the seed-style tables and the two ratios the benchmark exists for.
+
+Shared by the terminal summary and notebooks/transfer.ipynb so both show the same numbers.
+A cell is the median over trials that verified; a case with no good trial shows its error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shotbench import stats
+from shotbench.runs import RUN_JSON, read_meta
+from shotbench.transfer.cases import size_label
+
+BASELINE = "raw-get"
+CLASSIC = "aws-s3-sync"  # the seed tables' reference column
+SELF = "shotbench"
+THRESHOLD = 1.10  # shotbench's median time may be at most this multiple of the best tool's, on every row
+SAME_CHECK: tuple[str, ...] = ("awscrt-sha256",)
+"""Tools that check each upload as `stage` does (SAME_CHECK_HOW): the like-for-like comparison,
+printed beside the threshold and never in its place."""
+SAME_CHECK_HOW = "SHA-256 computed by the client, verified by the server"
+LOOPBACK = "loopback"
+
+
+def load_cases(run_dir: Path) -> pd.DataFrame:
+    df = pd.read_csv(run_dir / "cases.csv", keep_default_na=False, na_values={"seconds": [""], "mb-per-s": [""]})
+    df["error"] = df["error"].astype(str)
+    if "network" not in df.columns:  # runs written before the network axis: all on loopback
+        df["network"] = LOOPBACK
+    df["network"] = df["network"].replace("", LOOPBACK)
+    return df
+
+
+def loopback(cases: pd.DataFrame) -> pd.DataFrame:
+    """The main matrix: cases over the direct connection (the latency sweep has its own tables)."""
+    return cases[cases["network"] == LOOPBACK] if "network" in cases.columns else cases
+
+
+def load_meta(run_dir: Path) -> dict:
+    """run.json (checked by shotbench.runs), or {} for a folder without one."""
+    return read_meta(run_dir) if (run_dir / RUN_JSON).exists() else {}
+
+
+def summarize(cases: pd.DataFrame) -> pd.DataFrame:
+    """One row per (direction, tool, concurrency, test): median seconds/MB/s of good trials,
+    trials counted, and the first error when no trial was good."""
+    keys = ["network", "direction", "tool", "concurrency", "test", "file-count", "file-size", "total-bytes"]
+    if "network" not in cases.columns:
+        cases = cases.assign(network=LOOPBACK)
+    if cases.empty:
+        return pd.DataFrame(columns=[*keys, "seconds", "lo", "hi", "mb-per-s", "trials", "good", "error"])
+    out = []
+    for key, g in cases.groupby(keys, sort=False):
+        good = g[(g["error"] == "") & g["seconds"].notna()]
+        errors = g.loc[g["error"] != "", "error"]
+        ci = stats.median_interval(good["seconds"].to_numpy())  # BCa, as the reading benchmark's
+        lo, hi = ci.low, ci.high
+        out.append(
+            {
+                **dict(zip(keys, key)),
+                "seconds": good["seconds"].median() if len(good) else float("nan"),
+                "lo": lo,
+                "hi": hi,
+                "mb-per-s": good["mb-per-s"].median() if len(good) else float("nan"),
+                "trials": len(g),
+                "good": len(good),
+                "error": "" if len(good) else (errors.iloc[0] if len(errors) else "no result"),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def tools_table(meta: dict) -> pd.DataFrame:
+    """One row per tool from run.json: mode, version, installed or why not, and the exact calls."""
+    rows = []
+    for name, t in (meta.get("tools") or {}).items():
+        how = t.get("how") or {}
+        rows.append(
+            {
+                "tool": name,
+                "mode": t.get("mode"),
+                "version": t.get("version") or "",
+                "status": t.get("status"),
+                "upload": how.get("upload", "—"),
+                "download": how.get("download", "—"),
+            }
+        )
+    return pd.DataFrame(rows).set_index("tool") if rows else pd.DataFrame()
+
+
+def _cell(r: pd.Series, metric: str) -> str:
+    if r["good"] == 0:
+        err = r["error"]
+        return "not installed" if err.startswith("not installed") else f"error: {err[:60]}"
+    v = r[metric]
+    return f"{v:.2f}s" if metric == "seconds" else f"{v:.1f}"
+
+
+def main_concurrency(cases: pd.DataFrame) -> int | None:
+    """The concurrency the seed table shows: the one that covers the most tests (a tie goes to
+    the middle value, so a 4/16/64 sweep shows 16)."""
+    cases = loopback(cases)
+    if cases.empty:
+        return None
+    cover = cases.groupby("concurrency")["test"].nunique()
+    tied = sorted(cover[cover == cover.max()].index)
+    return int(tied[len(tied) // 2])
+
+
+def seed_table(
+    cases: pd.DataFrame, direction: str, metric: str = "seconds", concurrency: int | None = None
+) -> pd.DataFrame:
+    """Rows = test ('1000 File/1 MiB ea'), then Total Transfer Size, columns = tools, at one
+    concurrency (default `main_concurrency`); cells '12.34s' / MB/s, or the error."""
+    cases = loopback(cases)
+    conc = concurrency if concurrency is not None else main_concurrency(cases)
+    s = summarize(cases)
+    s = s[(s["direction"] == direction) & (s["concurrency"] == conc)]
+    if s.empty:
+        return pd.DataFrame()
+    s = s.assign(cell=[_cell(r, metric) for _, r in s.iterrows()])
+    tests = (
+        s[["test", "file-count", "file-size", "total-bytes"]]
+        .drop_duplicates("test")
+        .sort_values(["total-bytes", "file-size"], ascending=[False, True])
+    )
+    table = s.pivot(index="test", columns="tool", values="cell")
+    table = table.reindex(index=tests["test"], columns=sorted(s["tool"].unique())).fillna("")
+    table.insert(0, "Total Transfer Size", [size_label(int(b)) for b in tests["total-bytes"]])
+    table.index.name = "Test"
+    table.columns.name = None
+    return table
+
+
+def sweep_table(cases: pd.DataFrame, direction: str, metric: str = "mb-per-s") -> pd.DataFrame:
+    """For tests run at several concurrencies: rows = (test, tool), columns = concurrency."""
+    s = summarize(loopback(cases))
+    s = s[s["direction"] == direction]
+    swept = s.groupby("test")["concurrency"].nunique()
+    s = s[s["test"].isin(swept[swept > 1].index)]
+    if s.empty:
+        return pd.DataFrame()
+    s = s.assign(cell=[_cell(r, metric) for _, r in s.iterrows()], row=s["test"] + " · " + s["tool"])
+    table = s.pivot(index="row", columns="concurrency", values="cell").fillna("")
+    table = table.reindex(sorted(table.index), columns=sorted(table.columns))
+    table.columns = [f"{c} threads" for c in table.columns]
+    table.index.name = "Test · tool"
+    return table
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """A pipe table like the seed's, without extra dependencies."""
+    if table.empty:
+        return "(no rows)"
+    head = [table.index.name or ""] + [str(c) for c in table.columns]
+    rows = [[str(i)] + [str(v) for v in r] for i, r in zip(table.index, table.values)]
+    widths = [max(len(x[k]) for x in [head] + rows) for k in range(len(head))]
+
+    def fmt(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    return "\n".join([fmt(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [fmt(r) for r in rows])
+
+
+@dataclass
+class Ratio:
+    """A measured comparison: value = numerator / denominator, with what was compared."""
+
+    name: str
+    value: float | None
+    numerator: str
+    denominator: str
+    note: str = ""
+
+    def text(self) -> str:
+        if self.value is None:
+            return f"{self.name}: not measured ({self.note})"
+        return f"{self.name}: {self.value:.2f}  [{self.numerator} / {self.denominator}]" + (
+            f"  {self.note}" if self.note else ""
+        )
+
+
+def _best(s: pd.DataFrame, tool: str, direction: str, test: str) -> pd.Series | None:
+    g = s[(s["tool"] == tool) & (s["direction"] == direction) & (s["test"] == test) & (s["good"] > 0)]
+    return None if g.empty else g.sort_values("seconds").iloc[0]
+
+
+def stage_vs_sync(cases: pd.DataFrame, test: str = "1000 File/1 MiB ea") -> Ratio:
+    """Upload time of `aws s3 sync` over `shotbench stage` on the many-small-files row
+    (> 1 means stage is faster); each at its fastest concurrency in this run."""
+    s = summarize(loopback(cases))
+    if test not in set(s["test"]):
+        many = s.sort_values("file-count", ascending=False)
+        if many.empty:
+            return Ratio("aws s3 sync / shotbench stage", None, "", "", "no cases")
+        test = many["test"].iloc[0]
+    stage, sync = _best(s, "shotbench", "upload", test), _best(s, "aws-s3-sync", "upload", test)
+    if stage is None or sync is None:
+        missing = "shotbench stage" if stage is None else "aws s3 sync"
+        return Ratio("aws s3 sync / shotbench stage", None, "", "", f"{missing} has no verified upload of {test}")
+    return Ratio(
+        f"upload {test}: aws s3 sync time / shotbench stage time",
+        sync["seconds"] / stage["seconds"],
+        f"aws s3 sync {sync['seconds']:.2f}s (c={sync['concurrency']})",
+        f"stage {stage['seconds']:.2f}s (jobs={stage['concurrency']})",
+        "(>1: stage faster)",
+    )
+
+
+def best_vs_raw(cases: pd.DataFrame) -> list[Ratio]:
+    """Per test: the fastest verified download tool's MB/s over raw-get's MB/s at the same
+    concurrency (raw-get reads whole objects into memory, no disk writes)."""
+    s = summarize(loopback(cases))
+    d = s[(s["direction"] == "download") & (s["good"] > 0)]
+    out = []
+    for test in d.sort_values("total-bytes", ascending=False)["test"].drop_duplicates():
+        g = d[d["test"] == test]
+        tools = g[g["tool"] != BASELINE]
+        if tools.empty:
+            continue
+        best = tools.sort_values("mb-per-s", ascending=False).iloc[0]
+        raw = g[(g["tool"] == BASELINE) & (g["concurrency"] == best["concurrency"])]
+        if raw.empty:
+            out.append(
+                Ratio(
+                    f"download {test}: best tool MB/s / raw-get MB/s",
+                    None,
+                    "",
+                    "",
+                    f"no verified raw-get at concurrency {best['concurrency']}",
+                )
+            )
+            continue
+        r = raw.iloc[0]
+        out.append(
+            Ratio(
+                f"download {test}: best tool MB/s / raw-get MB/s",
+                best["mb-per-s"] / r["mb-per-s"],
+                f"{best['tool']} {best['mb-per-s']:.1f} MB/s (c={best['concurrency']})",
+                f"raw-get {r['mb-per-s']:.1f} MB/s (c={r['concurrency']})",
+            )
+        )
+    return out
+
+
+def terminal_summary(run_dir: Path) -> str:
+    """What `shotbench transfer` prints at the end."""
+    cases = load_cases(run_dir)
+    parts = []
+    conc = main_concurrency(cases)
+    for direction in ("upload", "download"):
+        for metric, unit in (("seconds", "seconds"), ("mb-per-s", "MB/s")):
+            t = seed_table(cases, direction, metric)
+            if not t.empty:
+                parts.append(
+                    f"\n{direction.capitalize()} ({unit}, concurrency {conc}, median of verified trials)\n{markdown(t)}"
+                )
+        t = sweep_table(cases, direction)
+        if not t.empty:
+            parts.append(f"\n{direction.capitalize()} concurrency sweep (MB/s)\n{markdown(t)}")
+    for direction in ("upload", "download"):
+        for ref in (CLASSIC, BASELINE):
+            t = normalised_table(cases, direction, ref)
+            if not t.empty:
+                parts.append(f"\n{direction.capitalize()} time ÷ {ref} on the same row\n{markdown(t)}")
+    parts.append("\n" + stage_vs_sync(cases).text())
+    parts += [r.text() for r in best_vs_raw(cases)]
+    if (cases["network"] != LOOPBACK).any():
+        parts.append(latency_text(cases))
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- normalised tables and the stage threshold
+
+
+def normalised_table(cases: pd.DataFrame, direction: str, ref: str) -> pd.DataFrame:
+    """The seed table with every median time divided by `ref`'s on the same row (test and
+    concurrency): '0.42×' is 0.42 times the reference's time. Rows are 'test · c=N'."""
+    s = summarize(loopback(cases))
+    s = s[(s["direction"] == direction) & (s["good"] > 0)]
+    r = s[s["tool"] == ref].set_index(["test", "concurrency"])["seconds"]
+    if s.empty or r.empty:
+        return pd.DataFrame()
+    s = s[s.set_index(["test", "concurrency"]).index.isin(r.index)]
+    s = s.assign(
+        row=s["test"] + " · c=" + s["concurrency"].astype(str),
+        cell=[f"{v / r[(t, c)]:.2f}×" for v, t, c in zip(s["seconds"], s["test"], s["concurrency"])],
+    )
+    order = (
+        s[["row", "total-bytes", "file-size", "concurrency"]]
+        .drop_duplicates("row")
+        .sort_values(["total-bytes", "file-size", "concurrency"], ascending=[False, True, True])["row"]
+    )
+    table = s.pivot(index="row", columns="tool", values="cell").reindex(index=order).fillna("")
+    table = table[[ref] + sorted(c for c in table.columns if c != ref)]
+    table.index.name = f"Test · concurrency (time ÷ {ref})"
+    table.columns.name = None
+    return table
+
+
+@dataclass
+class StageCheck:
+    """One row of the matrix judged against the threshold: shotbench against the fastest other tool."""
+
+    direction: str
+    test: str
+    concurrency: int
+    seconds: float | None  # shotbench's median
+    lo: float
+    hi: float
+    best_tool: str
+    best_seconds: float | None
+    best_lo: float
+    best_hi: float
+    tied: list[str]  # tools whose interval overlaps shotbench's (a tie, as far as these trials can tell)
+    threshold: float = THRESHOLD
+    error: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.seconds is None or not self.best_seconds:
+            return None
+        return self.seconds / self.best_seconds
+
+    @property
+    def passed(self) -> bool:
+        r = self.ratio
+        return r is not None and r <= self.threshold
+
+    def line(self) -> str:
+        def iv(v: float, lo: float, hi: float) -> str:
+            return f"{v:.2f} s" + (f" [{lo:.2f}, {hi:.2f}]" if not np.isnan(lo) else " [one trial]")
+
+        head = f"{self.direction:8} {self.test:20} c={self.concurrency:<3}"
+        if self.seconds is None:
+            return f"{head} FAIL  shotbench has no verified trial ({self.error[:80]})"
+        if self.best_seconds is None:
+            return f"{head} PASS  shotbench {iv(self.seconds, self.lo, self.hi)}; no other tool finished this row"
+        tie = f"; tied with {', '.join(self.tied)}" if self.tied else ""
+        return (
+            f"{head} {'PASS' if self.passed else 'FAIL'}  shotbench {iv(self.seconds, self.lo, self.hi)} vs "
+            f"{self.best_tool} {iv(self.best_seconds, self.best_lo, self.best_hi)} = {self.ratio:.2f}×{tie}"
+        )
+
+
+def _overlap(a: pd.Series, b: pd.Series) -> bool:
+    if any(np.isnan(x) for x in (a["lo"], a["hi"], b["lo"], b["hi"])):
+        return False
+    return a["lo"] <= b["hi"] and b["lo"] <= a["hi"]
+
+
+def stage_checks(cases: pd.DataFrame, threshold: float = THRESHOLD) -> list[StageCheck]:
+    """Every loopback row shotbench ran: its median time over the fastest other tool's (raw-get,
+    the in-memory ceiling that writes no files, is not a competitor)."""
+    return _stage_checks(summarize(loopback(cases)), threshold)
+
+
+def like_for_like(cases: pd.DataFrame, threshold: float = THRESHOLD) -> list[StageCheck]:
+    """stage_checks against the tools that make stage's check only (SAME_CHECK): what the tool
+    costs, apart from what its SHA-256 costs. Rows where none of them finished are left out."""
+    return _stage_checks(summarize(loopback(cases)), threshold, SAME_CHECK)
+
+
+def _stage_checks(s: pd.DataFrame, threshold: float, among: tuple[str, ...] | None = None) -> list[StageCheck]:
+    """stage_checks of a loopback summary already made; `among`: only these tools are rivals."""
+    out = []
+    for (direction, test, conc), g in s.groupby(["direction", "test", "concurrency"], sort=False):
+        me = g[g["tool"] == SELF]
+        if me.empty:
+            continue
+        me = me.iloc[0]
+        rivals = g[(g["tool"] != SELF) & (g["tool"] != BASELINE) & (g["good"] > 0)].sort_values("seconds")
+        if among is not None:
+            rivals = rivals[rivals["tool"].isin(among)]
+            if rivals.empty:
+                continue
+        if me["good"] == 0:
+            out.append(
+                StageCheck(
+                    direction,
+                    test,
+                    int(conc),
+                    None,
+                    np.nan,
+                    np.nan,
+                    "",
+                    None,
+                    np.nan,
+                    np.nan,
+                    [],
+                    threshold,
+                    me["error"],
+                )
+            )
+            continue
+        tied = [r["tool"] for _, r in rivals.iterrows() if _overlap(me, r)]
+        if rivals.empty:
+            out.append(
+                StageCheck(
+                    direction,
+                    test,
+                    int(conc),
+                    float(me["seconds"]),
+                    me["lo"],
+                    me["hi"],
+                    "",
+                    None,
+                    np.nan,
+                    np.nan,
+                    tied,
+                    threshold,
+                )
+            )
+            continue
+        b = rivals.iloc[0]
+        out.append(
+            StageCheck(
+                direction,
+                test,
+                int(conc),
+                float(me["seconds"]),
+                me["lo"],
+                me["hi"],
+                b["tool"],
+                float(b["seconds"]),
+                b["lo"],
+                b["hi"],
+                tied,
+                threshold,
+            )
+        )
+    order = {"upload": 0, "download": 1}
+    return sorted(out, key=lambda c: (order.get(c.direction, 2), c.concurrency, c.test))
+
+
+def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
+    """The pass/fail block `make bench-transfer` prints."""
+    summary = summarize(loopback(load_cases(run_dir)))  # one bootstrap per cell, for both blocks
+    checks = _stage_checks(summary, threshold)
+    if not checks:
+        return "stage threshold: not checked (shotbench was not in this run)"
+    passed = sum(c.passed for c in checks)
+    verdict = "PASS" if passed == len(checks) else "FAIL"
+    head = (
+        f"stage threshold: shotbench ≤ {threshold:.2f}× the fastest other tool's median time on every row "
+        f"(median of verified trials, {int(stats.LEVEL * 100)} % BCa bootstrap interval; raw-get excluded as the ceiling): "
+        f"{verdict} ({passed} of {len(checks)} rows pass)"
+    )
+    lines = [head, *("  " + c.line() for c in checks)]
+    same = _stage_checks(summary, threshold, SAME_CHECK)
+    if same:
+        passed = sum(c.passed for c in same)
+        lines.append(
+            f"like for like, beside the verdict above: shotbench ≤ {threshold:.2f}× the fastest tool that checks each "
+            f"upload as stage does ({', '.join(SAME_CHECK)}: {SAME_CHECK_HOW}): "
+            f"{'PASS' if passed == len(same) else 'FAIL'} ({passed} of {len(same)} rows pass)"
+        )
+        lines += ["  " + c.line() for c in same]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- sync vs async under latency
+
+PAIRS = (("s3fs", "s3fs-async"), ("obstore", "obstore-async"))
+
+
+def latency_summary(cases: pd.DataFrame) -> pd.DataFrame:
+    """summarize() of the tools that have a sync and an async form, every network."""
+    tools = {t for pair in PAIRS for t in pair}
+    s = summarize(cases)
+    return s[s["tool"].isin(tools) & (s["good"] > 0)]
+
+
+def latency_table(cases: pd.DataFrame, direction: str) -> pd.DataFrame:
+    """MB/s, rows = network · test · tool, columns = concurrency (only networks with a sweep)."""
+    s = latency_summary(cases)
+    s = s[s["direction"] == direction]
+    swept = s.groupby(["network", "test"])["concurrency"].nunique()
+    keep = [k for k, n in swept.items() if n > 1 or k[0] != LOOPBACK]  # a one-file row has one level
+    s = s[s.set_index(["network", "test"]).index.isin(keep)]
+    if s.empty:
+        return pd.DataFrame()
+    s = s.assign(row=s["network"] + " · " + s["test"] + " · " + s["tool"], cell=[f"{v:.1f}" for v in s["mb-per-s"]])
+    table = s.pivot(index="row", columns="concurrency", values="cell").fillna("")
+    table = table.reindex(sorted(table.index), columns=sorted(table.columns))
+    table.columns = [f"{c} in flight" for c in table.columns]
+    table.index.name = "Network · test · tool (MB/s)"
+    return table
+
+
+@dataclass
+class AsyncGain:
+    """Async over sync throughput for one library, network, direction, test and concurrency."""
+
+    network: str
+    direction: str
+    library: str
+    test: str
+    concurrency: int
+    ratio: float  # async MB/s / sync MB/s
+
+
+def async_gain_table(cases: pd.DataFrame) -> pd.DataFrame:
+    """async_gains as a table, one row per cell (empty when no pair was swept)."""
+    return pd.DataFrame([asdict(g) for g in async_gains(cases)], columns=[f.name for f in fields(AsyncGain)])
+
+
+def async_gains(cases: pd.DataFrame) -> list[AsyncGain]:
+    s = latency_summary(cases)
+    out = []
+    for (net, direction, test, conc), g in s.groupby(["network", "direction", "test", "concurrency"]):
+        by = g.set_index("tool")["mb-per-s"]
+        for sync, asy in PAIRS:
+            if sync in by and asy in by and by[sync] > 0:
+                out.append(AsyncGain(net, direction, sync, test, int(conc), float(by[asy] / by[sync])))
+    return out
+
+
+def async_finding(cases: pd.DataFrame, pays: float = 1.10) -> str:
+    """One sentence: per network, the lowest concurrency at which an async form moves ≥ `pays`×
+    its sync form's MB/s, and the largest such gain; or that it never does."""
+    gains = async_gains(cases)
+    if not gains:
+        return "sync vs async: not measured in this run."
+    parts = []
+    for net in sorted({g.network for g in gains}, key=lambda n: (n != LOOPBACK, n)):
+        mine = [g for g in gains if g.network == net]
+        paying = [g for g in mine if g.ratio >= pays]
+        top = max(mine, key=lambda g: g.ratio)
+        if not paying:
+            parts.append(
+                f"on {net} async never pays ≥ {pays:.2f}× (best {top.ratio:.2f}×, {top.library} "
+                f"{top.direction} {top.test} at {top.concurrency})"
+            )
+            continue
+        first = min(g.concurrency for g in paying)
+        at_first = max((g for g in paying if g.concurrency == first), key=lambda g: g.ratio)
+        parts.append(
+            f"on {net} async pays from {first} in flight ({at_first.library} {at_first.direction} "
+            f"{at_first.test} {at_first.ratio:.2f}×; best {top.ratio:.2f}×, {top.library} {top.direction} "
+            f"{top.test} at {top.concurrency}; {len(paying)} of {len(mine)} cells ≥ {pays:.2f}×)"
+        )
+    return "sync vs async (async MB/s ÷ sync MB/s, same library): " + "; ".join(parts) + "."
+
+
+def latency_text(cases: pd.DataFrame) -> str:
+    parts = []
+    for direction in ("upload", "download"):
+        t = latency_table(cases, direction)
+        if not t.empty:
+            parts.append(
+                f"\n{direction.capitalize()} sync vs async sweep (MB/s, median of verified trials)\n{markdown(t)}"
+            )
+    parts.append("\n" + async_finding(cases))
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- the answer, first on the page
+
+
+@dataclass(frozen=True)
+class Leader:
+    """The fastest tool on one row of the main matrix, and the tools its interval cannot tell apart."""
+
+    direction: str
+    test: str
+    concurrency: int
+    tool: str
+    seconds: float
+    tied: tuple[str, ...]  # intervals overlapping the leader's
+    size: int = 0  # bytes per file, for ordering rows
+
+
+def leaders(cases: pd.DataFrame) -> list[Leader]:
+    """Per row of the loopback matrix, the tool with the smallest median time among those that
+    write files (raw-get, the in-memory ceiling, is not a contender), with its ties."""
+    return _leaders(summarize(loopback(cases)))
+
+
+def _leaders(s: pd.DataFrame) -> list[Leader]:
+    """leaders of a loopback summary already made."""
+    s = s[(s["good"] > 0) & (s["tool"] != BASELINE)]
+    out = []
+    for (direction, test, conc), g in s.groupby(["direction", "test", "concurrency"], sort=False):
+        g = g.sort_values("seconds")
+        top = g.iloc[0]
+        tied = tuple(r["tool"] for _, r in g.iloc[1:].iterrows() if _overlap(top, r))
+        out.append(Leader(direction, test, int(conc), top["tool"], float(top["seconds"]), tied, int(top["file-size"])))
+    order = {"upload": 0, "download": 1}
+    return sorted(out, key=lambda r: (order.get(r.direction, 2), r.size, r.concurrency))
+
+
+@dataclass(frozen=True)
+class AsyncVerdict:
+    """How one library's async form compares with its blocking form over every swept cell."""
+
+    library: str
+    cells: int
+    median: float  # async MB/s ÷ sync MB/s, median over cells
+    low: float
+    high: float
+    pays: bool  # the median cell gains at least the stated factor
+
+
+def async_verdicts(cases: pd.DataFrame, pays: float = 1.10) -> list[AsyncVerdict]:
+    """Per library, over every network, direction, file size and number in flight."""
+    gains = async_gain_table(cases)
+    if gains.empty:
+        return []
+    out = []
+    for lib, g in gains.groupby("library", sort=True):
+        r = g["ratio"]
+        out.append(
+            AsyncVerdict(str(lib), len(r), float(r.median()), float(r.min()), float(r.max()), r.median() >= pays)
+        )
+    return out
+
+
+def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
+    """The report's first section, in markdown: the fastest tool per row with its ties, whether
+    `shotbench stage` met its threshold, and whether async pays."""
+    summary = summarize(loopback(cases))  # one bootstrap per cell, shared by the rows and the checks
+    rows = _leaders(summary)
+    if not rows:
+        return "No tool finished a case in this run; see the failures at the end."
+    checks = {(c.direction, c.test, c.concurrency): c for c in _stage_checks(summary, threshold)}
+    lines = [
+        "| direction | row | in flight | fastest (median) | as fast, within the intervals "
+        "| shotbench ÷ fastest other |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        c = checks.get((r.direction, r.test, r.concurrency))
+        mine = f"{c.ratio:.2f}×" if c is not None and c.ratio is not None else "–"
+        lines.append(
+            f"| {r.direction} | {r.test} | {r.concurrency} | **{r.tool}** {r.seconds:.2f} s | "
+            f"{', '.join(r.tied) or 'none'} | {mine} |"
+        )
+    parts = ["\n".join(lines)]
+    if checks:
+        passed = [c for c in checks.values() if c.passed]
+        missed = sorted((c for c in checks.values() if not c.passed), key=lambda c: c.ratio or np.inf)
+        text = (
+            f"**`shotbench stage` and its download** are within {threshold:.2f}× of the fastest other tool "
+            f"on {len(passed)} of {len(checks)} rows"
+        )
+        misses = [f"{c.direction} {c.test} at {c.concurrency} ({c.ratio:.2f}×)" for c in missed if c.ratio]
+        if misses:
+            text += f"; not on {'; '.join(misses)}"
+        parts.append(text + ".")
+    same = _stage_checks(summary, threshold, SAME_CHECK)
+    ratios = [c.ratio for c in same if c.ratio is not None]
+    if ratios:
+        parts.append(
+            f"**Against the same check** ({', '.join(SAME_CHECK)}: {SAME_CHECK_HOW}, as `stage` does), "
+            f"stage's uploads take {min(ratios):.2f}–{max(ratios):.2f}× its time, "
+            f"within {threshold:.2f}× on {sum(c.passed for c in same)} of {len(same)} rows"
+            + (": what keeps them from the fastest tool is that check." if all(c.passed for c in same) else ".")
+        )
+    verdicts = async_verdicts(cases)
+    if verdicts:
+        said = [
+            f"for **{v.library}** it {'pays' if v.pays else 'does not pay'}: its async form moves a median "
+            f"{v.median:.2f}× what its blocking form moves ({v.low:.2f}–{v.high:.2f}× over {v.cells} cells)"
+            for v in verdicts
+        ]
+        parts.append("**Sync or async:** " + "; ".join(said) + ".")
+    return "\n\n".join(parts)
