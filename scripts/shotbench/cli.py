@@ -1,7 +1,8 @@
 """The `shotbench` command: one entry point, one subcommand module per job.
 
-Each module named in COMMANDS exposes `register(subparsers)`, which adds its parsers and
-sets `func=callable(args) -> int`. Adding a subcommand is one module plus one line here.
+Each subcommand is one module, `shotbench.commands.<name>`, exposing `register(subparsers)`, which
+adds its parser and sets `func=callable(args) -> int`. Adding a subcommand is one module plus one line
+here. Below `commands/` nothing parses arguments: the commands call the library, as the tests do.
 """
 
 from __future__ import annotations
@@ -16,20 +17,20 @@ from shotbench.errors import Terminated, UserError, interrupt_exit, one_line
 
 COMMANDS: dict[str, str] = {
     "server": "shotbench.commands.server",
-    "stage": "shotbench.commands.server",
-    "ls": "shotbench.commands.server",
-    "synth": "shotbench.hdf5.synthesis",
+    "stage": "shotbench.commands.stage",
+    "ls": "shotbench.commands.ls",
+    "synth": "shotbench.commands.synth",
     "envs": "shotbench.commands.envs",
     "bench": "shotbench.commands.bench",
-    "bench-harness": "shotbench.studies.harness.harness_run",
-    "report": "shotbench.reports.render",
-    "reports": "shotbench.reports.render",
+    "compare": "shotbench.commands.compare",
+    "repeat": "shotbench.commands.repeat",
+    "bench-harness": "shotbench.commands.bench_harness",
+    "report": "shotbench.commands.report",
+    "reports": "shotbench.commands.reports",
     "transfer": "shotbench.commands.transfer",
-    "compare": "shotbench.commands.bench",
-    "repeat": "shotbench.commands.bench",
     "anatomy": "shotbench.commands.anatomy",
-    "direction": "shotbench.studies.direction.ablation_run",
-    "chaos": "shotbench.studies.chaos.chaos_run",
+    "direction": "shotbench.commands.direction",
+    "chaos": "shotbench.commands.chaos",
 }
 
 

@@ -1,15 +1,12 @@
-"""`shotbench server|stage|ls`: the embedded S3 server, uploading shot files, listing them."""
+"""`shotbench server`: install, start, stop and describe the embedded S3 server."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
-from shotbench.errors import UserError
 from shotbench.store import embedded as server
 from shotbench.store import network
-from shotbench.store.s3 import S3Config, list_shot_files, parse_location
 
 WHICH_S3 = (
     "Which S3: with --embedded, the embedded server (started if needed); otherwise AWS settings from "
@@ -48,33 +45,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     start.set_defaults(func=_start)
     sub.add_parser("stop", help="stop it (buckets and credentials are kept)").set_defaults(func=_stop)
     sub.add_parser("status", help="is it running, and where").set_defaults(func=_status)
-
-    st = subparsers.add_parser(
-        "stage",
-        help="upload a folder of shot files to s3://bucket/prefix (skips what is already there)",
-        description="Upload every file of SRC to DEST through the S3 API with parallel, multipart-capable "
-        "uploads; objects already there with the same size and ETag are skipped. " + WHICH_S3,
-    )
-    st.add_argument("src", metavar="SRC", help="local folder of shot files (e.g. data/shots)")
-    st.add_argument("dest", metavar="DEST", help="s3://bucket/prefix")
-    st.add_argument("--jobs", "-j", type=int, default=8, help="concurrent uploads, shared by all files (default: 8)")
-    st.add_argument("--embedded", action="store_true", help="use the embedded server, starting it if needed")
-    st.add_argument(
-        "--create-bucket",
-        action="store_true",
-        help="create the bucket if missing (always done on the embedded server, never silently elsewhere)",
-    )
-    st.add_argument("--no-progress", action="store_true", help="no progress bar")
-    st.set_defaults(func=_stage)
-
-    ls = subparsers.add_parser(
-        "ls",
-        help="list the shot files of a data location (s3://bucket/prefix or a folder)",
-        description="List the shot files (*.h5, *.hdf5) of a location with their sizes. " + WHICH_S3,
-    )
-    ls.add_argument("location", metavar="LOCATION", help="s3://bucket/prefix or a local folder")
-    ls.add_argument("--embedded", action="store_true", help="use the embedded server, starting it if needed")
-    ls.set_defaults(func=_ls)
 
 
 def _install(args: argparse.Namespace) -> int:
@@ -122,40 +92,4 @@ def _status(args: argparse.Namespace) -> int:
         return 0  # a question answered, not a failure (keeps `make server-status` quiet)
     print("embedded S3 server running")
     _describe(info)
-    return 0
-
-
-def _config(embedded: bool) -> S3Config:
-    return server.resolve_s3config(embedded=embedded)
-
-
-def _stage(args: argparse.Namespace) -> int:
-    from shotbench.store.staging import local_files, stage
-
-    loc = parse_location(args.dest)
-    if loc.kind != "s3":
-        raise UserError(f"the destination '{args.dest}' is not an S3 location; give s3://bucket/prefix.")
-    local_files(args.src)  # a missing source is the first thing to say, before any S3 question
-    cfg = _config(args.embedded)
-    print(f"staging {args.src} -> {loc.uri()} at {cfg.public()['endpoint']} ({args.jobs} jobs)", file=sys.stderr)
-    summary = stage(
-        args.src,
-        loc,
-        cfg,
-        jobs=args.jobs,
-        progress=not args.no_progress,
-        create_bucket=True if args.create_bucket else None,
-    )
-    print(summary.line(loc.uri()))
-    return 0
-
-
-def _ls(args: argparse.Namespace) -> int:
-    loc = parse_location(args.location)
-    cfg = _config(args.embedded) if loc.kind == "s3" else None
-    objs = list_shot_files(loc, cfg)
-    for o in objs:
-        print(f"{o.size:>14,d}  {o.key}")
-    total = sum(o.size for o in objs)
-    print(f"{len(objs)} shot files, {total / 1e6:.1f} MB in {loc.uri()}", file=sys.stderr)
     return 0

@@ -9,7 +9,6 @@ verified, or failed with its reason. It prints the counts; 0 lost and 0 duplicat
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from shotbench.errors import UserError
-from shotbench.paths import runs_dir, state_dir
+from shotbench.paths import state_dir
 
 PROFILE = "chaos-5pc"
 STEP_TIMEOUT = 3600.0  # one bench process, at most
@@ -140,31 +139,3 @@ def chaos(runs: Path, extra: list[str], kill_after: int, server_after: int, say:
     if rc != 0:
         raise UserError(f"the last --resume of {run} ended with exit status {rc}; see its output above.", exit_code=1)
     return tally(run)
-
-
-def cmd_chaos(args: argparse.Namespace) -> int:
-    runs = Path(args.runs_dir) if args.runs_dir else runs_dir() / "chaos"
-    runs.mkdir(parents=True, exist_ok=True)
-    extra = ["--profile", args.profile] + (["--config", args.config] if args.config else [])
-    result = chaos(runs, extra, args.kill_after, args.server_after)
-    for line in result.lines():
-        print(f"chaos: {line}")
-    if not result.good:
-        raise UserError("cases were lost, duplicated or left without a reason; see the counts above.", exit_code=1)
-    return 0
-
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "chaos",
-        help="quick matrix under mixed faults with a SIGKILL, a server kill and resumes",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
-    p.add_argument("--profile", default="quick")
-    p.add_argument("--config", metavar="FILE.toml")
-    p.add_argument("--kill-after", type=int, default=4, metavar="N", help="SIGKILL the run after N cases")
-    p.add_argument(
-        "--server-after", type=int, default=4, metavar="N", help="kill -9 the server N cases into the resume"
-    )
-    p.add_argument("--runs-dir", help="where the chaos run folder goes (default data/runs/chaos)")
-    p.set_defaults(func=cmd_chaos)

@@ -1,0 +1,164 @@
+"""`shotbench compare A B`: two runs case by case; exit 1 on a significant slowdown.
+
+The statistics are `studies/compare/comparison.py`, the page `studies/compare/compare_page.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shotbench.errors import UserError
+from shotbench.runs import kind_of
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from shotbench.studies.compare.comparison import Side
+
+
+def _compare_text(table: pd.DataFrame) -> str:
+    import numpy as np
+
+    from shotbench.studies.compare import comparison as stats
+
+    t = table.assign(
+        ratio=[
+            f"{r:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(lo) else f"{r:.3f}"
+            for r, lo, hi in table[["ratio", "ci-low", "ci-high"]].to_numpy()
+        ],
+        **{
+            "p-adjusted": table["p-adjusted"].map(lambda p: f"{p:.3g}"),
+            "vs-copy": table["vs-copy"].map(lambda v: "—" if np.isnan(v) else f"{v:.2f}×"),
+            "flag": stats.flags(table),
+        },
+    )
+    return t[
+        ["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "flag"]
+    ].to_string(index=False, float_format=lambda v: f"{v:.4g}")
+
+
+def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
+    from shotbench.studies.compare import comparison as stats
+
+    if args.run:
+        run = Path(args.run)
+        if kind_of(run) != "read":
+            raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
+        side = stats.load(run)
+        known = sorted(set(side.cases["backend"]))
+        for name in (args.a, args.b):
+            if name not in known:
+                raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
+        keys = stats.CASE_KEYS[1:]
+        return side.where(args.a), side.where(args.b), keys, f"{args.b} vs {args.a} ({run.name})"
+    groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
+    for p in groups[0] + groups[1]:
+        if kind_of(p) != "read":
+            raise UserError(
+                f"{p} is not a run folder; pass two run folders (or comma-separated lists of them), "
+                "or two backends with --run DIR."
+            )
+    names = ["+".join(p.name for p in g) for g in groups]
+    return stats.pooled(groups[0]), stats.pooled(groups[1]), stats.CASE_KEYS, f"{names[1]} vs {names[0]}"
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from shotbench.studies.compare import compare_page as compare_page
+    from shotbench.studies.compare import comparison as stats
+
+    if args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
+        raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
+    a, b, keys, title = _sides(args)
+    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio, args.correction)
+    from shotbench.paths import reports_dir
+
+    out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "compare.csv", index=False)
+    how = "Holm" if args.correction == "holm" else "FDR"
+    gates = " ".join(
+        g
+        for g in (
+            f"Gate: SLOWER when the ratio is at least {args.threshold} with its interval above 1 and {how}-adjusted p < {stats.ALPHA}.",
+            f"Gate: OVER LIMIT when B takes more than {args.limit_ratio} × its copy baseline."
+            if args.limit_ratio
+            else "",
+        )
+        if g
+    )
+    compare_page.write_html(
+        table,
+        f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}",
+        out / "compare.html",
+        gates,
+        args.correction,
+    )
+    print(
+        f"{title}: median task time ratio B ÷ A per case (95 % BCa interval), Mann-Whitney p ({how}-adjusted over "
+        f"{len(table)} cases)"
+    )
+    print(_compare_text(table))
+    print(gates)
+    print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
+    bad = table[table["slower"] | table["over-limit"]]
+    if bad.empty:
+        return 0
+    for _, r in bad.iterrows():
+        why = (
+            f"{r['ratio']:.2f}× slower (95 % interval {r['ci-low']:.2f}–{r['ci-high']:.2f}, adjusted p={r['p-adjusted']:.3g})"
+            if r["slower"]
+            else f"{r['vs-copy']:.2f}× its copy baseline, above {args.limit_ratio}×"
+        )
+        print(f"FAIL {r['case']}: {why}")
+    return 1
+
+
+def register(subparsers: Any) -> None:
+    from shotbench.analyse.gate import ADJUSTMENT_NAMES, ALPHA, THRESHOLD
+
+    p = subparsers.add_parser(
+        "compare",
+        help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
+        description="Median task time ratio B ÷ A per matching case over every task of every trial, BCa bootstrap "
+        "interval and Mann-Whitney p-value adjusted over the cases.",
+    )
+    p.add_argument(
+        "a",
+        metavar="A",
+        help="the baseline: a run folder (or several, comma-separated, pooled), or a backend with --run",
+    )
+    p.add_argument(
+        "b",
+        metavar="B",
+        help="the candidate: a run folder (or several, comma-separated, pooled), or a backend with --run",
+    )
+    p.add_argument("--run", metavar="DIR", help="compare two backends of this run folder")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        metavar="RATIO",
+        default=THRESHOLD,
+        help=f"exit 1 when a case of B is at least RATIO × slower with its interval above 1 and adjusted "
+        f"p < {ALPHA} (default {THRESHOLD})",
+    )
+    p.add_argument(
+        "--correction",
+        choices=list(ADJUSTMENT_NAMES),
+        default="holm",
+        help="how p-values are adjusted for many cases: holm (family-wise, default) or fdr (Benjamini-Hochberg)",
+    )
+    p.add_argument(
+        "--limit-ratio",
+        type=float,
+        metavar="K",
+        help="exit 1 when a case of B takes more than K × its copy (raw-GET) baseline",
+    )
+    p.add_argument(
+        "--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)"
+    )
+    p.set_defaults(func=cmd_compare)
+
+
+# `shotbench repeat`: the statistics are analyse.repeat.
