@@ -7,12 +7,14 @@ not exist: under strace those failed calls split the system-call log by phase.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
+
+from shotbench.childargs import parse_or_exit
 
 MARK_DIR = "/.shotbench-mark"
 
@@ -95,14 +97,19 @@ def probe(backend_name: str, bucket: str, key: str, size: int, opens: int) -> di
     }
 
 
+@dataclass(frozen=True)
+class ProbeArgs:
+    """What `shotbench anatomy` asks of one probe process."""
+
+    backend: str
+    bucket: str
+    key: str
+    size: int
+    opens: int = 10
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m shotbench.anatomy.probe")
-    p.add_argument("--backend", required=True)
-    p.add_argument("--bucket", required=True)
-    p.add_argument("--key", required=True)
-    p.add_argument("--size", type=int, required=True)
-    p.add_argument("--opens", type=int, default=10)
-    args = p.parse_args(argv)
+    args = parse_or_exit(ProbeArgs, argv, "python -m shotbench.anatomy.probe")
     out = probe(args.backend, args.bucket, args.key, args.size, args.opens)
     print(json.dumps(out), file=sys.__stdout__, flush=True)
     return 0

@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, cast
 
 from shotbench.bench.protocol import (
@@ -397,13 +398,18 @@ def serve(scheduler: str | None) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
+@dataclass(frozen=True)
+class DriverArgs:
+    """How the orchestrator starts this driver: `--serve` answers JSON requests on stdin."""
 
-    parser = argparse.ArgumentParser(prog="python -m shotbench.bench.driver")
-    parser.add_argument("--serve", action="store_true", help="answer JSON requests on stdin")
-    parser.add_argument("--scheduler", default=None)
-    args = parser.parse_args(argv)
+    serve: bool = False
+    scheduler: str | None = None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from shotbench.childargs import parse_or_exit
+
+    args = parse_or_exit(DriverArgs, argv, "python -m shotbench.bench.driver")
     if args.serve:
         return serve(args.scheduler)
     print(json.dumps(versions()))

@@ -8,12 +8,13 @@ byte for byte, 1 on a mismatch, 2 when opening failed (the JSON then carries the
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from shotbench.childargs import parse_or_exit
 from shotbench.errors import UserError
 
 
@@ -60,14 +61,19 @@ def compare(remote, local) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class VerifyArgs:
+    """What the build step asks of this check."""
+
+    bucket: str
+    key: str
+    local: Path | None = None  # local copy to compare with
+    page_buf: int = 0  # page buffer size in bytes (paged files)
+    precheck: bool = False
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m shotbench.builds.verify")
-    parser.add_argument("--bucket", required=True)
-    parser.add_argument("--key", required=True)
-    parser.add_argument("--local", type=Path, help="local copy to compare with")
-    parser.add_argument("--page-buf", type=int, default=0, help="page buffer size in bytes (paged files)")
-    parser.add_argument("--precheck", action="store_true")
-    args = parser.parse_args(argv)
+    args = parse_or_exit(VerifyArgs, argv, "python -m shotbench.builds.verify")
 
     import h5py
 

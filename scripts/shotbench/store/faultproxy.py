@@ -15,7 +15,6 @@ Run as `python -m shotbench.store.faultproxy` (see `start`); plain HTTP only.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import hashlib
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+from shotbench.childargs import parse_or_exit
 from shotbench.errors import UserError
 from shotbench.processes import die_with_parent, free_port, terminate
 from shotbench.units import MiB
@@ -357,13 +357,18 @@ def start(state: Path, upstream_port: int, faults: HttpFaults, private: bool = F
     return FaultProxyInfo(proc.pid, port, stats)
 
 
+@dataclass(frozen=True)
+class ProxyArgs:
+    """How `start` launches the proxy process."""
+
+    port: int
+    upstream_port: int
+    stats: str  # JSON file: requests seen, faults injected per kind
+    faults: str  # HttpFaults as JSON
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=MODULE, description="HTTP fault-injecting reverse proxy (plain HTTP)")
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--upstream-port", type=int, required=True)
-    p.add_argument("--stats", required=True, help="JSON file: requests seen, faults injected per kind")
-    p.add_argument("--faults", required=True, help="HttpFaults as JSON")
-    args = p.parse_args(argv)
+    args = parse_or_exit(ProxyArgs, argv, MODULE)
     asyncio.run(serve(args.port, args.upstream_port, HttpFaults.from_json(args.faults), Path(args.stats)))
     return 0
 

@@ -11,11 +11,12 @@ with the server.
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import time
+from dataclasses import dataclass
 
+from shotbench.childargs import parse_or_exit
 from shotbench.units import MiB
 
 COUNTERS = ("bytes_read", "bytes_written")
@@ -57,11 +58,16 @@ def serve(port: int, out: str) -> None:
             os.write(fd, lines.encode())  # one O_APPEND write: never interleaves with versitygw's lines
 
 
+@dataclass(frozen=True)
+class StatsdArgs:
+    """Where the embedded server's statsd counter listens and writes."""
+
+    port: int
+    out: str
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
+    args = parse_or_exit(StatsdArgs, None, "python -m shotbench.store.statsd")
     try:
         serve(args.port, args.out)
     except KeyboardInterrupt:
