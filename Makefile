@@ -22,7 +22,7 @@ bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(D
              $(if $(FAULTS),--faults $(FAULTS) --keep-going) $(if $(TRIALS),--trials $(TRIALS))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-readers bench-repeat \
-        bench-harness anatomy bench-transfer report reports report-reference compare lab lint test test-fast fuzz bench-chaos rehearse clean
+        bench-harness anatomy bench-transfer report reports report-reference compare columns lab lint test test-fast fuzz bench-chaos rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -88,6 +88,9 @@ compare: venv ## Compare two runs case by case (A=run-dir B=run-dir THRESHOLD=1.
 
 report-reference: venv ## Render the upstream MDSplusBench single-shot and many-shot studies (old vs new ROS3) into reports/mdsplusbench
 	@$(SB) report --reference $(code)
+
+columns: venv ## Write the column reference (docs/reference/columns.md) from the schema
+	@$(SB) columns
 
 lab: venv ## Open the notebooks in JupyterLab
 	@scripts/bootstrap.sh --group lab && .venv/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/

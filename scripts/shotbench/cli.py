@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "anatomy": "shotbench.commands.anatomy",
     "direction": "shotbench.commands.direction",
     "chaos": "shotbench.commands.chaos",
+    "columns": "shotbench.commands.columns",
 }
 
 
