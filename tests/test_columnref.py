@@ -5,8 +5,8 @@ from __future__ import annotations
 from shotbench.commands.columns import cmd_columns
 from shotbench.records.schema import CASE_COLUMNS, WORKER_COLUMNS
 from shotbench.reports import columnref
-from shotbench.transfer.columns import CASE_COLUMNS as TRANSFER_CASE_COLUMNS
-from shotbench.transfer.columns import TRANSFER_COLUMNS
+from shotbench.transfer.rows import CASE_COLUMNS as TRANSFER_CASE_COLUMNS
+from shotbench.transfer.rows import TRANSFER_COLUMNS
 
 
 def test_the_committed_reference_is_the_generated_one() -> None:

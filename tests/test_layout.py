@@ -80,3 +80,23 @@ def test_a_cycle_within_one_layer_breaks_the_acyclic_contract(tmp_path: Path) ->
     assert "layers: top imports bottom, never the reverse KEPT" in proc.stdout
     assert "no cycles among the siblings of any package BROKEN" in proc.stdout
     assert "No cycles are allowed in shotbench.bench." in proc.stdout
+
+
+def test_no_two_modules_share_a_base_name() -> None:
+    """A name in a traceback, a search or a review names one file (`__init__.py` aside)."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "scripts" / "shotbench").rglob("*.py")):
+        if path.name != "__init__.py":
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+def test_only_commands_parse_arguments() -> None:
+    """Below `commands/` the library takes typed values; only the entry point and commands use argparse."""
+    package = ROOT / "scripts" / "shotbench"
+    users = {
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if "argparse" in p.read_text() and p.parent.name != "commands"
+    }
+    assert users == {"cli.py"}

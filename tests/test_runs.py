@@ -19,7 +19,7 @@ from shotbench.runs import SCHEMA, RunFolder, RunKind, interleave, kind_of, late
 from shotbench.studies.direction.ablation_run import DirectionRun
 from shotbench.transfer import execute as transfer
 from shotbench.transfer.cases import MiB, Row
-from shotbench.transfer.columns import case_trial
+from shotbench.transfer.rows import case_trial
 
 REPO = Path(__file__).resolve().parents[1]
 CASES, DETAILS = ["run-id", "case-id", "trial", "total"], ["case-id", "trial", "bytes"]

@@ -1,7 +1,7 @@
 """How every CSV table of a run folder is declared: one typed row class per table, one field per column.
 
 Both benchmarks use it (the read benchmark's `records/schema.py`, the transfer benchmark's
-`transfer/columns.py`), so a column's name, unit and meaning are written once, the CSV header
+`transfer/rows.py`), so a column's name, unit and meaning are written once, the CSV header
 is derived from the field order, and the column reference in the documentation is generated
 from the same declarations. Columns that several tables share are declared once, here or in the
 schema module of their benchmark, and reused by each table that writes them.

@@ -21,8 +21,8 @@ from shotbench.runs import RUN_JSON, RunFolder, interleave
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import delivery as verify
 from shotbench.transfer.cases import FileSpec, Row, ensure_files, size_label
-from shotbench.transfer.columns import RUN_KIND
 from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed
+from shotbench.transfer.rows import RUN_KIND
 
 PYTHON_PACKAGES = ("boto3", "botocore", "s3transfer", "s3fs", "aiobotocore", "fsspec", "obstore", "awscrt", "numpy")
 
