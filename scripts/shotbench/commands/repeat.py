@@ -1,6 +1,6 @@
 """`shotbench repeat`: the bench matrix N times back to back, and how far its ratios move between runs.
 
-The statistics are `studies/repeat/repeatability.py`; this module makes the runs and writes the tables.
+The runs and the scoring are `studies/repeat/repeat_run.py`, the statistics `repeatability.py`.
 """
 
 from __future__ import annotations
@@ -9,74 +9,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from shotbench.errors import UserError
-from shotbench.paths import runs_dir
-from shotbench.runs import kind_of
-
-
-def _new_run(where: Path, before: set[Path]) -> Path:
-    made = sorted({p for p in where.iterdir() if p.is_dir()} - before)
-    if not made:
-        raise UserError(f"a bench run made no run folder in {where}; see its output above.")
-    return made[-1]
-
 
 def cmd_repeat(args: argparse.Namespace) -> int:
-    import json
-    import subprocess
-    import sys
-    from dataclasses import asdict
-
-    import pandas as pd
-
     from shotbench.paths import reports_dir
+    from shotbench.studies.repeat import repeat_run
     from shotbench.studies.repeat import repeatability as repeat
 
     repeat.check_first_trials(args.first_trials)  # before any run is made
-    if args.runs:
-        folders = [Path(p) for p in args.runs]
-        bad = [p for p in folders if kind_of(p) != "read"]
-        if bad:
-            raise UserError(f"{bad[0]} is not a run folder; pass read runs such as data/runs/<run-id>.")
-        if len(folders) < 2:
-            raise UserError("repeatability needs at least two runs; pass two or more with --runs.")
-    else:
-        if args.times < 2:
-            raise UserError("--times must be at least 2: repeatability compares runs with each other.")
-        rest = [a for a in args.bench_args if a != "--"]
-        where = Path(rest[rest.index("--runs-dir") + 1]) if "--runs-dir" in rest else runs_dir()
-        where.mkdir(parents=True, exist_ok=True)
-        folders = []
-        for i in range(args.times):
-            print(f"repeat: run {i + 1} of {args.times}: shotbench bench {' '.join(rest)}", flush=True)
-            before = set(p for p in where.iterdir() if p.is_dir())
-            done = subprocess.run([sys.executable, "-m", "shotbench.cli", "bench", *rest])
-            if done.returncode != 0:
-                raise UserError(
-                    f"run {i + 1} of {args.times} failed (exit {done.returncode}); the runs so far are in {where}.",
-                    exit_code=done.returncode,
-                )
-            folders.append(_new_run(where, before))
-    times = [repeat.case_times(f, args.unit, args.first_trials) for f in folders]  # each run read once
-    table = pd.concat([repeat.versus(t, args.baseline) for t in times], ignore_index=True)
-    cases, summary = repeat.score(table)
-    text = repeat.report(cases, summary, args.baseline, args.unit)
-    meta: dict[str, Any] = {
-        **asdict(summary),
-        "runs": [str(f) for f in folders],
-        "baseline": args.baseline,
-        "first_trials": args.first_trials,
-    }
-    if args.baseline != repeat.OTHERS:  # the same runs against the rest of each round: less of one baseline's noise
-        _, others = repeat.score(pd.concat([repeat.versus(t, repeat.OTHERS) for t in times], ignore_index=True))
-        text += "\n" + repeat.summary_line(others, "the rest of each round (--baseline others)")
-        meta[repeat.OTHERS] = asdict(others)
+    folders = repeat_run.checked_runs(args.runs) if args.runs else repeat_run.make_runs(args.times, args.bench_args)
     out = Path(args.output) if args.output else reports_dir() / "repeat" / folders[-1].name
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "ratios.csv", index=False)
-    cases.to_csv(out / "repeat.csv", index=False)
-    (out / "repeat.json").write_text(json.dumps(meta, indent=2) + "\n")
-    print(text)
+    scored = repeat_run.score_runs(folders, args.baseline, args.unit, args.first_trials, out)
+    print(scored.text)
     print(f"Wrote {out / 'repeat.csv'}, {out / 'ratios.csv'} and {out / 'repeat.json'}.")
     return 0
 
