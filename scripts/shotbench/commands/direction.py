@@ -1,81 +1,34 @@
-"""`shotbench direction`: the one-knob-at-a-time ablation and the open-cost reproducer, in one run folder."""
+"""`shotbench direction`: the one-knob-at-a-time ablation and the open-cost reproducer, in one run folder.
+
+The run itself is `studies/direction/ablation_run.py`; this module turns the arguments into its settings.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
-import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from shotbench.errors import UserError
 from shotbench.paths import runs_dir
-from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
-from shotbench.studies.direction.ablation import (
-    knob_table,
-)
 from shotbench.studies.direction.ablation_run import (
     GROUPS,
-    DirectionRun,
-    cells,
-    load_average,
-    markdown,
-    run_group,
-    write_meta,
+    AblationSettings,
+    run_ablation,
 )
-from shotbench.studies.opencost import opencost_run as opencost
 
 
 def cmd_direction(args: argparse.Namespace) -> int:
-    parent = Path(args.runs_dir) if args.runs_dir else runs_dir()
-    if args.resume:
-        folder = Path(args.resume)
-        if not (folder / "run.json").is_file():
-            raise UserError(f"{folder} is not an ablation run folder (no run.json); pass data/runs/<id>.")
-        meta = DirectionRun(
-            **{
-                k: v
-                for k, v in json.loads((folder / "run.json").read_text()).items()
-                if k in DirectionRun.__dataclass_fields__
-            }
-        )
-        meta.groups = [asdict(g) for g in GROUPS]  # a resumed run measures this version's groups
-    else:
-        if args.trials < 3:
-            raise UserError("the ablation needs at least 3 trials per setting for an interval; use --trials 3 or more.")
-        folder = parent / new_run_id()
-        folder.mkdir(parents=True)
-        meta = DirectionRun(
-            run_id=folder.name,
-            started=utc_iso(),
+    run_ablation(
+        AblationSettings(
+            parent=Path(args.runs_dir) if args.runs_dir else runs_dir(),
             trials=args.trials,
             signals_files=args.signals_files,
             signals_names=args.signals_names,
-            groups=[asdict(g) for g in GROUPS],
-            load_start=load_average(),
-            machine=machine_info(),
-            git_commit=git_commit(),
+            groups=tuple(args.groups or ()),
+            group_timeout=args.group_timeout,
+            resume=Path(args.resume) if args.resume else None,
         )
-    write_meta(folder, meta)
-    started = time.monotonic()
-    chosen = [g for g in GROUPS if not args.groups or g.name in args.groups]
-    unknown = sorted(set(args.groups or ()) - {g.name for g in GROUPS})
-    if unknown:
-        raise UserError(f"unknown settings group {unknown[0]!r}; choose from {', '.join(g.name for g in GROUPS)}.")
-    for group in chosen:
-        run_group(folder, group, meta, timeout=args.group_timeout)
-    if not args.groups:  # what one open sends, by the minimal reproducer (open-cost.csv)
-        opencost.measure(folder)
-    c = cells(folder)
-    c.to_csv(folder / "cells.csv", index=False)
-    knob_table(c).to_csv(folder / "knobs.csv", index=False)
-    meta.status, meta.finished, meta.load_end = "complete", utc_iso(), load_average()
-    write_meta(folder, meta)
-    text = markdown(folder, c)
-    (folder / "direction.md").write_text(text)
-    print(text)
-    print(f"[direction] {folder} in {time.monotonic() - started:.0f} s", flush=True)
+    )
     return 0
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import pandas as pd
 
 from shotbench.errors import UserError
 from shotbench.paths import data_dir
+from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
 from shotbench.runs import DIRECTION
 from shotbench.studies.direction.ablation import (
     BASE_FILE,
@@ -41,6 +43,7 @@ from shotbench.studies.direction.ablation import (
     pb_value,
     verdicts,
 )
+from shotbench.studies.opencost import opencost_run
 from shotbench.units import KiB, MiB
 
 PB_64 = 64 * MiB
@@ -426,3 +429,69 @@ def write_meta(folder: Path, meta: DirectionRun) -> None:
     tmp = folder / "run.json.tmp"
     tmp.write_text(json.dumps(asdict(meta), indent=2))
     tmp.replace(folder / "run.json")
+
+
+@dataclass(frozen=True)
+class AblationSettings:
+    """What one ablation run measures, and where its folder goes."""
+
+    parent: Path  # the folder run folders are made in
+    trials: int = 3  # per setting, at least 3 for an interval
+    signals_files: int = 4  # files read in signals mode
+    signals_names: int = 8  # signals read per file in signals mode
+    groups: tuple[str, ...] = ()  # only these settings groups; empty: all, then the open-cost reproducer
+    group_timeout: float = 1800.0
+    resume: Path | None = None  # an interrupted ablation run to finish
+
+
+def run_ablation(args: AblationSettings) -> Path:
+    """Measure every chosen settings group, then reduce the run folder to cells, knobs and direction.md."""
+    parent = args.parent
+    if args.resume:
+        folder = args.resume
+        if not (folder / "run.json").is_file():
+            raise UserError(f"{folder} is not an ablation run folder (no run.json); pass data/runs/<id>.")
+        meta = DirectionRun(
+            **{
+                k: v
+                for k, v in json.loads((folder / "run.json").read_text()).items()
+                if k in DirectionRun.__dataclass_fields__
+            }
+        )
+        meta.groups = [asdict(g) for g in GROUPS]  # a resumed run measures this version's groups
+    else:
+        if args.trials < 3:
+            raise UserError("the ablation needs at least 3 trials per setting for an interval; use --trials 3 or more.")
+        folder = parent / new_run_id()
+        folder.mkdir(parents=True)
+        meta = DirectionRun(
+            run_id=folder.name,
+            started=utc_iso(),
+            trials=args.trials,
+            signals_files=args.signals_files,
+            signals_names=args.signals_names,
+            groups=[asdict(g) for g in GROUPS],
+            load_start=load_average(),
+            machine=machine_info(),
+            git_commit=git_commit(),
+        )
+    write_meta(folder, meta)
+    started = time.monotonic()
+    chosen = [g for g in GROUPS if not args.groups or g.name in args.groups]
+    unknown = sorted(set(args.groups or ()) - {g.name for g in GROUPS})
+    if unknown:
+        raise UserError(f"unknown settings group {unknown[0]!r}; choose from {', '.join(g.name for g in GROUPS)}.")
+    for group in chosen:
+        run_group(folder, group, meta, timeout=args.group_timeout)
+    if not args.groups:  # what one open sends, by the minimal reproducer (open-cost.csv)
+        opencost_run.measure(folder)
+    c = cells(folder)
+    c.to_csv(folder / "cells.csv", index=False)
+    knob_table(c).to_csv(folder / "knobs.csv", index=False)
+    meta.status, meta.finished, meta.load_end = "complete", utc_iso(), load_average()
+    write_meta(folder, meta)
+    text = markdown(folder, c)
+    (folder / "direction.md").write_text(text)
+    print(text)
+    print(f"[direction] {folder} in {time.monotonic() - started:.0f} s", flush=True)
+    return folder
