@@ -1,29 +1,20 @@
-"""`shotbench bench-harness`: the upstream-style harness against ours on the same files."""
+"""`shotbench bench-harness`: the upstream-style harness against ours on the same files.
+
+The run is `studies/harness/harness_run.py`; this module turns the arguments into its configuration.
+"""
 
 from __future__ import annotations
 
 import argparse
-import csv
-import statistics
 from pathlib import Path
 from typing import Any
 
-from shotbench.backends import registry
-from shotbench.bench.prepare import check_envs, prepare, say
-from shotbench.bench.protocol import Prepare, Run, Spec, Upstream
-from shotbench.paths import data_dir, state_dir
 from shotbench.plan import matrix as planmod
 from shotbench.plan import profiles
-from shotbench.provenance import new_run_id
-from shotbench.records.schema import efficiency, task_time_sum
-from shotbench.runs import interleave
-from shotbench.studies.harness.harness_run import COLUMNS, HarnessRow, default_backends
-from shotbench.units import MiB
+from shotbench.studies.harness.harness_run import default_backends, run_harness
 
 
 def cmd_harness(args: argparse.Namespace) -> int:
-    from shotbench.bench.driverpool import Drivers
-
     backends = args.backends or default_backends()
     overrides = {
         "backends": backends,
@@ -36,79 +27,13 @@ def cmd_harness(args: argparse.Namespace) -> int:
         "page_buffers": [args.page_buffer],
     }
     cfg = profiles.load(args.profile, Path(args.config) if args.config else None, overrides)
-    check_envs(cfg.backends)
-    run_id = new_run_id()
-    out_csv = Path(args.csv) if args.csv else data_dir() / "harness" / f"{run_id}.csv"
-    rows: list[HarnessRow] = []
-    shots_dir = Path(args.shots_dir) if args.shots_dir else None
-    with prepare(cfg, args.data, "none", shots_dir, None) as prep:
-        wl = prep.workload
-        drivers = Drivers(wl.s3, state_dir() / "logs" / f"harness-{run_id}", None, cfg.max_live_workers, prep.backends)
-        try:
-            pb = int(args.page_buffer)
-            combos = [(b, m, w) for b in prep.backends for m in cfg.modes for w in cfg.workers]
-            trials = range(1, cfg.trials + 1)
-            for trial, (backend, mode, w) in interleave(
-                combos, trials, lambda t: planmod.seeded(cfg.seed, "harness", t)
-            ):
-                cls = registry.get(backend)
-                drv = drivers.for_backend(cls)
-                files = wl.files_for(mode)
-                case = planmod.Case("h", trial, 0, backend, mode, w, pb, MiB)
-                spec = Spec(backend, wl.source, pb, MiB, cfg.options.get(backend, {}))
-                if mode == "shots":
-                    shot = planmod.pick_shot(wl.files, cfg.seed, trial, w)
-                    rounds = [planmod.shots_tasks(shot, w, upstream=True)]
-                    info = [shot]
-                else:
-                    rounds = planmod.signals_rounds(files, w)
-                    info = list(files)
-                up = drv.request(Upstream(w, spec, rounds, [(f.key, f.size) for f in info]))
-                drivers.reserve(cls.env_key(), w)
-                drv.request(Prepare(w, spec))
-                tasks = planmod.case_tasks(case, files, cfg.seed, cls.reads_hdf5)
-                ours = drv.request(Run(tasks))
-                row = HarnessRow(
-                    run_id,
-                    trial,
-                    backend,
-                    mode,
-                    w,
-                    pb,
-                    up.total,
-                    efficiency(task_time_sum(up.rows), w, up.total),
-                    up.info_time,
-                    up.wall,
-                    ours.total,
-                    efficiency(task_time_sum(ours.rows), w, ours.total),
-                )
-                rows.append(row)
-                say(
-                    f"{backend:<9} {mode:<7} w={w:<2} t{trial}  upstream {row.upstream_runtime:.3f}s "
-                    f"(eff {row.upstream_efficiency:.2f}, info {row.upstream_info_time:.3f}s, "
-                    f"wall {row.upstream_wall:.2f}s)  ours {row.ours_runtime:.3f}s "
-                    f"(eff {row.ours_efficiency:.2f})  ratio {row.ratio:.2f}"
-                )
-        finally:
-            drivers.stop()
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    with open(out_csv, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(r.csv() for r in rows)
-    up_total = sum(r.upstream_runtime for r in rows)
-    ours_total = sum(r.ours_runtime for r in rows)
-    ratio = ours_total / up_total if up_total else float("nan")
-    say("")
-    say(
-        f"total runtime: upstream {up_total:.2f}s, ours {ours_total:.2f}s -> ours = {ratio:.2f}x upstream "
-        f"(median per case {statistics.median(r.ratio for r in rows):.2f}x; goal <= 0.8x)"
+    run_harness(
+        cfg,
+        args.data,
+        args.page_buffer,
+        Path(args.shots_dir) if args.shots_dir else None,
+        Path(args.csv) if args.csv else None,
     )
-    say(
-        f"harness efficiency (median): upstream {statistics.median(r.upstream_efficiency for r in rows):.2f}, "
-        f"ours {statistics.median(r.ours_efficiency for r in rows):.2f}"
-    )
-    say(f"results: {out_csv}")
     return 0
 
 
