@@ -1,4 +1,4 @@
-"""The direction ablation: its settings groups (read/direction) and its reduction (analyse/ablation):
+"""The direction ablation: its settings groups (studies/direction/ablation_run) and its reduction (studies/direction/ablation):
 ratios with intervals, one knob at a time, and the verdict."""
 
 from __future__ import annotations

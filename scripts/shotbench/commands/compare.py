@@ -159,6 +159,3 @@ def register(subparsers: Any) -> None:
         "--output", metavar="DIR", help="where compare.csv and compare.html go (default: reports/compare/<B>-vs-<A>/)"
     )
     p.set_defaults(func=cmd_compare)
-
-
-# `shotbench repeat`: the statistics are analyse.repeat.
