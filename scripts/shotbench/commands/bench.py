@@ -398,7 +398,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
             finally:
                 drivers.stop(timeout=20.0 if status == COMPLETE else 2.0)
         if getattr(args, "anatomy", False) and status == COMPLETE:
-            from shotbench.commands.anatomy import after_bench
+            from shotbench.anatomy.anatomy_run import after_bench
 
             after_bench(folder.path, prep.backends, wl, 10, say)
     return _report(args, folder, meta)
