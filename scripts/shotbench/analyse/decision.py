@@ -150,6 +150,18 @@ def per_trial_ratios(g: pd.DataFrame, fastest: pd.DataFrame) -> np.ndarray | Non
     return None if both.empty else (both["x"] / both["y"]).to_numpy(float)
 
 
+def margin_of(ds: analysis.Dataset) -> float:
+    """The equivalence margin the runs were made with (run.json's bench config), else the default;
+    runs that disagree are judged by the widest, so no pair is called equivalent more easily than
+    one of its runs asked."""
+    margins = [
+        float(m)
+        for meta in ds.runs.values()
+        if isinstance(meta, dict) and (m := meta.get("config", {}).get("bench", {}).get("margin")) is not None
+    ]
+    return max(margins) if margins else stats.MARGIN
+
+
 def verdict(rank: int, confidence: stats.Interval, equivalence: stats.Interval, margin: float) -> str:
     """The leader is `fastest`; a ratio without an interval claims nothing; else stats.verdict_of."""
     if rank == 1:
@@ -170,11 +182,12 @@ def decision_table(
     n_boot: int = 2000,
     level: float = 0.95,
     seed: int = 0,
-    margin: float = stats.MARGIN,
+    margin: float | None = None,
 ) -> pd.DataFrame:
     """One row per (mode, workers, backend configuration), ranked fastest first; `margin` is the
-    equivalence margin (0.10: within ±10 % of the fastest is equivalent)."""
+    equivalence margin (0.10: within ±10 % of the fastest is equivalent; None: the run's own)."""
     prices = prices or load_prices()
+    margin = margin_of(ds) if margin is None else margin
     c = usable_cases(ds.cases).copy()
     failed = failed_counts(ds.failed)
     unsupported = failed_counts(ds.unsupported)  # same keys: cases the reader declared it cannot read

@@ -73,6 +73,9 @@ class BenchConfig:
     precision: float = 0.0
     max_trials: int = 0
     max_minutes: float = 0.0
+    # the equivalence margin of the verdicts (stats.verdict_of): a configuration whose ratio to the
+    # fastest is shown to lie within [1/(1+margin), 1+margin] is equivalent to it
+    margin: float = 0.10
 
     def family_shapes(self) -> dict[str, Any]:
         sizes = fammod.Sizes(
@@ -417,6 +420,8 @@ def validate(cfg: BenchConfig) -> None:
     if any(v < 0 for v in cfg.family_many_page_buffers):
         raise UserError("family-many-page-buffers cannot be negative; use 0 or a size like 8000000.")
     _check_bounds(cfg, pbs)
+    if not 0 < cfg.margin < 1:
+        raise UserError(f"margin is a fraction between 0 and 1 (0.10: ±10 %), not {cfg.margin}; fix it.")
     if not 0 <= cfg.precision < 1 or cfg.max_minutes < 0:
         raise UserError("precision is a fraction between 0 and 1 (0.05: ±5 %) and max-minutes 0 or more; fix them.")
     if cfg.precision > 0 and cfg.max_trials < cfg.trials:

@@ -50,6 +50,7 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
         "precision": args.precision,
         "max_trials": args.max_trials,
         "max_minutes": args.max_minutes,
+        "margin": args.margin,
     }
     notes: list[str] = []
     cfg = profiles.load(args.profile, Path(args.config) if args.config else None, overrides, notes)
@@ -589,6 +590,9 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-minutes", type=float, metavar="M", help="the cap on the extra rounds' wall time with --precision"
     )
+    p.add_argument(
+        "--margin", type=float, metavar="FRACTION", help="equivalence margin of the verdicts (default 0.10: ±10 %%)"
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -681,7 +685,7 @@ def _compare_text(table: pd.DataFrame) -> str:
         },
     )
     return t[
-        ["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "flag"]
+        ["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "verdict", "flag"]
     ].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
@@ -717,7 +721,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
         raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
     a, b, keys, title = _sides(args)
-    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio, args.correction)
+    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio, args.correction, paired=bool(args.run))
     from shotbench.paths import reports_dir
 
     out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
@@ -855,7 +859,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
             folders.append(_new_run(where, before))
     times = [repeat.case_times(f, args.unit, args.first_trials) for f in folders]  # each run read once
     table = pd.concat([repeat.versus(t, args.baseline) for t in times], ignore_index=True)
-    cases, summary = repeat.score(table)
+    cases, summary = repeat.score(table, [a for f in folders for a in repeat.run_answers(f)])
     text = repeat.report(cases, summary, args.baseline, args.unit)
     meta: dict[str, Any] = {
         **asdict(summary),
