@@ -48,6 +48,7 @@ class BenchConfig:
     trials: int = 1
     signals_files: int = 4  # files read in `signals` mode (seeded sample; 0 = every file)
     signals_names: int = 0  # signal names read in `signals` mode (seeded sample; 0 = every signal)
+    shots_files: int = 1  # files each `shots` case reads (seeded; every signal of each), for a long enough case
     seed: int = 0
     shots: int = 24  # synthetic shot files made when no --data is given
     file_size: int = 16_000_000
@@ -76,6 +77,10 @@ class BenchConfig:
     # the equivalence margin of the verdicts (stats.verdict_of): a configuration whose ratio to the
     # fastest is shown to lie within [1/(1+margin), 1+margin] is equivalent to it
     margin: float = 0.10
+    # stop when answered (read/rounds.py): after `trials` rounds, more interleaved rounds only for the
+    # (mode, workers) groups with a pair still undecided, while the run's cases fit this many minutes
+    # (0: exactly `trials`); max_trials caps the rounds (0: rounds.DEFAULT_CAP)
+    budget_minutes: float = 0.0
 
     def family_shapes(self) -> dict[str, Any]:
         sizes = fammod.Sizes(
@@ -95,6 +100,7 @@ class BenchConfig:
             block_caches=[size_setting(v, "block_caches") for v in self.block_caches],
             trials=self.trials,
             families=self.family_shapes(),
+            shots_files=self.shots_files,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -420,6 +426,10 @@ def validate(cfg: BenchConfig) -> None:
     if any(v < 0 for v in cfg.family_many_page_buffers):
         raise UserError("family-many-page-buffers cannot be negative; use 0 or a size like 8000000.")
     _check_bounds(cfg, pbs)
+    if cfg.shots_files < 1:
+        raise UserError(f"shots_files is the number of files a shots case reads, at least 1, not {cfg.shots_files}.")
+    if cfg.budget_minutes < 0 or cfg.budget_minutes > 0 and cfg.precision > 0:
+        raise UserError("budget-minutes is 0 or more, and not with precision (two stopping rules); choose one.")
     if not 0 < cfg.margin < 1:
         raise UserError(f"margin is a fraction between 0 and 1 (0.10: ±10 %), not {cfg.margin}; fix it.")
     if not 0 <= cfg.precision < 1 or cfg.max_minutes < 0:

@@ -1,0 +1,84 @@
+"""Stop when answered: after a run's first rounds, more interleaved rounds for the groups still open.
+
+A (mode, workers) group is open while a pair with its leader has no verdict (analyse/verdicts.py).
+Each extra round measures every configuration of every open group once more, at the group's next
+trial, interleaved in the seeded order of plan_cases, so the new ratios pair by round like the
+first ones. Rounds stop when no group is open, when the next round would not fit the time budget
+(counted from the first case, estimated from the rounds so far), or at the round cap; run.json's
+`stop` records per group why it stopped and after how many rounds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from shotbench.analyse import verdicts
+from shotbench.plan import matrix as planmod
+
+DEFAULT_CAP = 12  # rounds, when the run sets no max_trials: past this the spread, not the count, decides
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the extra rounds may spend: wall seconds since the run's first case, and a round cap."""
+
+    seconds: float
+    max_rounds: int
+
+
+def decide_rounds(
+    runner: Any,
+    folder: Any,
+    matrix: planmod.Matrix,
+    seed: int,
+    reads: dict[str, bool],
+    block: dict[str, bool],
+    meta: dict[str, Any],
+    budget: Budget,
+    started: float,
+    say: Callable[[str], None],
+) -> dict[str, dict[str, Any]]:
+    """Run extra rounds until every group is decided, the budget is spent or the cap reached;
+    returns (and records in meta["stop"]) each group's stop reason and rounds."""
+    stop: dict[str, dict[str, Any]] = {}
+    first_rounds = max(1, matrix.trials)
+    per_round = (time.monotonic() - started) / first_rounds  # the whole matrix, one round
+    while True:
+        groups = verdicts.run_groups(folder.path)
+        open_ = [g for g in groups if g.open_pairs]
+        for g in groups:
+            if not g.open_pairs:
+                stop[g.key] = {"reason": verdicts.DECIDED, "rounds": g.rounds}
+        if not open_:
+            break
+        capped = [g for g in open_ if g.rounds >= budget.max_rounds]
+        for g in capped:
+            stop[g.key] = {"reason": verdicts.CAP, "rounds": g.rounds, "undecided": list(g.open_pairs)}
+        open_ = [g for g in open_ if g.rounds < budget.max_rounds]
+        if not open_:
+            break
+        share = len(open_) / max(1, len(groups))
+        elapsed = time.monotonic() - started
+        if elapsed + per_round * share > budget.seconds:
+            for g in open_:
+                stop[g.key] = {"reason": verdicts.BUDGET, "rounds": g.rounds, "undecided": list(g.open_pairs)}
+            say(
+                f"time budget: {elapsed:.0f} of {budget.seconds:.0f} s spent, another round of {len(open_)} open "
+                f"group(s) would take about {per_round * share:.0f} s; stopping with them undecided"
+            )
+            break
+        want = {(g.mode, g.workers): g.rounds + 1 for g in open_}
+        matrix.trials = max(want.values())
+        cases = [c for c in planmod.plan_cases(matrix, seed, reads, block) if want.get((c.mode, c.workers)) == c.trial]
+        say(f"another round for {len(open_)} open group(s): {', '.join(g.key for g in open_)} ({len(cases)} cases)")
+        meta.setdefault("plan", []).extend(c.to_dict() for c in cases)
+        folder.write_meta(meta)
+        t0 = time.monotonic()
+        runner.run(cases)
+        per_round = (time.monotonic() - t0) / share  # the latest round, scaled to the whole matrix
+    meta["stop"] = stop
+    folder.write_meta(meta)
+    return stop
