@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from golden import RUN_FIXTURE as RUN
 from shotbench import stats
 from shotbench.analyse import analysis, decision
+from synthetic import case_dataset
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +45,7 @@ def test_costs_follow_the_price_table(table: pd.DataFrame) -> None:
 
 
 def _cases(times: dict[str, list[float]]) -> analysis.Dataset:
-    rows = [
-        [1, "o", t, 1, t, 1, t, 0, 1, "shots", 1, t] + [name, k] for name, ts in times.items() for k, t in enumerate(ts)
-    ]
-    df = pd.DataFrame(rows, columns=[*analysis.UPSTREAM_COLUMNS, "backend", "trial"])
-    return analysis._assemble(
-        [analysis.Input("x", Path("<x>"), "run")],
-        [df],
-        [df[["backend", "obj-type", "pb-size", "num-workers", "trial", "total-runtime"]].copy()],
-        [],
-        {},
-    )
+    return case_dataset({(name, 1): ts for name, ts in times.items()})
 
 
 def test_overlapping_trials_are_undecided() -> None:

@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
-
-from shotbench.analyse import analysis, decision, verdicts
-
-
-def _dataset(times: dict[tuple[str, int], list[float]]) -> analysis.Dataset:
-    rows = [
-        [1, "o", t, 1, t, 1, t, 0, w, "shots", 1, t, name, k + 1]
-        for (name, w), ts in times.items()
-        for k, t in enumerate(ts)
-    ]
-    df = pd.DataFrame(rows, columns=[*analysis.UPSTREAM_COLUMNS, "backend", "trial"])
-    return analysis._assemble(
-        [analysis.Input("x", Path("<x>"), "run")],
-        [df],
-        [df[["backend", "obj-type", "pb-size", "num-workers", "trial", "total-runtime"]].copy()],
-        [],
-        {},
-    )
+from shotbench.analyse import decision, verdicts
+from synthetic import case_dataset
 
 
 def test_only_groups_with_an_undecided_pair_stay_open() -> None:
     """At 1 worker b is 50 % slower every round (decided); at 2 workers c swings ±20 % around a
     (undecided), so only `shots w2` gets another round."""
     a = [1.0, 2.0, 1.0]
-    ds = _dataset(
+    ds = case_dataset(
         {
             ("a", 1): a,
             ("b", 1): [1.5 * x for x in a],
@@ -44,7 +25,7 @@ def test_only_groups_with_an_undecided_pair_stay_open() -> None:
 
 
 def test_one_round_leaves_every_group_open() -> None:
-    ds = _dataset({("a", 1): [1.0], ("b", 1): [3.0]})
+    ds = case_dataset({("a", 1): [1.0], ("b", 1): [3.0]})
     table = decision.decision_table(ds)
     (g,) = verdicts.groups(table, decision.usable_cases(ds.cases))
     assert g.open_pairs == ("b",) and g.rounds == 1
