@@ -22,6 +22,8 @@ def test_only_groups_with_an_undecided_pair_stay_open() -> None:
     by = {g.key: g for g in verdicts.groups(table, decision.usable_cases(ds.cases))}
     assert by["shots w1"].open_pairs == () and by["shots w1"].rounds == 3
     assert by["shots w2"].open_pairs == ("c",)
+    # what another round of a group costs, less the fixed cost per case: its last round's runtimes
+    assert (by["shots w1"].seconds, by["shots w1"].cases) == (1.0 + 1.5, 2)
 
 
 def test_one_round_leaves_every_group_open() -> None:

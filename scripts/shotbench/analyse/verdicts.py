@@ -28,6 +28,8 @@ class Group:
     workers: int
     rounds: int  # the highest trial measured
     open_pairs: tuple[str, ...]  # configurations whose pair with the leader has no verdict yet
+    seconds: float = 0.0  # the case runtimes of its last round, added up (what another round costs, less overhead)
+    cases: int = 0  # its cases in that round
 
     @property
     def key(self) -> str:
@@ -37,17 +39,28 @@ class Group:
 
 def groups(table: pd.DataFrame, trials: pd.DataFrame) -> list[Group]:
     """Every ranked (mode, workers) group of a decision table; `trials` holds the run's usable
-    cases (obj-type, num-workers, trial), for each group's round count."""
+    cases (obj-type, num-workers, trial, total-runtime), for each group's rounds and the cost of
+    its last one."""
     ranked = table[table["rank"].notna()]
-    top = trials.assign(trial=pd.to_numeric(trials["trial"], errors="coerce")).groupby(["obj-type", "num-workers"])[
-        "trial"
-    ]
-    rounds = top.max().to_dict()
+    t = trials.assign(
+        trial=pd.to_numeric(trials["trial"], errors="coerce"),
+        runtime=pd.to_numeric(trials["total-runtime"], errors="coerce"),
+    )
     out = []
     for (mode, workers), g in ranked.groupby(["obj-type", "num-workers"], sort=False):
         stuck = g[g["verdict"].isin(OPEN_VERDICTS)]
+        mine = t[(t["obj-type"] == mode) & (t["num-workers"] == workers)]
+        top = int(mine["trial"].max()) if len(mine) else 0
+        last = mine[mine["trial"] == top]
         out.append(
-            Group(str(mode), int(workers), int(rounds.get((mode, workers), 0)), tuple(str(n) for n in stuck["name"]))
+            Group(
+                str(mode),
+                int(workers),
+                top,
+                tuple(str(n) for n in stuck["name"]),
+                float(last["runtime"].sum()),
+                len(last),
+            )
         )
     return out
 

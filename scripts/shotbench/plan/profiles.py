@@ -79,7 +79,8 @@ class BenchConfig:
     margin: float = 0.10
     # stop when answered (read/rounds.py): after `trials` rounds, more interleaved rounds only for the
     # (mode, workers) groups with a pair still undecided, while the run's cases fit this many minutes
-    # (0: exactly `trials`); max_trials caps the rounds (0: rounds.DEFAULT_CAP)
+    # (0: exactly `trials`); max_trials caps the rounds (0: rounds.DEFAULT_CAP); precision, when set, is
+    # the stopping rule instead
     budget_minutes: float = 0.0
 
     def family_shapes(self) -> dict[str, Any]:
@@ -136,12 +137,18 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
     # h5py's page buffer over fsspec, obstore, a downloaded or a local file (2-14x slower in
     # signals mode, never a leader in the quick runs of 2026-11-25/26, about 40 % of a run's case
     # time) is measured by `full`.
+    # A `shots` case reads 3 seeded files (until 2026-11-27 one: 0.13-0.19 s, so short that the
+    # fixed costs of a case made its ratios move 10-20 % between rounds); two rounds of everything,
+    # then rounds only for the (mode, workers) groups with a pair still undecided, while the cases
+    # fit 2.75 minutes (warm, about 3 minutes with the setup): docs/guides/decisions.md.
     "quick": {
         "workers": [1, 2],
         "trials": 2,
         "signals_files": 2,
         "signals_names": 16,
         "shots": 24,
+        "shots_files": 3,
+        "budget_minutes": 2.75,
         "page_buffer_backends": ["ros3-*"],
     },
     # The upstream matrix: 1..64 workers, both page buffers, every file, three trials.
@@ -428,8 +435,8 @@ def validate(cfg: BenchConfig) -> None:
     _check_bounds(cfg, pbs)
     if cfg.shots_files < 1:
         raise UserError(f"shots_files is the number of files a shots case reads, at least 1, not {cfg.shots_files}.")
-    if cfg.budget_minutes < 0 or cfg.budget_minutes > 0 and cfg.precision > 0:
-        raise UserError("budget-minutes is 0 or more, and not with precision (two stopping rules); choose one.")
+    if cfg.budget_minutes < 0:
+        raise UserError(f"budget-minutes is 0 (exactly the trials) or more, not {cfg.budget_minutes}; fix it.")
     if not 0 < cfg.margin < 1:
         raise UserError(f"margin is a fraction between 0 and 1 (0.10: ±10 %), not {cfg.margin}; fix it.")
     if not 0 <= cfg.precision < 1 or cfg.max_minutes < 0:

@@ -4,8 +4,14 @@ A (mode, workers) group is open while a pair with its leader has no verdict (ana
 Each extra round measures every configuration of every open group once more, at the group's next
 trial, interleaved in the seeded order of plan_cases, so the new ratios pair by round like the
 first ones. Rounds stop when no group is open, when the next round would not fit the time budget
-(counted from the first case, estimated from the rounds so far), or at the round cap; run.json's
+(counted from the first case), or at the round cap; run.json's
 `stop` records per group why it stopped and after how many rounds.
+
+What a round of some groups costs is estimated from the first rounds: a round's wall time is its
+cases' runtimes plus a fixed cost per case (release, gather, the raw-GET ceiling measured after
+each case, the driver's messages), so the cost per case is (wall − runtimes) ÷ cases of those
+rounds, and a round of the open groups costs their last round's runtimes plus that per case.
+The cheap `shots` groups can then get several rounds where a `signals` round would not fit.
 """
 
 from __future__ import annotations
@@ -44,8 +50,7 @@ def decide_rounds(
     """Run extra rounds until every group is decided, the budget is spent or the cap reached;
     returns (and records in meta["stop"]) each group's stop reason and rounds."""
     stop: dict[str, dict[str, Any]] = {}
-    first_rounds = max(1, matrix.trials)
-    per_round = (time.monotonic() - started) / first_rounds  # the whole matrix, one round
+    per_case: float | None = None  # fixed seconds per case beyond its runtime, from the first rounds
     while True:
         groups = verdicts.run_groups(folder.path)
         open_ = [g for g in groups if g.open_pairs]
@@ -60,14 +65,17 @@ def decide_rounds(
         open_ = [g for g in open_ if g.rounds < budget.max_rounds]
         if not open_:
             break
-        share = len(open_) / max(1, len(groups))
         elapsed = time.monotonic() - started
-        if elapsed + per_round * share > budget.seconds:
+        if per_case is None:
+            runtimes, n = sum(g.seconds * g.rounds for g in groups), sum(g.cases * g.rounds for g in groups)
+            per_case = max(0.0, elapsed - runtimes) / max(1, n)
+        cost = sum(g.seconds + per_case * g.cases for g in open_)
+        if elapsed + cost > budget.seconds:
             for g in open_:
                 stop[g.key] = {"reason": verdicts.BUDGET, "rounds": g.rounds, "undecided": list(g.open_pairs)}
             say(
                 f"time budget: {elapsed:.0f} of {budget.seconds:.0f} s spent, another round of {len(open_)} open "
-                f"group(s) would take about {per_round * share:.0f} s; stopping with them undecided"
+                f"group(s) would take about {cost:.0f} s; stopping with them undecided"
             )
             break
         want = {(g.mode, g.workers): g.rounds + 1 for g in open_}
@@ -76,9 +84,7 @@ def decide_rounds(
         say(f"another round for {len(open_)} open group(s): {', '.join(g.key for g in open_)} ({len(cases)} cases)")
         meta.setdefault("plan", []).extend(c.to_dict() for c in cases)
         folder.write_meta(meta)
-        t0 = time.monotonic()
         runner.run(cases)
-        per_round = (time.monotonic() - t0) / share  # the latest round, scaled to the whole matrix
     meta["stop"] = stop
     folder.write_meta(meta)
     return stop
