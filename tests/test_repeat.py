@@ -180,6 +180,7 @@ def test_repeat_scores_published_runs_against_local_and_the_rest_of_each_round(t
     # whether the answer repeated, from each run's decision table: two 2-trial runs of short cases
     # decide few pairs, so the figures are in range, not yet the targets
     assert 0 <= meta["answer_agree"] <= 1 and 0 <= meta["decided_share"] <= 1
+    assert meta["run_seconds"] == [102.0, 92.0]  # each run's wall, from its run.json
     assert "The answer (leader and its equivalents per mode) is the same in every run for" in done.stdout
 
 

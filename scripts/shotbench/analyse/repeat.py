@@ -77,6 +77,20 @@ def run_answers(run: Path) -> list[RunAnswer]:
     ]
 
 
+def run_seconds(run: Path) -> float | None:
+    """A run's wall time, started to finished in its run.json (None while unfinished or unreadable):
+    the default run's budget is checked against it."""
+    import json
+    from datetime import datetime
+
+    try:
+        meta = json.loads((run / "run.json").read_text())
+        start, end = datetime.fromisoformat(meta["started"]), datetime.fromisoformat(meta["finished"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (end - start).total_seconds()
+
+
 def agreement(answers: list[RunAnswer]) -> tuple[float, float]:
     """(answer_agree, decided_share) over runs' answers: modes every run answered identically ÷
     modes any run answered; decided pairs ÷ pairs, over every run and mode (NaN: no pairs)."""

@@ -882,6 +882,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     meta: dict[str, Any] = {
         **asdict(summary),
         "runs": [str(f) for f in folders],
+        "run_seconds": [repeat.run_seconds(f) for f in folders],
         "baseline": args.baseline,
         "first_trials": args.first_trials,
     }
