@@ -120,7 +120,7 @@ def test_paired_ratio_is_the_geometric_mean_with_t_intervals_on_log_ratios() -> 
     assert pr.equivalence.high == pytest.approx(pr.estimate * math.exp(tost))
     assert pr.next_run.high == pytest.approx(pr.estimate * math.exp(st.t.ppf(0.975, 1) * s))  # √(2/n) = 1
     assert pr.equivalence.high < pr.confidence.high < pr.next_run.high
-    assert pr.rounds == 2 and pr.pooled
+    assert pr.rounds == 2 and pr.pooled and pr.spread == pytest.approx(s)
 
 
 def test_three_verdicts() -> None:

@@ -24,6 +24,8 @@ def test_only_groups_with_an_undecided_pair_stay_open() -> None:
     assert by["shots w2"].open_pairs == ("c",)
     # what another round of a group costs, less the fixed cost per case: its last round's runtimes
     assert (by["shots w1"].seconds, by["shots w1"].cases) == (1.0 + 1.5, 2)
+    # the group's per-round spread of log ratios, pooled: 0 at 1 worker (b is 1.5x every round)
+    assert by["shots w1"].spread == 0 and by["shots w2"].spread > 0.1
 
 
 def test_one_round_leaves_every_group_open() -> None:

@@ -191,6 +191,7 @@ class PairedRatio:
     rounds: int
     margin: float = MARGIN
     pooled: bool = True  # the spread is the pool's (too few rounds of its own)
+    spread: float = math.nan  # s: the standard deviation of one round's log ratio (0.05: about ±5 % a round)
 
     @property
     def verdict(self) -> str:
@@ -246,7 +247,7 @@ def paired_ratios(
         ss, df = (float(np.sum((x - x.mean()) ** 2)), len(x) - 1) if own else spread[key]
         if df == 0:
             unknown = Interval(est, math.nan, math.nan, level)
-            out.append(PairedRatio(est, unknown, unknown, unknown, len(x), margin, not own))
+            out.append(PairedRatio(est, unknown, unknown, unknown, len(x), margin, not own, math.nan))
             continue
         s, n = math.sqrt(ss / df), len(x)
         out.append(
@@ -258,6 +259,7 @@ def paired_ratios(
                 n,
                 margin,
                 not own,
+                s,
             )
         )
     return out

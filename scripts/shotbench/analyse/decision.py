@@ -53,6 +53,7 @@ COLUMNS = [
     "vs-fastest-ci-high",
     "next-run-low",
     "next-run-high",
+    "round-spread",
     "verdict",
     "limit",
     "vs-limit",
@@ -258,6 +259,7 @@ def decision_table(
                     "vs-fastest-ci-high": rhi,
                     "next-run-low": nlo,
                     "next-run-high": nhi,
+                    "round-spread": np.nan,
                     "verdict": LIMIT_ROW if reference else row_verdict,
                     "limit": limit,
                     "vs-limit": med / limit if not np.isnan(limit) else np.nan,
@@ -273,6 +275,7 @@ def decision_table(
         row["vs-fastest"] = pr.estimate
         row["vs-fastest-ci-low"], row["vs-fastest-ci-high"] = pr.confidence.low, pr.confidence.high
         row["next-run-low"], row["next-run-high"] = pr.next_run.low, pr.next_run.high
+        row["round-spread"] = pr.spread
         if row["verdict"] != LIMIT_ROW:
             row["verdict"] = verdict(int(row["rank"]), pr.confidence, pr.equivalence, margin)
     rows += _cannot_read_rows(ds.unsupported, unsupported)

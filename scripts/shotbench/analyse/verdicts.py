@@ -30,6 +30,7 @@ class Group:
     open_pairs: tuple[str, ...]  # configurations whose pair with the leader has no verdict yet
     seconds: float = 0.0  # the case runtimes of its last round, added up (what another round costs, less overhead)
     cases: int = 0  # its cases in that round
+    spread: float = float("nan")  # the per-round spread of its log ratios to the leader (what decides)
 
     @property
     def key(self) -> str:
@@ -60,6 +61,7 @@ def groups(table: pd.DataFrame, trials: pd.DataFrame) -> list[Group]:
                 tuple(str(n) for n in stuck["name"]),
                 float(last["runtime"].sum()),
                 len(last),
+                float(g["round-spread"].max()) if "round-spread" in g.columns else float("nan"),
             )
         )
     return out

@@ -35,6 +35,11 @@ class Budget:
     max_rounds: int
 
 
+def _rounded(value: float) -> float | None:
+    """A spread for run.json: 4 decimals, None when unknown (JSON has no NaN)."""
+    return None if value != value else round(value, 4)
+
+
 def decide_rounds(
     runner: Any,
     folder: Any,
@@ -56,12 +61,17 @@ def decide_rounds(
         open_ = [g for g in groups if g.open_pairs]
         for g in groups:
             if not g.open_pairs:
-                stop[g.key] = {"reason": verdicts.DECIDED, "rounds": g.rounds}
+                stop[g.key] = {"reason": verdicts.DECIDED, "rounds": g.rounds, "spread": _rounded(g.spread)}
         if not open_:
             break
         capped = [g for g in open_ if g.rounds >= budget.max_rounds]
         for g in capped:
-            stop[g.key] = {"reason": verdicts.CAP, "rounds": g.rounds, "undecided": list(g.open_pairs)}
+            stop[g.key] = {
+                "reason": verdicts.CAP,
+                "rounds": g.rounds,
+                "undecided": list(g.open_pairs),
+                "spread": _rounded(g.spread),
+            }
         open_ = [g for g in open_ if g.rounds < budget.max_rounds]
         if not open_:
             break
@@ -72,7 +82,12 @@ def decide_rounds(
         cost = sum(g.seconds + per_case * g.cases for g in open_)
         if elapsed + cost > budget.seconds:
             for g in open_:
-                stop[g.key] = {"reason": verdicts.BUDGET, "rounds": g.rounds, "undecided": list(g.open_pairs)}
+                stop[g.key] = {
+                    "reason": verdicts.BUDGET,
+                    "rounds": g.rounds,
+                    "undecided": list(g.open_pairs),
+                    "spread": _rounded(g.spread),
+                }
             say(
                 f"time budget: {elapsed:.0f} of {budget.seconds:.0f} s spent, another round of {len(open_)} open "
                 f"group(s) would take about {cost:.0f} s; stopping with them undecided"
