@@ -30,3 +30,25 @@ def synthetic_workers(rows: int, seed: int = 0) -> pd.DataFrame:
             "total-runtime": runtime,
         }
     )
+
+
+def case_dataset(times: dict[tuple[str, int], list[float]]):  # -> analysis.Dataset
+    """A run's cases made up: per (backend, workers), one `shots` case runtime per trial (trial k+1
+    is the k-th value), each case one upstream row; what the decision table and its verdicts read."""
+    from pathlib import Path
+
+    from shotbench.analyse import analysis
+
+    rows = [
+        [1, "o", t, 1, t, 1, t, 0, w, "shots", 1, t, name, k + 1]
+        for (name, w), ts in times.items()
+        for k, t in enumerate(ts)
+    ]
+    df = pd.DataFrame(rows, columns=[*analysis.UPSTREAM_COLUMNS, "backend", "trial"])
+    return analysis._assemble(
+        [analysis.Input("x", Path("<x>"), "run")],
+        [df],
+        [df[["backend", "obj-type", "pb-size", "num-workers", "trial", "total-runtime"]].copy()],
+        [],
+        {},
+    )

@@ -223,6 +223,14 @@ def test_the_line_under_the_answer_names_what_signals_mode_read(reference: analy
     line = story.made_line(story.measured(analysis.load([f"{run.name}={run}"])))
     assert line.startswith(f"`{run.name}`: profile quick, 2 trials, signals mode on 2 of 24 files × 16 signals,"), line
     assert "signals mode" not in story.made_line(story.measured(reference))
+    # a run that stopped when answered says why, per group that did not decide
+    ds = analysis.load([f"{run.name}={run}"])
+    ds.runs[run.name] = {
+        **ds.runs[run.name],
+        "stop": {"shots w1": {"reason": "decided", "rounds": 2}, "shots w2": {"reason": "budget spent", "rounds": 5}},
+    }
+    line = story.made_line(story.measured(ds))
+    assert "2 trials (rounds per group 2–5; shots w2: budget spent), signals mode" in line, line
 
 
 def test_builds_table_shows_the_options_each_backend_ran_with() -> None:

@@ -181,3 +181,15 @@ def test_download_leaves_no_folder_behind(staged_shots, shot_dir, tmp_path) -> N
     assert out.returncode == 0, out.stderr
     assert Path(out.stdout.strip()).parent == tmp_path
     assert not list(tmp_path.glob("shotbench-dl-*"))
+
+
+def test_a_twin_is_its_backend_under_another_name() -> None:
+    """`download@b` measures `download` again as a configuration of its own (an A/A control)."""
+    from shotbench.errors import UserError
+
+    assert registry.get("download@b") is registry.get("download")
+    assert registry.twin_of("ros3-2.0@aa") == "ros3-2.0" and registry.twin_of("ros3-2.0") == "ros3-2.0"
+    with pytest.raises(UserError, match="names no twin"):
+        registry.get("download@")
+    with pytest.raises(UserError, match="unknown backend"):
+        registry.get("nope@b")

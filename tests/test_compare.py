@@ -51,6 +51,38 @@ def test_tasks_are_the_unit_so_two_trials_can_fire() -> None:
     assert not compare(a, a, CASE_KEYS)["slower"].any()
 
 
+def test_two_backends_of_one_run_are_paired_by_round() -> None:
+    """Rounds that move everyone (1 s, then 2 s, …) divide out when both backends ran in them: a
+    backend 10 % slower in every round is slower, one within 1 % is equivalent; unpaired, the same
+    numbers overlap and decide nothing."""
+    rounds = [1.0, 2.0, 1.0, 2.0]
+
+    def run(factors: dict[str, list[float]]) -> Side:
+        cases = pd.DataFrame(
+            [
+                {
+                    "backend": b,
+                    "obj-type": "shots",
+                    "num-workers": 1,
+                    "pb-size": 0,
+                    "trial": i + 1,
+                    "total-runtime": r * f,
+                    "copy": 0.1,
+                }
+                for b, fs in factors.items()
+                for i, (r, f) in enumerate(zip(rounds, fs))
+            ]
+        )
+        return Side(cases, pd.DataFrame(columns=CASE_KEYS + [TASK_TIME]))
+
+    a = run({"x": [1.0] * 4, "y": [1.0] * 4})
+    b = run({"x": [1.10, 1.11, 1.09, 1.10], "y": [1.01, 0.99, 1.0, 1.005]})
+    paired = compare(a, b, CASE_KEYS, paired=True).set_index("case")["verdict"]
+    assert (paired["x shots w1 pb off"], paired["y shots w1 pb off"]) == ("slower", "equivalent")
+    unpaired = compare(a, b, CASE_KEYS).set_index("case")["verdict"]
+    assert (unpaired == "undecided").all()
+
+
 def test_a_slowdown_below_the_threshold_is_not_a_regression() -> None:
     rng = np.random.default_rng(6)
     a = _side({"x": [1.0, 1.0]}, tasks={"x": list(rng.normal(1.0, 0.01, 50))})

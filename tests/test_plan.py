@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from shotbench.plan import matrix as plan
 from shotbench.plan.matrix import (
     Matrix,
     ShotFile,
@@ -159,3 +160,29 @@ def test_the_quick_matrix_varies_the_page_buffer_of_the_ros3_backends_only(tmp_p
     chosen = pbs(profiles.load("quick", config, overrides={"backends": backends}))
     assert chosen["fsspec"] == {0, 64_000_000} and chosen["ros3-2.0"] == chosen["local"] == {0}
     assert pbs(profiles.load("full", overrides={"backends": backends}))["fsspec"] == {0, UPSTREAM_PAGE_BUFFER}
+
+
+def test_a_shots_case_can_read_several_files_each_split_across_the_workers() -> None:
+    """More work per case: k seeded files, every signal of each, each file's signals split across
+    the workers as one file's are; one row per (task, file), so every row is an upstream shots row.
+    One file a case is exactly the old plan."""
+    files = [
+        ShotFile(f"s{i}.h5", 16_000_000, str(i), tuple(f"sig{j}" for j in range(6)), weights=(5, 1, 1, 1, 1, 1))
+        for i in range(10)
+    ]
+    three = plan.pick_shots(files, seed=0, trial=1, workers=2, k=3)
+    assert len({f.key for f in three}) == 3 and three == plan.pick_shots(files, 0, 1, 2, 3)
+    assert plan.pick_shots(files, 0, 1, 2, 1) == [plan.pick_shot(files, 0, 1, 2)]
+    assert plan.pick_shots(files, 0, 2, 2, 3) != three  # another round, other files
+    tasks = plan.shots_tasks_of(three, 2)
+    assert [t.index for t in tasks] == [1, 2]
+    assert all([p.obj_id for p in t.parts] == [f.shot for f in three] for t in tasks)
+    for f in three:  # every signal of every file, once
+        read = sorted(it.signal for t in tasks for p in t.parts if p.obj_id == f.shot for it in p.items)
+        assert read == sorted(f.signals)
+    assert plan.shots_tasks_of(three[:1], 2) == plan.shots_tasks(three[0], 2)
+    raw = plan.rawget_tasks("shots", files, three, 2)
+    assert sum(it.length for t in raw for p in t.parts for it in p.items) == 3 * 16_000_000
+    assert plan.tot_num_obj("shots", files, 3) == 3
+    case = plan.Case("t1-x-shots-w2-pb0-cc0", 1, 1, "x", "shots", 2, 0, 0, files=3)
+    assert plan.case_tasks(case, files, 0, reads_hdf5=True) == tasks

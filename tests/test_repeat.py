@@ -177,3 +177,34 @@ def test_repeat_scores_published_runs_against_local_and_the_rest_of_each_round(t
     meta = json.loads((tmp_path / "repeat.json").read_text())
     assert meta["runs"] == runs and meta["baseline"] == "local" and meta["first_trials"] is None
     assert meta["others"]["runs"] == 2 and meta["others"]["cases"] > meta["cases"]  # local and raw-get too
+    # whether the answer repeated, from each run's decision table: two 2-trial runs of short cases
+    # decide few pairs, so the figures are in range, not yet the targets
+    assert 0 <= meta["answer_agree"] <= 1 and 0 <= meta["decided_share"] <= 1
+    assert meta["run_seconds"] == [102.0, 92.0]  # each run's wall, from its run.json
+    assert "The answer (leader and its equivalents per mode) is the same in every run for" in done.stdout
+
+
+def _answer(
+    run: str, mode: str, names: tuple[str, ...], decided: int, pairs: int, workers: int = 2
+) -> repeat.RunAnswer:
+    return repeat.RunAnswer(run, mode, workers, names, decided, pairs)
+
+
+def test_answer_agreement_and_decided_share() -> None:
+    """A mode agrees only when every run names the same leader and equivalents at the same worker
+    count; a mode one run did not answer does not agree; decided pairs are counted over all runs."""
+    same = [_answer("a", "shots", ("x", "y"), 3, 4), _answer("b", "shots", ("x", "y"), 4, 4)]
+    moved = [_answer("a", "signals", ("x",), 4, 4), _answer("b", "signals", ("x",), 4, 4, workers=1)]
+    assert repeat.agreement(same + moved) == (0.5, 15 / 16)
+    assert repeat.agreement(same) == (1.0, 7 / 8)
+    missing = [*same, _answer("a", "signals", ("x",), 0, 0)]
+    assert repeat.agreement(missing)[0] == 0.5
+    assert math.isnan(repeat.agreement([_answer("a", "shots", ("x",), 0, 0)])[1])
+
+
+def test_a_runs_answer_is_its_decision_tables() -> None:
+    """The published default run: shots' leader stands alone with undecided pairs; every signals pair
+    is decided (all slower)."""
+    by = {a.mode: a for a in repeat.run_answers(PUBLISHED)}
+    assert by["signals"].decided == by["signals"].pairs == 8
+    assert by["shots"].names == ("ros3-wheel",) and by["shots"].decided < by["shots"].pairs

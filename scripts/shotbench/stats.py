@@ -145,6 +145,126 @@ def paired_ratio_interval(
     return median_interval(x[keep] / y[keep], level, n_resamples, seed)
 
 
+MARGIN = 0.10  # the equivalence margin: within ±10 % (ratio in [1/1.1, 1.1]) is "the same speed"
+ALPHA = 0.05  # the error rate of each verdict: 95 % intervals; the equivalence test uses 90 % (TOST)
+OWN_SPREAD_ROUNDS = 10  # from this many rounds a pair's own spread is used, below it the pool's (more power)
+FASTER, SLOWER, EQUIVALENT, UNDECIDED = "faster", "slower", "equivalent", "undecided"
+VERDICTS = (FASTER, SLOWER, EQUIVALENT, UNDECIDED)
+
+
+def equivalence_bounds(margin: float = MARGIN) -> tuple[float, float]:
+    """The ratios a pair must stay within to be equivalent: [1/(1+m), 1+m], symmetric in log."""
+    if not margin > 0:
+        raise ValueError(f"the equivalence margin must be above 0, not {margin}")
+    return 1 / (1 + margin), 1 + margin
+
+
+def verdict_of(confidence: Interval, equivalence: Interval, margin: float = MARGIN) -> str:
+    """The one rule for the three verdicts of a ratio x ÷ y (and its mirror, faster).
+
+    slower: the (1−α) interval lies above 1; faster: below 1; equivalent: the (1−2α) interval
+    lies inside the margin (two one-sided tests at α each); undecided otherwise. A difference
+    inside the margin that the interval does show is still reported as slower or faster: the
+    margin says what is too small to matter, not what to hide."""
+    if confidence.known and confidence.low > 1:
+        return SLOWER
+    if confidence.known and confidence.high < 1:
+        return FASTER
+    lo, hi = equivalence_bounds(margin)
+    if equivalence.known and lo <= equivalence.low and equivalence.high <= hi:
+        return EQUIVALENT
+    return UNDECIDED
+
+
+@dataclass(frozen=True)
+class PairedRatio:
+    """x ÷ y from rounds that measured both side by side: the answer to "is x slower than y".
+
+    `confidence` is the (1−α) confidence interval for the true ratio (the verdict's), `equivalence`
+    the (1−2α) one the equivalence test reads, `next_run` the prediction interval for the ratio
+    another run with as many rounds will give (what `shotbench repeat` scores)."""
+
+    estimate: float  # geometric mean of the per-round ratios
+    confidence: Interval
+    equivalence: Interval
+    next_run: Interval
+    rounds: int
+    margin: float = MARGIN
+    pooled: bool = True  # the spread is the pool's (too few rounds of its own)
+    spread: float = math.nan  # s: the standard deviation of one round's log ratio (0.05: about ±5 % a round)
+
+    @property
+    def verdict(self) -> str:
+        return verdict_of(self.confidence, self.equivalence, self.margin)
+
+
+def _logs(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    return np.log(v[np.isfinite(v) & (v > 0)])
+
+
+def _log_interval(estimate: float, half: float, level: float) -> Interval:
+    """estimate × e^(±half): an interval symmetric in log ratio."""
+    return Interval(estimate, estimate * math.exp(-half), estimate * math.exp(half), level)
+
+
+def paired_ratios(
+    per_round: Sequence[Sequence[float] | np.ndarray],
+    pools: Sequence[Hashable] | None = None,
+    alpha: float = ALPHA,
+    margin: float = MARGIN,
+) -> list[PairedRatio]:
+    """Each pair's ratio x_r ÷ y_r over the rounds r that measured both, with its three intervals.
+
+    `per_round[i]` holds pair i's ratios, one per interleaved round: a round that ran slow for
+    everyone (the first on a fresh server ran 20–45 % slower for every backend) divides out of
+    each. The estimate is the geometric mean; the intervals are t intervals on the log ratios.
+    A default run has few rounds (2–4): too few for a spread of its own (t with 1 degree of freedom
+    is 12.7), so below OWN_SPREAD_ROUNDS the spread of log ratios about their pair's mean is pooled
+    over the pairs of one pool (`pools[i]`, one (mode, workers) group; one pool when None), which
+    ran in the same rounds. Confidence: log mean ± t(1−α/2, df)·s/√n; equivalence: ± t(1−α, df)·s/√n;
+    next run (another n rounds): ± t(1−α/2, df)·s·√(2/n). NaN bounds where there is no spread.
+    """
+    logs = [_logs(v) for v in per_round]
+    labels = list(pools) if pools is not None else [0] * len(logs)
+    if len(labels) != len(logs):
+        raise ValueError(f"{len(logs)} pairs but {len(labels)} pool labels")
+    spread: dict[Hashable, tuple[float, int]] = {}
+    for key, x in zip(labels, logs):
+        ss, df = spread.get(key, (0.0, 0))
+        if len(x) > 1:
+            ss, df = ss + float(np.sum((x - x.mean()) ** 2)), df + len(x) - 1
+        spread[key] = (ss, df)
+    level = 1 - alpha
+    out = []
+    for key, x in zip(labels, logs):
+        nan = Interval(math.nan, math.nan, math.nan, level)
+        if len(x) == 0:
+            out.append(PairedRatio(math.nan, nan, nan, nan, 0, margin))
+            continue
+        est = float(np.exp(x.mean()))
+        own = len(x) >= OWN_SPREAD_ROUNDS
+        ss, df = (float(np.sum((x - x.mean()) ** 2)), len(x) - 1) if own else spread[key]
+        if df == 0:
+            unknown = Interval(est, math.nan, math.nan, level)
+            out.append(PairedRatio(est, unknown, unknown, unknown, len(x), margin, not own, math.nan))
+            continue
+        s, n = math.sqrt(ss / df), len(x)
+        out.append(
+            PairedRatio(
+                est,
+                _log_interval(est, float(st.t.ppf(1 - alpha / 2, df)) * s / math.sqrt(n), level),
+                _log_interval(est, float(st.t.ppf(1 - alpha, df)) * s / math.sqrt(n), 1 - 2 * alpha),
+                _log_interval(est, float(st.t.ppf(1 - alpha / 2, df)) * s * math.sqrt(2 / n), level),
+                n,
+                margin,
+                not own,
+                s,
+            )
+        )
+    return out
+
+
 def next_run_intervals(
     per_trial: Sequence[Sequence[float] | np.ndarray],
     pools: Sequence[Hashable] | None = None,
@@ -160,33 +280,9 @@ def next_run_intervals(
     is pooled over the cases of one pool (`pools[i]`; one pool when None), whose trials ran in
     the same rounds, and the interval is a t prediction interval for another run with as many
     trials: log estimate ± t(df) · s · √(2/n). NaN bounds where a pool has no second trial.
+    From OWN_SPREAD_ROUNDS trials a case's own spread is used (paired_ratios, whose `next_run` this is).
     """
-    logs = []
-    for values in per_trial:
-        v = np.asarray(values, dtype=float)
-        logs.append(np.log(v[np.isfinite(v) & (v > 0)]))
-    labels = list(pools) if pools is not None else [0] * len(logs)
-    if len(labels) != len(logs):
-        raise ValueError(f"{len(logs)} cases but {len(labels)} pool labels")
-    spread: dict[Hashable, tuple[float, int]] = {}
-    for key, x in zip(labels, logs):
-        ss, df = spread.get(key, (0.0, 0))
-        if len(x) > 1:
-            ss, df = ss + float(np.sum((x - x.mean()) ** 2)), df + len(x) - 1
-        spread[key] = (ss, df)
-    out = []
-    for key, x in zip(labels, logs):
-        if len(x) == 0:
-            out.append(Interval(math.nan, math.nan, math.nan, level))
-            continue
-        est = float(np.exp(x.mean()))
-        ss, df = spread[key]
-        if df == 0:
-            out.append(Interval(est, math.nan, math.nan, level))
-            continue
-        half = float(st.t.ppf(0.5 + level / 2, df)) * math.sqrt(ss / df) * math.sqrt(2 / len(x))
-        out.append(Interval(est, est * math.exp(-half), est * math.exp(half), level))
-    return out
+    return [p.next_run for p in paired_ratios(per_trial, pools, alpha=1 - level)]
 
 
 def mann_whitney(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> Test:
@@ -228,10 +324,3 @@ def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 ADJUSTMENTS = {"holm": holm, "fdr": fdr}  # keys: gate.ADJUSTMENT_NAMES
-
-
-def tied(ratio: Interval) -> bool:
-    """The one rule for "no clear difference": the ratio's interval contains 1.
-
-    The decision table's verdict, the answer's ties and the findings all ask this."""
-    return ratio.contains(1.0)

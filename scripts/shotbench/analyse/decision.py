@@ -1,9 +1,10 @@
 """The decision table: which backend, with how many workers, for each access pattern.
 
 Per (mode, workers) every backend configuration (series and page buffer) is ranked by median
-runtime over trials, with a BCa bootstrap 95 % CI (stats.py). Its ratio to the fastest carries
-the interval that should hold the next run's ratio (stats.next_run_intervals: per-trial paired ratios,
-their spread pooled per mode), and a ratio whose interval contains 1 is "no clear difference".
+runtime over trials, with a BCa bootstrap 95 % CI (stats.py). Its ratio to the fastest is paired by
+round (stats.paired_ratios: the geometric mean of per-round ratios), with a 95 % confidence
+interval that decides its verdict (slower, equivalent within the margin, or undecided:
+stats.verdict_of) and the prediction interval that should hold the next run's ratio.
 Configurations from different runs (the upstream study's) keep a BCa interval of medians. The *limit* is the speed that
 could not be beaten on this machine: max(local-disk runtime, raw-GET runtime of the same bytes).
 Costs come from the dated price table in prices.toml.
@@ -11,7 +12,6 @@ Costs come from the dated price table in prices.toml.
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
@@ -31,8 +31,8 @@ LOCAL = "local"
 REFERENCES = (LOCAL, analysis.RAW_GET)
 LIMIT_ROW = "limit reference"
 GIB = 1 << 30
-FASTEST, UNCLEAR, SLOWER, ONE_TRIAL = "fastest", "no clear difference", "slower", "one trial: no CI"
-CROWD = 4  # a tie of this many configurations or more is told as "this run cannot tell them apart"
+FASTEST, ONE_TRIAL = "fastest", "one trial: no CI"
+SLOWER, FASTER, EQUIVALENT, UNDECIDED = stats.SLOWER, stats.FASTER, stats.EQUIVALENT, stats.UNDECIDED
 CANNOT_READ = "cannot read these files"  # every case of the configuration was unsupported
 NO_MEASUREMENT = "failed: no measurement"  # every case of the configuration failed: listed, never ranked
 COLUMNS = [
@@ -51,6 +51,9 @@ COLUMNS = [
     "vs-fastest",
     "vs-fastest-ci-low",
     "vs-fastest-ci-high",
+    "next-run-low",
+    "next-run-high",
+    "round-spread",
     "verdict",
     "limit",
     "vs-limit",
@@ -148,12 +151,25 @@ def per_trial_ratios(g: pd.DataFrame, fastest: pd.DataFrame) -> np.ndarray | Non
     return None if both.empty else (both["x"] / both["y"]).to_numpy(float)
 
 
-def verdict(rank: int, lo: float, hi: float) -> str:
+def margin_of(ds: analysis.Dataset) -> float:
+    """The equivalence margin the runs were made with (run.json's bench config), else the default;
+    runs that disagree are judged by the widest, so no pair is called equivalent more easily than
+    one of its runs asked."""
+    margins = [
+        float(m)
+        for meta in ds.runs.values()
+        if isinstance(meta, dict) and (m := meta.get("config", {}).get("bench", {}).get("margin")) is not None
+    ]
+    return max(margins) if margins else stats.MARGIN
+
+
+def verdict(rank: int, confidence: stats.Interval, equivalence: stats.Interval, margin: float) -> str:
+    """The leader is `fastest`; a ratio without an interval claims nothing; else stats.verdict_of."""
     if rank == 1:
         return FASTEST
-    if np.isnan(lo) or np.isnan(hi):
+    if not confidence.known:
         return ONE_TRIAL
-    return UNCLEAR if stats.tied(stats.Interval(1.0, lo, hi)) else SLOWER
+    return stats.verdict_of(confidence, equivalence, margin)
 
 
 def candidate_name(series: str, pb: int, several_pb: bool) -> str:
@@ -162,10 +178,17 @@ def candidate_name(series: str, pb: int, several_pb: bool) -> str:
 
 
 def decision_table(
-    ds: analysis.Dataset, prices: Prices | None = None, n_boot: int = 2000, level: float = 0.95, seed: int = 0
+    ds: analysis.Dataset,
+    prices: Prices | None = None,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    margin: float | None = None,
 ) -> pd.DataFrame:
-    """One row per (mode, workers, backend configuration), ranked fastest first."""
+    """One row per (mode, workers, backend configuration), ranked fastest first; `margin` is the
+    equivalence margin (0.10: within ±10 % of the fastest is equivalent; None: the run's own)."""
     prices = prices or load_prices()
+    margin = margin_of(ds) if margin is None else margin
     c = usable_cases(ds.cases).copy()
     failed = failed_counts(ds.failed)
     unsupported = failed_counts(ds.unsupported)  # same keys: cases the reader declared it cannot read
@@ -175,7 +198,7 @@ def decision_table(
     c["_amp"] = _number(c, "amplification", None)
     c["_raw"] = _number(c, "raw-get-runtime", None)
     rows: list[dict] = []
-    next_run: list[tuple[int, str, np.ndarray]] = []  # (row, mode, per-trial ratios to the fastest)
+    next_run: list[tuple[int, tuple[str, int], np.ndarray]] = []  # (row, group, per-round ratios to the fastest)
     ranked: set[tuple[str, str, str, int, int]] = set()
     for (mode, workers), part in c.groupby(["obj-type", "num-workers"], sort=False):
         pbs = part.groupby("series")["pb-size"].nunique()
@@ -195,16 +218,20 @@ def decision_table(
             med = float(np.median(times))
             spread = stats.median_interval(times, level, n_boot, seed)
             lo, hi = spread.low, spread.high
+            nlo = nhi = np.nan
             if rank == 1 and not reference:
                 rlo = rhi = 1.0
+                row_verdict = FASTEST
             else:
                 paired = per_trial_ratios(g, fastest_g)
-                if paired is not None:  # same run: the interval for the next run, filled in below
-                    next_run.append((len(rows), str(mode), paired))
+                if paired is not None:  # same run: the paired intervals, filled in below
+                    next_run.append((len(rows), (str(mode), int(workers)), paired))
                     rlo = rhi = np.nan
-                else:
+                    row_verdict = ONE_TRIAL
+                else:  # different runs: medians' ratio, its bootstrap interval read both ways
                     vs = stats.ratio_interval(times, fastest, level, n_boot, seed)
                     rlo, rhi = vs.low, vs.high
+                    row_verdict = verdict(rank, vs, vs, margin)
             # the raw-GET runtime measured for this case's bytes, else the raw-get backend's
             raw = float(g["_raw"].median()) if g["_raw"].notna().any() else raw_backend_time
             limit = np.nan if np.isnan(local_time) and np.isnan(raw) else float(np.nanmax([local_time, raw]))
@@ -230,7 +257,10 @@ def decision_table(
                     "vs-fastest": med / float(np.median(fastest)),
                     "vs-fastest-ci-low": rlo,
                     "vs-fastest-ci-high": rhi,
-                    "verdict": LIMIT_ROW if reference else verdict(rank, rlo, rhi),
+                    "next-run-low": nlo,
+                    "next-run-high": nhi,
+                    "round-spread": np.nan,
+                    "verdict": LIMIT_ROW if reference else row_verdict,
                     "limit": limit,
                     "vs-limit": med / limit if not np.isnan(limit) else np.nan,
                     "gets": float(g["_gets"].median()),
@@ -239,12 +269,15 @@ def decision_table(
                     "noisy": noisy,
                 }
             )
-    intervals = stats.next_run_intervals([r for _, _, r in next_run], [m for _, m, _ in next_run], level)
-    for (i, _, _), ci in zip(next_run, intervals):
+    pairs = stats.paired_ratios([r for _, _, r in next_run], [k for _, k, _ in next_run], 1 - level, margin)
+    for (i, _, _), pr in zip(next_run, pairs):
         row = rows[i]
-        row["vs-fastest-ci-low"], row["vs-fastest-ci-high"] = ci.low, ci.high
+        row["vs-fastest"] = pr.estimate
+        row["vs-fastest-ci-low"], row["vs-fastest-ci-high"] = pr.confidence.low, pr.confidence.high
+        row["next-run-low"], row["next-run-high"] = pr.next_run.low, pr.next_run.high
+        row["round-spread"] = pr.spread
         if row["verdict"] != LIMIT_ROW:
-            row["verdict"] = verdict(int(row["rank"]), ci.low, ci.high)
+            row["verdict"] = verdict(int(row["rank"]), pr.confidence, pr.equivalence, margin)
     rows += _cannot_read_rows(ds.unsupported, unsupported)
     rows += unmeasured_rows(ds, failed, ranked)
     out = pd.DataFrame(rows, columns=COLUMNS)
@@ -382,9 +415,15 @@ def display_table(table: pd.DataFrame, mode: str, prices: Prices | None = None) 
             "median runtime [s] (95 % CI)": [
                 _interval(v[0], v[1], v[2], "s") for v in t[["runtime", "runtime-ci-low", "runtime-ci-high"]].to_numpy()
             ],
-            "× fastest (95 % next run)": [
+            "× fastest (95 % CI)": [
                 _interval(v[0], v[1], v[2], ".2f", "×")
                 for v in t[["vs-fastest", "vs-fastest-ci-low", "vs-fastest-ci-high"]].to_numpy()
+            ],
+            "next run (95 %)": [
+                _interval(v[0], v[1], v[2], ".2f", "×")
+                for v in t[["vs-fastest", "next-run-low", "next-run-high"]]
+                .reindex(columns=["vs-fastest", "next-run-low", "next-run-high"])
+                .to_numpy()
             ],
             "verdict": t["verdict"],
             "failed cases": [f"{int(n)} of {int(n) + int(k)}" if n else "—" for n, k in zip(t["failed"], t["trials"])],
@@ -414,9 +453,12 @@ def styled(frame: pd.DataFrame) -> pd.io.formats.style.Styler:
     """`display_table` for HTML: one line per row, names left-aligned, verdicts told apart."""
 
     def tone(v: str) -> str:
-        return {FASTEST: "font-weight: bold", UNCLEAR: "color: #555; font-style: italic", LIMIT_ROW: "color: #777"}.get(
-            v, ""
-        )
+        return {
+            FASTEST: "font-weight: bold",
+            EQUIVALENT: "font-weight: bold; color: #333",
+            UNDECIDED: "color: #555; font-style: italic",
+            LIMIT_ROW: "color: #777",
+        }.get(v, "")
 
     return (
         frame.style.hide(axis="index")
@@ -452,12 +494,12 @@ def _best(table: pd.DataFrame, mode: str) -> pd.Series | None:
 
 @dataclass(frozen=True)
 class Answer:
-    """The answer for one access pattern: the leader and every configuration tied with it.
+    """The answer for one access pattern: the leader, its equivalents, and what is left undecided.
 
-    `tied` holds the other configurations at the leader's worker count whose runtime shows no
-    clear difference from the leader's (stats.tied: the interval of their ratio to the fastest
-    contains 1, the decision table's "no clear difference"). When it is not empty the answer is
-    the group, not one winner."""
+    Among the configurations at the leader's worker count, `equivalent` holds those whose ratio to
+    the leader passed the equivalence test (within ±margin, stats.verdict_of), `slower` counts those
+    shown slower, `undecided` those the run could not tell either way. The answer is the leader and
+    its equivalents: `shotbench repeat` asks whether exactly that repeats."""
 
     mode: str
     leader: str
@@ -465,50 +507,47 @@ class Answer:
     runtime: float
     vs_limit: float
     costs: dict[str, float]  # $ per 1,000 reads by placement
-    tied: tuple[str, ...] = ()
-    spread: float = 0.0  # slowest ÷ fastest median runtime in the group, minus 1 (0.04: 4 %)
+    equivalent: tuple[str, ...] = ()
+    slower: int = 0
+    undecided: tuple[str, ...] = ()
+    margin: float = stats.MARGIN
     faster_failed: str = ""  # the clause naming a faster configuration whose cases failed
     noisy: bool = False  # the leader's interval never got within the run's precision (stopping.py)
 
     @property
     def names(self) -> tuple[str, ...]:
-        return (self.leader, *self.tied)
+        """The answer itself: the leader and its equivalents."""
+        return (self.leader, *self.equivalent)
 
     @property
-    def within(self) -> int:
-        """The group's spread as a whole percent, rounded up (so "within" is true)."""
-        return max(1, math.ceil(round(self.spread * 100, 6)))
+    def pairs(self) -> int:
+        """The pairs (leader, other) at the answer's worker count that have a verdict to give."""
+        return len(self.equivalent) + self.slower + len(self.undecided)
+
+    @property
+    def decided(self) -> int:
+        return len(self.equivalent) + self.slower
 
     @property
     def text(self) -> str:
+        """One sentence: the leader, its equivalents, how many are slower and how many undecided."""
         w = _workers(self.workers)
-        if crowd(self.tied):  # say first that the run cannot rank them
-            text = (
-                f"{self.mode}: this run cannot tell {len(self.names)} configurations with {w} apart "
-                f"(within {self.within} % of one another, no clear difference at 95 %): {_and(self.names)}; "
-                f"pick on cost or simplicity, or run more trials (--precision) to separate them. "
-                f"Fastest median: {self.leader}, {self.runtime:.3g} s"
-            )
-        elif self.tied:
-            text = (
-                f"{self.mode}: {_and(self.names)} with {w} are within {self.within} % of one another "
-                f"(no clear difference at 95 %); pick on cost or simplicity. Fastest median: {self.leader}, "
-                f"{self.runtime:.3g} s"
-            )
-        else:
-            text = f"{self.mode}: {self.leader} with {w}, {self.runtime:.3g} s"
+        text = f"{self.mode}: {self.leader} with {w}, {self.runtime:.3g} s"
         if not np.isnan(self.vs_limit):
             text += f", {self.vs_limit:.2f}× the limit"
         if self.costs:
             text += " (per 1,000 reads: " + ", ".join(f"${v:.4f} {p}" for p, v in self.costs.items()) + ")"
+        pct = f"±{self.margin * 100:.0f} %"
+        if self.equivalent:
+            verb = "is" if len(self.equivalent) == 1 else "are"
+            text += f"; {_and(self.equivalent)} {verb} equivalent (within {pct}, pick on cost or simplicity)"
+        if self.slower:
+            text += f"; {self.slower} {'is' if self.slower == 1 else 'are'} slower"
+        if self.undecided:
+            text += f"; {len(self.undecided)} undecided ({_and(self.undecided)}: neither shown slower nor within {pct})"
         if self.noisy:
             text += "; its runtime is noisy (its interval stayed wider than the target up to the trial cap)"
         return text + self.faster_failed
-
-
-def crowd(tied: tuple[str, ...]) -> bool:
-    """The leader and `tied` make a group of CROWD or more: told as a run that cannot rank them."""
-    return len(tied) + 1 >= CROWD
 
 
 def _and(names: tuple[str, ...]) -> str:
@@ -516,7 +555,7 @@ def _and(names: tuple[str, ...]) -> str:
 
 
 def vs_fastest_interval(row: pd.Series) -> stats.Interval:
-    """One row's runtime ÷ the fastest's, with its interval, as a typed value."""
+    """One row's runtime ÷ the fastest's, with its 95 % confidence interval, as a typed value."""
     return stats.Interval(
         float(row.at["vs-fastest"]), float(row.at["vs-fastest-ci-low"]), float(row.at["vs-fastest-ci-high"])
     )
@@ -527,9 +566,9 @@ def vs_fastest(table: pd.DataFrame) -> list[stats.Interval]:
     return [vs_fastest_interval(row) for _, row in table.iterrows()]
 
 
-def _tied_rows(table: pd.DataFrame, leader: pd.Series) -> pd.DataFrame:
-    """The configurations at the leader's mode and worker count with no clear difference from it
-    (none of whose cases failed when the leader's did not)."""
+def _group_rows(table: pd.DataFrame, leader: pd.Series) -> pd.DataFrame:
+    """The other ranked configurations at the leader's mode and worker count (none of whose cases
+    failed when the leader's did not), fastest first."""
     t = table[
         (table["obj-type"] == leader["obj-type"])
         & (table["num-workers"] == leader["num-workers"])
@@ -538,28 +577,36 @@ def _tied_rows(table: pd.DataFrame, leader: pd.Series) -> pd.DataFrame:
     t = t[t.index != leader.name]
     if "failed" in t.columns and not leader.get("failed", 0):
         t = t[t["failed"].fillna(0) == 0]
-    ref = vs_fastest_interval(leader)
-
-    def tie(ci: stats.Interval) -> bool:
-        if leader["verdict"] == FASTEST:  # the decision table's own rule: the ratio's interval holds 1
-            return stats.tied(ci)
-        return ci.overlaps(ref)  # a leader that is not the fastest (the fastest failed cases)
-
-    mask = pd.Series([tie(ci) for ci in vs_fastest(t)], index=t.index, dtype=bool)
-    return t.loc[mask].sort_values("runtime", kind="stable")
+    return t.sort_values("runtime", kind="stable")
 
 
-def answer_records(table: pd.DataFrame, prices: Prices | None = None) -> list[Answer]:
-    """Per mode: the fastest configuration over all worker counts none of whose cases failed, and
-    the configurations tied with it."""
+def _verdicts(table: pd.DataFrame, leader: pd.Series) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+    """(equivalent names, how many slower, undecided names) of the leader's group.
+
+    The verdicts are the table's, each against the fastest; when the leader is not the fastest
+    (the fastest failed cases) nothing was tested against it, so nothing counts as decided."""
+    t = _group_rows(table, leader)
+    v = t["verdict"].astype(str)
+    if leader["verdict"] != FASTEST:
+        return (), 0, tuple(str(n) for n in t["name"])
+    names = t["name"].astype(str)
+    return (
+        tuple(names[v == EQUIVALENT]),
+        int((v == SLOWER).sum()),
+        tuple(names[~v.isin([EQUIVALENT, SLOWER])]),
+    )
+
+
+def answer_records(table: pd.DataFrame, prices: Prices | None = None, margin: float = stats.MARGIN) -> list[Answer]:
+    """Per mode: the fastest configuration over all worker counts none of whose cases failed, its
+    equivalents, and what is left undecided (`margin`: the one the table was made with)."""
     prices = prices or load_prices()
     out = []
     for mode in analysis.MODES:
         best = _best(table, mode)
         if best is None:
             continue
-        tied = _tied_rows(table, best)
-        runtimes = [float(best["runtime"]), *tied["runtime"].astype(float)]
+        equivalent, slower, undecided = _verdicts(table, best)
         costs = {
             p: float(best[cost_column(p)])
             for p in prices.transfer_per_gb
@@ -581,8 +628,10 @@ def answer_records(table: pd.DataFrame, prices: Prices | None = None) -> list[An
                 runtime=float(best["runtime"]),
                 vs_limit=float(best["vs-limit"]),
                 costs=costs,
-                tied=tuple(str(n) for n in tied["name"]),
-                spread=max(runtimes) / min(runtimes) - 1 if min(runtimes) > 0 else 0.0,
+                equivalent=equivalent,
+                slower=slower,
+                undecided=undecided,
+                margin=margin,
                 faster_failed=faster,
                 noisy=str(best.get("noisy", False)) == "True",
             )
@@ -591,24 +640,23 @@ def answer_records(table: pd.DataFrame, prices: Prices | None = None) -> list[An
 
 
 def one_line(table: pd.DataFrame) -> str:
-    """The index page's answer: per mode, the fastest (or the tied group), its workers, ratio to
-    the limit, internet cost."""
+    """The index page's answer: per mode, the leader and its equivalents, its workers, ratio to
+    the limit, internet cost, and how many pairs were left undecided."""
     parts = []
     internet = [c for c in table.columns if c.startswith("$/1000 reads ")][-1:]
     for mode in analysis.MODES:
         best = _best(table, mode)
         if best is None:
             continue
-        tied = tuple(str(n) for n in _tied_rows(table, best)["name"])
-        if crowd(tied):  # the index page keeps one line: the count, and the fastest
-            who = f"{len(tied) + 1} configurations tied (fastest median: {best['name']})"
-        else:
-            who = best["name"] if not tied else f"{_and((str(best['name']), *tied))} (tied)"
+        equivalent, _, undecided = _verdicts(table, best)
+        who = str(best["name"]) if not equivalent else f"{_and((str(best['name']), *equivalent))} (equivalent)"
         text = f"{mode}: {who} with {_workers(int(best['num-workers']))}, {best['runtime']:.3g} s"
         if pd.notna(best["vs-limit"]):
             text += f", {best['vs-limit']:.2f}× limit"
         if internet and pd.notna(best[internet[0]]):
             text += f", ${best[internet[0]]:.3g}/1k reads ({internet[0].removeprefix('$/1000 reads ')})"
+        if undecided:
+            text += f", {len(undecided)} undecided"
         parts.append(text)
     return "; ".join(parts)
 
@@ -622,10 +670,10 @@ def read_decision(folder: Path) -> pd.DataFrame | None:
         return None
 
 
-def answers(table: pd.DataFrame, prices: Prices | None = None) -> list[str]:
-    """One line per mode (Answer.text): the fastest configuration over all worker counts, or the
-    configurations tied with it, its limit ratio and cost."""
-    return [a.text for a in answer_records(table, prices)]
+def answers(table: pd.DataFrame, prices: Prices | None = None, margin: float = stats.MARGIN) -> list[str]:
+    """One line per mode (Answer.text): the leader over all worker counts, its equivalents, its
+    limit ratio and cost, and how many pairs were left undecided."""
+    return [a.text for a in answer_records(table, prices, margin)]
 
 
 MAX_FINDINGS = 8
@@ -637,9 +685,9 @@ def _workers(n: int) -> str:
 
 
 def _significant(lo: float, hi: float) -> bool:
-    """A difference worth a sentence: a known interval that is not a tie (stats.tied)."""
+    """A difference worth a sentence: a known interval that excludes 1."""
     ci = stats.Interval(1.0, lo, hi)
-    return ci.known and not stats.tied(ci)
+    return ci.known and not ci.contains(1.0)
 
 
 MIN_WORKER_COUNTS = 3

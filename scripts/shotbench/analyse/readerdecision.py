@@ -106,7 +106,7 @@ def answers(ds: analysis.Dataset, caps: list[Capability], prices: decision.Price
             ties = [
                 f"{_plain(r['name'], fam)} ({r['runtime']:.3g} s)"
                 for _, r in same_w.iterrows()
-                if r.name != best.name and r["verdict"] == decision.UNCLEAR
+                if r.name != best.name and r["verdict"] in (decision.EQUIVALENT, decision.UNDECIDED)
             ]
             less = t[reads_less_mask]
             reads_less = [

@@ -43,10 +43,24 @@ def default_names() -> list[str]:
     return [n for n in BACKENDS if n not in OPT_IN and n not in NOT_DEFAULT]
 
 
+TWIN = "@"  # `download@b`: the same backend again under another name (an A/A control)
+
+
+def twin_of(name: str) -> str:
+    """The registered backend a name measures: `download@b` is `download` measured again as its
+    own configuration in every round, so the decision table has a pair whose true ratio is 1 (an
+    A/A control: it must come out equivalent, never slower)."""
+    base, sep, label = name.partition(TWIN)
+    if sep and not label:
+        raise UserError(f"backend {name!r} names no twin; write it as {base}{TWIN}b.")
+    return base
+
+
 def get(name: str) -> type[Backend]:
-    """The class registered under `name` (imports only its module, not its libraries)."""
+    """The class registered under `name` (imports only its module, not its libraries); a twin
+    (`download@b`) is its backend's class."""
     try:
-        target = BACKENDS[name]
+        target = BACKENDS[twin_of(name)]
     except KeyError:
         raise UserError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}.") from None
     module, _, attr = target.partition(":")

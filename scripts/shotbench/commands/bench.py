@@ -12,6 +12,7 @@ import contextlib
 import platform
 from dataclasses import dataclass
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from shotbench import __version__
@@ -44,10 +45,13 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
         "seed": args.seed,
         "signals_files": args.signals_files,
         "signals_names": args.signals_names,
+        "shots_files": args.shots_files,
         "shots": args.shots,
         "precision": args.precision,
         "max_trials": args.max_trials,
         "max_minutes": args.max_minutes,
+        "margin": args.margin,
+        "budget_minutes": args.budget_minutes,
     }
     notes: list[str] = []
     cfg = profiles.load(args.profile, Path(args.config) if args.config else None, overrides, notes)
@@ -279,7 +283,7 @@ def _selection(cfg: profiles.BenchConfig, wl: Any) -> dict[str, Any]:
         "signals_files": [f.key for f in wl.signal_files],
         "signals": planmod.all_signals(wl.signal_files),
         "shots": {
-            f"t{t}-w{w}": planmod.pick_shot(wl.files, cfg.seed, t, w).key
+            f"t{t}-w{w}": ",".join(f.key for f in planmod.pick_shots(wl.files, cfg.seed, t, w, cfg.shots_files))
             for t in range(1, cfg.trials + 1)
             for w in cfg.workers
         },
@@ -380,9 +384,16 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                 say(f"run {run_id}: {len(pending)} cases -> {folder.path}")
                 status = INTERRUPTED
                 try:
+                    t_cases = monotonic()
                     runner.run(pending, done_before=len(done), total_cases=len(cases))
                     if runner.stop_rule.adaptive:
                         more_rounds(runner, folder, matrix, cfg.seed, reads, prep.backends, meta)
+                    elif cfg.budget_minutes > 0:  # stop when answered (bench/rounds.py)
+                        from shotbench.bench import rounds
+
+                        block = {b: registry.get(b).has_block_cache for b in prep.backends}
+                        budget = rounds.Budget(60 * cfg.budget_minutes, cfg.max_trials or rounds.DEFAULT_CAP)
+                        rounds.decide_rounds(runner, folder, matrix, cfg.seed, reads, block, meta, budget, t_cases, say)
                     status = COMPLETE
                 except KeyboardInterrupt as exc:
                     raise UserError(
@@ -576,6 +587,7 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--signals-files", type=int, metavar="N", help="files read in signals mode (0 = all)")
     p.add_argument("--signals-names", type=int, metavar="N", help="signal names read in signals mode (0 = all)")
     p.add_argument("--shots", type=int, metavar="N", help="synthetic files to make when no --data is given")
+    p.add_argument("--shots-files", type=int, metavar="N", help="files each shots case reads (every signal of each)")
     p.add_argument(
         "--precision",
         type=float,
@@ -586,6 +598,16 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-trials", type=int, metavar="N", help="the cap on trials with --precision")
     p.add_argument(
         "--max-minutes", type=float, metavar="M", help="the cap on the extra rounds' wall time with --precision"
+    )
+    p.add_argument(
+        "--budget-minutes",
+        type=float,
+        metavar="M",
+        help="after --trials rounds, more rounds only for (mode, workers) groups with a pair still undecided, while "
+        "the run's cases fit M minutes (0: exactly --trials)",
+    )
+    p.add_argument(
+        "--margin", type=float, metavar="FRACTION", help="equivalence margin of the verdicts (default 0.10: ±10 %%)"
     )
 
 

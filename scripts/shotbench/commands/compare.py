@@ -35,7 +35,7 @@ def _compare_text(table: pd.DataFrame) -> str:
         },
     )
     return t[
-        ["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "flag"]
+        ["case", "unit", "n-a", "n-b", "median-a", "median-b", "ratio", "p-adjusted", "vs-copy", "verdict", "flag"]
     ].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
@@ -71,7 +71,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
         raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
     a, b, keys, title = _sides(args)
-    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio, args.correction)
+    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio, args.correction, paired=bool(args.run))
     from shotbench.paths import reports_dir
 
     out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")

@@ -282,6 +282,7 @@ def measured(ds: analysis.Dataset) -> pd.DataFrame:
                 "files": data.get("files") or "—",
                 "signals mode reads": _signals_sample(run.get("selection") or {}),
                 "trials": bench.get("trials") or config.get("trials") or "—",
+                "stopped": _stopped(run.get("stop") or {}),
                 "CPUs": machine.get("cpus") or "—",
                 "memory": f"{memory / (1 << 30):.0f} GiB" if memory else "—",
                 "instance": machine.get("instance_type") or "—",
@@ -300,12 +301,25 @@ def made_line(described: pd.DataFrame) -> str:
         if r["run"] == "—":
             continue
         sample = r.get("signals mode reads", "—")
+        stopped = r.get("stopped", "—")
         parts.append(
             f"`{r['run']}`: profile {r['profile']}, {r['trials']} trials"
+            + (f" ({stopped})" if stopped != "—" else "")
             + (f", signals mode on {sample}" if sample != "—" else "")
             + f", {r['server']} server, network {r['network profile']}"
         )
     return "; ".join(parts)
+
+
+def _stopped(stop: dict) -> str:
+    """Why the run's extra rounds stopped, from run.json's `stop` (read/rounds.py): "rounds per
+    group 2–6; shots w2: budget spent" ("—" for a run with a fixed number of trials)."""
+    if not stop:
+        return "—"
+    rounds = [int(v.get("rounds", 0)) for v in stop.values()]
+    span = f"{min(rounds)}–{max(rounds)}" if min(rounds) != max(rounds) else str(min(rounds))
+    left = [f"{k}: {v.get('reason')}" for k, v in sorted(stop.items()) if v.get("reason") != "decided"]
+    return f"rounds per group {span}; " + ("; ".join(left) if left else "every group decided")
 
 
 def _signals_sample(selection: dict) -> str:

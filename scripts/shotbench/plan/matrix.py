@@ -87,6 +87,7 @@ class Case:
     chunk_cache: int
     block_cache: int | None = None  # 2.2 ROS3 block cache; None for backends without one
     family: str = ""  # file family of a `layouts` run (see families.py); "" = the one workload
+    files: int = 1  # shot files a `shots` case reads (every signal of each), so a case is long enough to time
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -158,6 +159,15 @@ def pick_shot(files: Sequence[ShotFile], seed: int, trial: int, workers: int) ->
     return seeded(seed, "shot", trial, workers).choice(ordered)
 
 
+def pick_shots(files: Sequence[ShotFile], seed: int, trial: int, workers: int, k: int) -> list[ShotFile]:
+    """The k shot files a `shots` case reads, seeded and the same for every backend and page buffer
+    of the round; k = 1 is pick_shot's file, so runs made with one file a case keep their files."""
+    if k <= 1:
+        return [pick_shot(files, seed, trial, workers)]
+    ordered = sorted(files, key=lambda f: f.key)
+    return seeded(seed, "shots", trial, workers).sample(ordered, min(k, len(ordered)))
+
+
 def all_signals(files: Sequence[ShotFile]) -> list[str]:
     return sorted({s for f in files for s in f.signals})
 
@@ -180,6 +190,17 @@ def shots_tasks(f: ShotFile, workers: int, upstream: bool = False) -> list[Task]
     else:
         batches = split_balanced(items, workers)
     return [Task(i + 1, (Part(f.shot, tuple(batch)),)) for i, batch in enumerate(batches)]
+
+
+def shots_tasks_of(shots: Sequence[ShotFile], workers: int) -> list[Task]:
+    """`shots` over several files: each file's signals split across the workers as shots_tasks
+    splits one, so task i reads its share of every file; one row per (task, file), each an upstream
+    `shots` row. One file gives exactly shots_tasks."""
+    per_worker: dict[int, list[Part]] = {}
+    for f in shots:
+        for t in shots_tasks(f, workers):
+            per_worker.setdefault(t.index, []).extend(t.parts)
+    return [Task(i, tuple(parts)) for i, parts in sorted(per_worker.items())]
 
 
 def signal_batches(files: Sequence[ShotFile], signal: str, workers: int, upstream: bool = False) -> list[list[Item]]:
@@ -210,19 +231,22 @@ def signals_rounds(files: Sequence[ShotFile], workers: int) -> list[list[Task]]:
     ]
 
 
-def rawget_tasks(mode: str, files: Sequence[ShotFile], shot: ShotFile | None, workers: int) -> list[Task]:
-    """The same objects' full bytes at the same concurrency (see backends.rawget)."""
+def rawget_tasks(
+    mode: str, files: Sequence[ShotFile], shot: ShotFile | Sequence[ShotFile] | None, workers: int
+) -> list[Task]:
+    """The same objects' full bytes at the same concurrency (see backends.rawget); in `shots` mode
+    each task fetches its byte range of every file the case reads."""
     if mode == "shots":
         assert shot is not None
-        n = max(1, min(workers, shot.size))
-        bounds = [shot.size * i // n for i in range(n + 1)]
-        return [
-            Task(
-                i + 1,
-                (Part(shot.shot, (Item(shot.key, shot.size, shot.shot, "", bounds[i], bounds[i + 1] - bounds[i]),)),),
-            )
-            for i in range(n)
-        ]
+        shots = [shot] if isinstance(shot, ShotFile) else list(shot)
+        n = max(1, min(workers, min(f.size for f in shots)))
+        parts: dict[int, list[Part]] = {}
+        for f in shots:
+            bounds = [f.size * i // n for i in range(n + 1)]
+            for i in range(n):
+                item = Item(f.key, f.size, f.shot, "", bounds[i], bounds[i + 1] - bounds[i])
+                parts.setdefault(i + 1, []).append(Part(f.shot, (item,)))
+        return [Task(i, tuple(p)) for i, p in sorted(parts.items())]
     batches = split_balanced(sorted(files, key=lambda f: f.key), workers)
     return [
         Task(i + 1, (Part("*", tuple(Item(f.key, f.size, f.shot) for f in batch)),)) for i, batch in enumerate(batches)
@@ -237,12 +261,12 @@ def is_many_shot(files: Sequence[ShotFile]) -> bool:
 def case_tasks(case: Case, files: Sequence[ShotFile], seed: int, reads_hdf5: bool) -> list[Task]:
     if is_many_shot(files) or case.mode in PARTIAL_MODES:
         return _shaped_tasks(case, files, seed, reads_hdf5)
-    shot = pick_shot(files, seed, case.trial, case.workers) if case.mode == "shots" else None
+    shots = pick_shots(files, seed, case.trial, case.workers, case.files) if case.mode == "shots" else None
     if not reads_hdf5:
-        return rawget_tasks(case.mode, files, shot, case.workers)
+        return rawget_tasks(case.mode, files, shots, case.workers)
     if case.mode == "shots":
-        assert shot is not None
-        return shots_tasks(shot, case.workers)
+        assert shots is not None
+        return shots_tasks_of(shots, case.workers)
     return signals_tasks(files, case.workers)
 
 
@@ -287,14 +311,15 @@ def needed_bytes(tasks: Sequence[Task], files: Sequence[ShotFile]) -> int | None
     return total
 
 
-def tot_num_obj(mode: str, files: Sequence[ShotFile]) -> int:
-    """Upstream's `tot-num-obj`: signals in `signals` mode, 1 in `shots` mode; in a many-shot
-    file the shots (`shots`) or signal names (`signals`); in a partial read, its signals."""
+def tot_num_obj(mode: str, files: Sequence[ShotFile], shots: int = 1) -> int:
+    """Upstream's `tot-num-obj`: signals in `signals` mode, the `shots` files read in `shots` mode
+    (upstream: 1); in a many-shot file the shots (`shots`) or signal names (`signals`); in a
+    partial read, its signals."""
     if mode in PARTIAL_MODES:
         return min(PARTIAL_SIGNALS, max((len(f.signals) for f in files), default=0))
     if is_many_shot(files):
         return len(files) if mode == "shots" else len(all_signals(files))
-    return len(all_signals(files)) if mode == "signals" else 1
+    return len(all_signals(files)) if mode == "signals" else shots
 
 
 @dataclass
@@ -310,6 +335,7 @@ class Matrix:
     block_caches: list[int] = field(default_factory=lambda: [-1])  # -1 default, 0 off, else bytes
     trials: int = 1
     families: dict[str, Any] = field(default_factory=dict)  # name -> families.Family; {} = one workload
+    shots_files: int = 1  # files each `shots` case reads (single-shot files only)
 
 
 def setting_token(value: int) -> str:
@@ -356,7 +382,10 @@ def plan_cases(
         cid = f"t{trial}-{fam + '-' if fam else ''}{backend}-{mode}-w{w}-pb{setting_token(pb)}-cc{cc}"
         if bc is not None and bc >= 0:
             cid += f"-bc{setting_token(bc)}"
-        cases.append(Case(cid, trial, order, backend, mode, w, pb, cc, bc, fam))
+        shape = matrix.families.get(fam)
+        single = shape is None or not shape.many_shot
+        k = matrix.shots_files if mode == "shots" and single else 1
+        cases.append(Case(cid, trial, order, backend, mode, w, pb, cc, bc, fam, k))
     return cases
 
 

@@ -48,6 +48,7 @@ class BenchConfig:
     trials: int = 1
     signals_files: int = 4  # files read in `signals` mode (seeded sample; 0 = every file)
     signals_names: int = 0  # signal names read in `signals` mode (seeded sample; 0 = every signal)
+    shots_files: int = 1  # files each `shots` case reads (seeded; every signal of each), for a long enough case
     seed: int = 0
     shots: int = 24  # synthetic shot files made when no --data is given
     file_size: int = 16_000_000
@@ -73,6 +74,14 @@ class BenchConfig:
     precision: float = 0.0
     max_trials: int = 0
     max_minutes: float = 0.0
+    # the equivalence margin of the verdicts (stats.verdict_of): a configuration whose ratio to the
+    # fastest is shown to lie within [1/(1+margin), 1+margin] is equivalent to it
+    margin: float = 0.10
+    # stop when answered (read/rounds.py): after `trials` rounds, more interleaved rounds only for the
+    # (mode, workers) groups with a pair still undecided, while the run's cases fit this many minutes
+    # (0: exactly `trials`); max_trials caps the rounds (0: rounds.DEFAULT_CAP); precision, when set, is
+    # the stopping rule instead
+    budget_minutes: float = 0.0
 
     def family_shapes(self) -> dict[str, Any]:
         sizes = fammod.Sizes(
@@ -92,6 +101,7 @@ class BenchConfig:
             block_caches=[size_setting(v, "block_caches") for v in self.block_caches],
             trials=self.trials,
             families=self.family_shapes(),
+            shots_files=self.shots_files,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,12 +137,18 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
     # h5py's page buffer over fsspec, obstore, a downloaded or a local file (2-14x slower in
     # signals mode, never a leader in the quick runs of 2026-11-25/26, about 40 % of a run's case
     # time) is measured by `full`.
+    # A `shots` case reads 3 seeded files (until 2026-11-27 one: 0.13-0.19 s, so short that the
+    # fixed costs of a case made its ratios move 10-20 % between rounds); two rounds of everything,
+    # then rounds only for the (mode, workers) groups with a pair still undecided, while the cases
+    # fit 2.75 minutes (warm, about 3 minutes with the setup): docs/guides/decisions.md.
     "quick": {
         "workers": [1, 2],
         "trials": 2,
         "signals_files": 2,
         "signals_names": 16,
         "shots": 24,
+        "shots_files": 3,
+        "budget_minutes": 2.75,
         "page_buffer_backends": ["ros3-*"],
     },
     # The upstream matrix: 1..64 workers, both page buffers, every file, three trials.
@@ -417,6 +433,12 @@ def validate(cfg: BenchConfig) -> None:
     if any(v < 0 for v in cfg.family_many_page_buffers):
         raise UserError("family-many-page-buffers cannot be negative; use 0 or a size like 8000000.")
     _check_bounds(cfg, pbs)
+    if cfg.shots_files < 1:
+        raise UserError(f"shots_files is the number of files a shots case reads, at least 1, not {cfg.shots_files}.")
+    if cfg.budget_minutes < 0:
+        raise UserError(f"budget-minutes is 0 (exactly the trials) or more, not {cfg.budget_minutes}; fix it.")
+    if not 0 < cfg.margin < 1:
+        raise UserError(f"margin is a fraction between 0 and 1 (0.10: ±10 %), not {cfg.margin}; fix it.")
     if not 0 <= cfg.precision < 1 or cfg.max_minutes < 0:
         raise UserError("precision is a fraction between 0 and 1 (0.05: ±5 %) and max-minutes 0 or more; fix them.")
     if cfg.precision > 0 and cfg.max_trials < cfg.trials:

@@ -10,6 +10,12 @@ Mann-Whitney p-value, adjusted over the cases (Holm, or Benjamini-Hochberg with
 `--correction fdr`); stats.py computes all three. A case is SLOWER when its ratio is at least
 `--threshold` (default 1.10), its interval lies above 1 and its adjusted p is below 0.05.
 `--limit-ratio K` fails cases of B slower than K × the raw-GET time of the same bytes.
+
+Each case also gets the decision table's verdict (slower, faster, equivalent within the margin,
+undecided: stats.verdict_of). Two backends of one run are paired by round, as the decision table
+pairs them (stats.paired_ratios over the per-trial runtime ratios, the spread pooled per mode and
+workers); two sets of runs share no round, so their verdict reads the task-time bootstrap
+intervals (95 % for slower or faster, 90 % for equivalence).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ COLUMNS = [
     "vs-copy",
     "slower",
     "over-limit",
+    "verdict",
 ]
 
 
@@ -100,14 +107,20 @@ def compare(
     correction: str = "holm",
     n_boot: int = stats.RESAMPLES,
     seed: int = stats.SEED,
+    paired: bool = False,
+    margin: float = stats.MARGIN,
 ) -> pd.DataFrame:
-    """One row per case both sides ran; `slower` and `over-limit` say which fail the gates.
+    """One row per case both sides ran; `slower` and `over-limit` say which fail the gates, `verdict`
+    what the decision table would say of B against A (`paired`: the two were measured in the same
+    rounds, so per-trial runtime ratios are paired).
 
     The samples are task read times where both sides have them (`unit` "task"), else trial runtimes."""
     ca = {_key(k): g for k, g in a.cases.groupby(keys, sort=False)}
     ta = {_key(k): g[TASK_TIME].to_numpy(float) for k, g in a.tasks.groupby(keys, sort=False)}
     tb = {_key(k): g[TASK_TIME].to_numpy(float) for k, g in b.tasks.groupby(keys, sort=False)}
     rows = []
+    per_round: list[np.ndarray] = []
+    groups: list[tuple[str, int]] = []
     for key, gb in b.cases.groupby(keys, sort=False):
         key = _key(key)
         if key not in ca:
@@ -118,6 +131,14 @@ def compare(
         else:
             unit, xa, xb = "trial", runs_a, runs_b
         ci = stats.ratio_interval(xb, xa, n_resamples=n_boot, seed=seed)
+        if paired:
+            per_round.append(_per_round(gb, ca[key]))
+            parts = dict(zip(keys, key))
+            groups.append((str(parts["obj-type"]), int(parts["num-workers"])))
+            unpaired = ""
+        else:
+            tost = stats.ratio_interval(xb, xa, level=1 - 2 * stats.ALPHA, n_resamples=n_boot, seed=seed)
+            unpaired = stats.verdict_of(ci, tost, margin) if ci.known else stats.UNDECIDED
         copy = float(gb["copy"].median()) if gb["copy"].notna().any() else float("nan")
         vs_copy = float(np.median(runs_b)) / copy if copy > 0 else float("nan")
         rows.append(
@@ -136,6 +157,7 @@ def compare(
                 "copy-baseline": copy,
                 "vs-copy": vs_copy,
                 "over-limit": bool(limit is not None and vs_copy > limit),
+                "verdict": unpaired,
             }
         )
     if not rows:
@@ -143,12 +165,23 @@ def compare(
             "The two sides share no case (backend, mode, workers, page buffer); compare runs of the same matrix."
         )
     table = pd.DataFrame(rows)
+    if paired:
+        table["verdict"] = [p.verdict for p in stats.paired_ratios(per_round, groups, margin=margin)]
     table["p-adjusted"] = stats.ADJUSTMENTS[correction](table["p-value"].to_numpy(float))
     table["slower"] = [
         bool(threshold is not None and r >= threshold and lo > 1 and p < ALPHA)
         for r, lo, p in table[["ratio", "ci-low", "p-adjusted"]].to_numpy()
     ]
     return table[COLUMNS]
+
+
+def _per_round(b: pd.DataFrame, a: pd.DataFrame) -> np.ndarray:
+    """B's case runtime ÷ A's in each trial (interleaved round) both measured."""
+    x = b.groupby("trial")["total-runtime"].median()
+    y = a.groupby("trial")["total-runtime"].median()
+    both = pd.concat([x.rename("x"), y.rename("y")], axis=1, join="inner").dropna()
+    both = both[both["y"] > 0]
+    return (both["x"] / both["y"]).to_numpy(float)
 
 
 def flags(table: pd.DataFrame) -> list[str]:

@@ -72,11 +72,12 @@ def score_runs(folders: list[Path], baseline: str, unit: str, first_trials: int 
     """Score the runs against each other; write ratios.csv, repeat.csv and repeat.json into `out`."""
     times = [repeat.case_times(f, unit, first_trials) for f in folders]  # each run read once
     table = pd.concat([repeat.versus(t, baseline) for t in times], ignore_index=True)
-    cases, summary = repeat.score(table)
+    cases, summary = repeat.score(table, [a for f in folders for a in repeat.run_answers(f)])
     text = repeat.report(cases, summary, baseline, unit)
     meta: dict[str, Any] = {
         **asdict(summary),
         "runs": [str(f) for f in folders],
+        "run_seconds": [repeat.run_seconds(f) for f in folders],
         "baseline": baseline,
         "first_trials": first_trials,
     }

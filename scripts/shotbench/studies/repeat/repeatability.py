@@ -3,10 +3,16 @@
 Per run and case (mode, workers, page buffer, backend) the ratio is the backend's case runtime,
 the number the report ranks on (`--unit task`: its median task read time), ÷ the baseline
 backend's (default `local`) in the same trial, averaged geometrically over the run's trials, with
-the 95 % prediction interval of stats.next_run_intervals. Across the runs it reports how far each
+the 95 % prediction interval of stats.paired_ratios (the decision table's one paired statistic). Across the runs it reports how far each
 case's ratio moves (largest ÷ smallest − 1) and how often one run's stated interval covers another
 run's ratio: an interval that is honest about the noise covers the others' ratios about 95 % of
 the time. `--runs A B C` scores runs already made instead of making new ones.
+
+Whether the answer repeats is asked of the decision table of each run: per mode the answer is the
+leader plus its equivalents at the answer's worker count (decision.answer_records); `answer_agree`
+is the share of modes whose answer is identical in every run, `decided_share` the share of pairs
+in the answer's group (leader against each other configuration) whose verdict is slower or
+equivalent, over every run.
 
 `--baseline others` divides each case by the geometric mean of every other configuration of the
 same mode, workers and trial instead of by one backend: one baseline brings its own noise into
@@ -45,6 +51,61 @@ class Summary:
     coverage: float  # share of (case, run i, run j ≠ i) where run i's interval holds run j's ratio
     tight_share: float  # share of (case, run) intervals within ±5 %
     fastest_agree: float  # share of (mode, workers) whose fastest backend is the same in every run
+    answer_agree: float = float("nan")  # share of modes whose answer (leader + equivalents, workers) repeats
+    decided_share: float = float("nan")  # share of the answer groups' pairs decided (slower or equivalent)
+
+
+@dataclass(frozen=True)
+class RunAnswer:
+    """One run's answer for one mode, as `answer_agree` compares it: who, with how many workers."""
+
+    run: str
+    mode: str
+    workers: int
+    names: tuple[str, ...]  # the leader and its equivalents, sorted: the leader may swap with one
+    decided: int
+    pairs: int
+
+
+def run_answers(run: Path) -> list[RunAnswer]:
+    """The answer per mode of one run, from its decision table (its own margin)."""
+    ds = analysis.load([f"{run.name}={run}"])
+    table = decision.decision_table(ds)
+    return [
+        RunAnswer(run.name, a.mode, a.workers, tuple(sorted(a.names)), a.decided, a.pairs)
+        for a in decision.answer_records(table, margin=decision.margin_of(ds))
+    ]
+
+
+def run_seconds(run: Path) -> float | None:
+    """A run's wall time, started to finished in its run.json (None while unfinished or unreadable):
+    the default run's budget is checked against it."""
+    import json
+    from datetime import datetime
+
+    try:
+        meta = json.loads((run / "run.json").read_text())
+        start, end = datetime.fromisoformat(meta["started"]), datetime.fromisoformat(meta["finished"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (end - start).total_seconds()
+
+
+def agreement(answers: list[RunAnswer]) -> tuple[float, float]:
+    """(answer_agree, decided_share) over runs' answers: modes every run answered identically ÷
+    modes any run answered; decided pairs ÷ pairs, over every run and mode (NaN: no pairs)."""
+    runs = {a.run for a in answers}
+    by_mode: dict[str, set[tuple[int, tuple[str, ...]]]] = {}
+    seen: dict[str, int] = {}
+    for a in answers:
+        by_mode.setdefault(a.mode, set()).add((a.workers, a.names))
+        seen[a.mode] = seen.get(a.mode, 0) + 1
+    agree = [len(v) == 1 and seen[m] == len(runs) for m, v in by_mode.items()]
+    pairs = sum(a.pairs for a in answers)
+    return (
+        float(np.mean(agree)) if agree else float("nan"),
+        sum(a.decided for a in answers) / pairs if pairs else float("nan"),
+    )
 
 
 def check_first_trials(n: int | None) -> None:
@@ -94,7 +155,7 @@ def versus(per: pd.Series, baseline: str) -> pd.DataFrame:
             f"run {name} has no {baseline!r} backend to compare with; pass --baseline with one it ran, or {OTHERS}."
         )
     cases, per_trial = _versus_others(per) if baseline == OTHERS else _versus_backend(per, baseline)
-    intervals = stats.next_run_intervals(per_trial, [k[0] for k in cases])
+    intervals = [p.next_run for p in stats.paired_ratios(per_trial, [k[:2] for k in cases])]
     rows = [
         {
             "run": name,
@@ -151,8 +212,9 @@ def _fastest(t: pd.DataFrame) -> pd.Series:
     return best.set_index(["run", "obj-type", "num-workers"])["backend"]
 
 
-def score(table: pd.DataFrame) -> tuple[pd.DataFrame, Summary]:
-    """Per case across runs: the ratios, how far they move, how often intervals cover the others."""
+def score(table: pd.DataFrame, answers: list[RunAnswer] | None = None) -> tuple[pd.DataFrame, Summary]:
+    """Per case across runs: the ratios, how far they move, how often intervals cover the others;
+    with the runs' `answers`, whether the answer repeated (`agreement`)."""
     runs = list(dict.fromkeys(table["run"]))
     per_case = []
     for key, g in table.groupby(KEYS, sort=True):
@@ -177,6 +239,7 @@ def score(table: pd.DataFrame) -> tuple[pd.DataFrame, Summary]:
         raise UserError("the runs share no case; repeat the same matrix (same backends, modes, workers, page buffers).")
     fastest = _fastest(table).unstack("run") if len(runs) > 1 else None
     agree = float((fastest.nunique(axis=1) == 1).mean()) if fastest is not None else 1.0
+    answer_agree, decided_share = agreement(answers) if answers else (float("nan"), float("nan"))
     summary = Summary(
         runs=len(runs),
         cases=len(cases),
@@ -185,6 +248,8 @@ def score(table: pd.DataFrame) -> tuple[pd.DataFrame, Summary]:
         coverage=float(cases["covered"].sum() / cases["pairs"].sum()),
         tight_share=float(cases["tight"].sum() / (len(cases) * len(runs))),
         fastest_agree=agree,
+        answer_agree=answer_agree,
+        decided_share=decided_share,
     )
     return cases, summary
 
@@ -212,6 +277,12 @@ def report(cases: pd.DataFrame, s: Summary, baseline: str, unit: str = "case") -
         "intervals are within ±5 %; the fastest backend per mode and worker count is the same in every run "
         f"for {s.fastest_agree:.0%} of them.",
     ]
+    if s.answer_agree == s.answer_agree:  # not NaN: the runs' answers were compared
+        lines.append(
+            f"The answer (leader and its equivalents per mode) is the same in every run for {s.answer_agree:.0%} "
+            f"of modes; {s.decided_share:.0%} of the pairs in the answers' groups were decided (slower or "
+            "equivalent)."
+        )
     return "\n".join(lines)
 
 
