@@ -18,7 +18,7 @@ BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-c
 BROWSER_DEPS := chromium
 TOOL_DEPS    := strace openssl util-linux
 
-bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(HTTP),--no-tls) \
+bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(HTTP),--no-tls) $(if $(ANONYMOUS),--anonymous) \
              $(if $(FAULTS),--faults $(FAULTS) --keep-going) $(if $(TRIALS),--trials $(TRIALS))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-readers bench-repeat \

@@ -95,6 +95,12 @@ class Backend:
         return cls.env or "main"
 
     @classmethod
+    def signs_with(cls, options: dict[str, Any]) -> str:
+        """How a case's credentials reach the library: "given" (handed to it by this backend)
+        or "chain" (the library's own credential chain looks them up)."""
+        return "given"
+
+    @classmethod
     def process_env(cls, s3: Any) -> dict[str, str]:
         """Extra environment variables the worker processes need (never put on argv)."""
         return {}
@@ -185,6 +191,7 @@ def s3_from_environ() -> Any:
         secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
         session_token=env.get("AWS_SESSION_TOKEN") or None,
         ca_bundle=env.get("AWS_CA_BUNDLE") or None,
+        anonymous=env.get("SHOTBENCH_ANONYMOUS") == "1",  # set with the case's credentials
     )
 
 

@@ -238,6 +238,7 @@ class _Settings:
     scheduler: str | None
     shots_dir: Path | None
     local_copies: Path | None
+    anonymous: bool = False  # every backend reads unsigned (public buckets)
 
 
 def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
@@ -272,7 +273,13 @@ def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
             cfg.verify = True
         shots_dir = Path(args.shots_dir) if args.shots_dir else None
         local_copies = Path(args.local_copies) if args.local_copies else None
-    return _Settings(cfg, meta, data_arg, network, tls, scheduler, shots_dir, local_copies)
+    anonymous = bool(meta["config"].get("anonymous")) if resume_dir is not None else bool(args.anonymous)
+    if anonymous and not data_arg:
+        raise UserError(
+            "--anonymous reads a public bucket unsigned, and the embedded server's bucket is not public; "
+            "give --data s3://bucket/prefix."
+        )
+    return _Settings(cfg, meta, data_arg, network, tls, scheduler, shots_dir, local_copies, anonymous)
 
 
 def _selection(cfg: profiles.BenchConfig, wl: Any) -> dict[str, Any]:
@@ -305,7 +312,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
 
     check_envs(cfg.backends)
     folder: RunFolder | None = None
-    with prepare(cfg, data_arg, network, shots_dir, local_copies, tls) as prep:
+    with prepare(cfg, data_arg, network, shots_dir, local_copies, tls, st.anonymous) as prep:
         wl = prep.workload
         reads = {b: registry.get(b).reads_hdf5 for b in prep.backends}
         matrix = cfg.matrix()
@@ -423,6 +430,7 @@ def _new_meta(run_id: str, st: _Settings, prep: Any, cases: list[Any], selection
             "network": st.network,
             "tls": st.tls,
             "scheduler": st.scheduler,
+            "anonymous": st.anonymous,
             "shots_dir": str(st.shots_dir) if st.shots_dir else None,
             "local_copies": str(st.local_copies) if st.local_copies else None,
             "backends": prep.backends,
@@ -619,6 +627,12 @@ def register(subparsers: Any) -> None:
         "(the default; TLS handshakes are measured, as on S3); --no-tls (or --http): plain http",
     )
     p.add_argument("--http", dest="tls", action="store_false", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--anonymous",
+        action="store_true",
+        help="every backend reads unsigned, whatever credentials are around (open data in a public bucket; "
+        "needs --data)",
+    )
     p.add_argument(
         "--anatomy",
         action="store_true",

@@ -46,6 +46,23 @@ from shotbench.records.schema import (
 )
 from shotbench.records.status import FAILED, OK, STALL, TIMEOUT, beyond, case_status, row_status, stalled
 from shotbench.runs import RunFolder
+from shotbench.store.credentials import (
+    CaseCredentials,
+    CredentialSource,
+    refused,
+    refused_sentence,
+    spec_credentials,
+)
+
+
+def credential_label(cls: type[Backend], options: dict[str, Any], creds: CaseCredentials | None) -> str:
+    """cases.csv's `credential-source`: how the backend took the case's set, and where it came
+    from (`given:iam-role`; `chain:iam-role` when libhdf5 2.x's own chain found it; `anonymous`)."""
+    if creds is None:
+        return ""
+    if creds.source == "anonymous":
+        return "anonymous"
+    return f"{cls.signs_with(cls.effective_options(options))}:{creds.source}"
 
 
 class ServerDown(UserError):
@@ -90,6 +107,7 @@ class Runner:
     # waits for the access log to go quiet, not only for the last response
     late_lines: bool = False
     _log_end: int | None = None  # access-log offset where the last counted window ended
+    _credentials: CredentialSource | None = None  # asked for a current set at every case's start
 
     def __post_init__(self) -> None:
         self.drivers.watch = self.watchdog()
@@ -138,6 +156,9 @@ class Runner:
     def spec(self, case: Case, backend: str | None = None) -> Spec:
         """The case's backend with its settings; with `backend` (the raw-get ceiling), that one with none."""
         name = backend or case.backend
+        if self._credentials is None:
+            self._credentials = CredentialSource(self.workload.s3)
+        creds = self._credentials.current()
         return Spec(
             name,
             self.workload.source,
@@ -146,6 +167,7 @@ class Runner:
             options={**self._index_option(name), **self.options.get(name, {})},
             block_cache=case.block_cache if backend is None else None,
             verify=self.checksums is not None and backend is None,
+            credentials=None if creds is None else creds.to_json(),
         )
 
     def _index_option(self, name: str) -> dict[str, str]:
@@ -273,13 +295,16 @@ class Runner:
             block_cache="" if case.block_cache is None else case.block_cache,
         )
         many = planmod.is_many_shot(files) and cls.reads_hdf5
+        spec = self.spec(case)
+        creds = spec_credentials(spec.credentials)
+        base = replace(base, credential_source=credential_label(cls, spec.options, creds))
         tasks: list[Any] = []
         v: dict[str, str] = {}
         try:
             drv = self.drivers.for_backend(cls)
             v = drv.versions
             tasks = planmod.case_tasks(case, files, self.seed, cls.reads_hdf5)
-            out, gather, stats = self._timed(drv, cls, case, self.spec(case), tasks, files[0] if many else None)
+            out, gather, stats = self._timed(drv, cls, case, spec, tasks, files[0] if many else None)
         except DriverTimeout as exc:
             hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
             rows = timeout_rows(tasks, case, str(exc), files, self.run_id, hdf5, h5v)
@@ -313,6 +338,8 @@ class Runner:
         )
         rows, stalls = mark_stalls(rows)
         errors = [r.error for r in rows if r.error]
+        if any(refused(str(e)) for e in errors):
+            self.say(refused_sentence(str(case.case_id), creds))
         ceiling_error = ""
         rg: float | None = total if not cls.reads_hdf5 else None
         if rg is None and not errors:

@@ -166,6 +166,9 @@ class CaseRow(Table):
     # more ("": fixed trials)
     ci_half_width: Cell = column("ci-half-width")
     stop: Cell = column("stop")
+    # how the backend signed and where the case's credentials came from (`given:iam-role`,
+    # `chain:env`, `anonymous`; empty for local data): shotbench.store.credentials
+    credential_source: Cell = column("credential-source")
 
 
 UPSTREAM_COLUMNS: tuple[str, ...] = tuple(WorkerRow.columns()[:12])
