@@ -51,7 +51,6 @@ from shotbench.store.credentials import (
     CredentialSource,
     refused,
     refused_sentence,
-    spec_credentials,
 )
 
 
@@ -108,6 +107,7 @@ class Runner:
     late_lines: bool = False
     _log_end: int | None = None  # access-log offset where the last counted window ended
     _credentials: CredentialSource | None = None  # asked for a current set at every case's start
+    _case_creds: CaseCredentials | None = None  # the set the current case was given
 
     def __post_init__(self) -> None:
         self.drivers.watch = self.watchdog()
@@ -159,6 +159,8 @@ class Runner:
         if self._credentials is None:
             self._credentials = CredentialSource(self.workload.s3)
         creds = self._credentials.current()
+        if backend is None:
+            self._case_creds = creds
         return Spec(
             name,
             self.workload.source,
@@ -169,6 +171,11 @@ class Runner:
             verify=self.checksums is not None and backend is None,
             credentials=None if creds is None else creds.to_json(),
         )
+
+    def _labelled(self, row: CaseRow, cls: type[Backend]) -> CaseRow:
+        """`row` with the case's credential-source (see `credential_label`)."""
+        opts = self.options.get(cls.name, {})
+        return replace(row, credential_source=credential_label(cls, opts, self._case_creds))
 
     def _index_option(self, name: str) -> dict[str, str]:
         """Readers with a per-file index keep it beside the run, shared by all its cases."""
@@ -197,12 +204,15 @@ class Runner:
         drv: DriverProc,
         cls: type[Backend],
         case: Case,
-        spec: Spec,
         tasks: list[Any],
         gather: ShotFile | None = None,
     ) -> tuple[RunReply, float | None, Any]:
-        """The case's run reply, its gather-time (None when not measured) and its access-log counts."""
+        """The case's run reply, its gather-time (None when not measured) and its access-log counts.
+
+        The spec, with the case's credentials, is made right before the case is prepared: a driver
+        that had to start first does not eat into the set's life."""
         self.drivers.reserve(cls.env_key(), case.workers)
+        spec = self.spec(case)
         prep = drv.request(Prepare(case.workers, spec), timeout=PREPARE_TIMEOUT)
         seconds = None
         if gather is not None:  # upstream's gather-time: listed before the clock, timed on its own
@@ -295,28 +305,30 @@ class Runner:
             block_cache="" if case.block_cache is None else case.block_cache,
         )
         many = planmod.is_many_shot(files) and cls.reads_hdf5
-        spec = self.spec(case)
-        creds = spec_credentials(spec.credentials)
-        base = replace(base, credential_source=credential_label(cls, spec.options, creds))
+        self._case_creds = None
         tasks: list[Any] = []
         v: dict[str, str] = {}
         try:
             drv = self.drivers.for_backend(cls)
             v = drv.versions
             tasks = planmod.case_tasks(case, files, self.seed, cls.reads_hdf5)
-            out, gather, stats = self._timed(drv, cls, case, spec, tasks, files[0] if many else None)
+            out, gather, stats = self._timed(drv, cls, case, tasks, files[0] if many else None)
         except DriverTimeout as exc:
+            base = self._labelled(base, cls)
             hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
             rows = timeout_rows(tasks, case, str(exc), files, self.run_id, hdf5, h5v)
             return CaseResult(failed_row(base, len(tasks), len(rows), f"timeout: {exc}", started), rows)
         except ServerGone as exc:
+            base = self._labelled(base, cls)
             self.gone = exc
             reason = str(exc).split(";")[0]
             hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
             rows = timeout_rows(tasks, case, reason, files, self.run_id, hdf5, h5v, status=FAILED)
             return CaseResult(failed_row(base, len(tasks), max(1, len(rows)), reason, started), rows)
         except (DriverError, UserError) as exc:
-            return CaseResult(failed_row(base, 0, 1, str(exc), started), [])
+            return CaseResult(failed_row(self._labelled(base, cls), 0, 1, str(exc), started), [])
+        base = self._labelled(base, cls)
+        creds = self._case_creds
         total = float(out.total)
         raw = out.rows
         if self.checksums is not None:
