@@ -24,6 +24,7 @@ from shotbench.plan import profiles
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
 from shotbench.read.prepare import check_envs, prepare, say
 from shotbench.records.schema import RUN_KIND, measured
+from shotbench.redact import scrub
 from shotbench.runs import RunFolder, kind_of, latest_run
 
 if TYPE_CHECKING:
@@ -446,7 +447,19 @@ def _new_meta(run_id: str, st: _Settings, prep: Any, cases: list[Any], selection
         "data": prep.data,
         "selection": selection,
         "plan": [c.to_dict() for c in cases],
+        "doctor": _doctor(st),
     }
+
+
+def _doctor(st: _Settings) -> dict[str, Any]:
+    """`shotbench doctor`'s facts as the run starts (no secret); a probe that fails leaves a note."""
+    from shotbench.read import doctor
+
+    try:
+        facts = doctor.facts(st.data_arg, st.cfg.profile, st.network, st.anonymous)
+        return {**facts, "problems": doctor.problems(facts)}
+    except Exception as exc:  # noqa: BLE001 - the facts are a record, never a reason to stop a run
+        return {"error": scrub(f"{type(exc).__name__}: {exc}")[:300]}
 
 
 def _record_backend_versions(meta: dict[str, Any], drivers: Any, backends: list[str]) -> None:

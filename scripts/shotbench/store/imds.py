@@ -94,6 +94,7 @@ class Role:
         self.period, self.grace = period, grace
         self.lock = threading.Lock()
         self.sets: list[RoleSet] = [new_set(period, grace)]
+        self.issued: list[RoleSet] = list(self.sets)  # every set ever handed out (in memory only)
         self.revoked: list[str] = []  # access keys, in order
         self.refused: list[tuple[str, str]] = []  # (access key, why) of requests the gate refused
 
@@ -106,6 +107,7 @@ class Role:
         with self.lock:
             self.sets[-1].replaced = now
             self.sets.append(new_set(self.period, self.grace, now))
+            self.issued.append(self.sets[-1])
             live = [s for s in self.sets if s.replaced is None or now < s.replaced + self.grace]
             self.revoked += [s.access_key for s in self.sets if s not in live]
             self.sets = live

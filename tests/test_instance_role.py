@@ -1,0 +1,119 @@
+"""The EC2 user's path, rehearsed here: instance-role credentials that rotate during a run, and a
+public bucket read unsigned.
+
+Real parts throughout: the embedded versitygw, the IMDSv2 emulator and its gate
+(`shotbench.store.imds`, which revokes each replaced set after a grace period and checks every
+signature with the set's own secret), every default backend in its own environment, real Dask.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from shotbench.backends import registry
+from test_runner import TINY, bench_cmd, bench_env, only_run, read_csv
+
+pytestmark = [pytest.mark.slow, pytest.mark.server]
+
+PERIOD = 20.0  # seconds between sets: a run of the default backends outlives several
+GRACE = 30.0  # a replaced set still works this long (a busy machine's prepare must fit in it)
+
+
+def _default_backends() -> list[str]:
+    return registry.default_names()
+
+
+def _config(tmp_path: Path, backends: list[str]) -> Path:
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(TINY.format(backends=json.dumps(backends)) + "verify = true\n")
+    return cfg
+
+
+def _bench(tmp_path: Path, shot_dir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    backends = _default_backends()
+    cmd = bench_cmd(_config(tmp_path, backends), shot_dir, tmp_path / "runs", "--local-copies", str(shot_dir), *args)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
+
+
+def test_a_run_outlives_rotating_instance_role_credentials(
+    tmp_path: Path, shot_dir: Path, s3_server, staged_shots
+) -> None:
+    from shotbench.store import imds
+
+    loc, _, _ = staged_shots
+    emu = imds.serve(s3_server.endpoint_url, (s3_server.access_key, s3_server.secret_key), s3_server.region,
+                     PERIOD, GRACE)  # fmt: skip
+    try:
+        first = emu.role.current()
+        env = {**bench_env(tmp_path / "state"), **emu.env(), "AWS_REGION": s3_server.region}
+        t0 = time.monotonic()
+        proc = _bench(tmp_path, shot_dir, env, "--data", loc.uri())
+        took = time.monotonic() - t0
+        status = emu.role.status()
+        issued = list(emu.role.issued)
+        # a revoked set is refused: the rotation is real, not a formality
+        from dataclasses import replace
+
+        from shotbench.store.s3 import S3Config
+
+        old = S3Config(emu.gate_endpoint, s3_server.region, first.access_key, first.secret_key, first.token)
+        with pytest.raises(Exception, match="ExpiredToken"):
+            replace(old).boto3_client(retries=1).head_object(Bucket=loc.bucket, Key=staged_shots[2][0].key)
+    finally:
+        emu.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert status["rotations"] >= 2 and status["revoked"] >= 2, (status, took)
+    run = only_run(tmp_path / "runs")
+    cases = read_csv(run / "cases.csv")
+    assert {c["backend"] for c in cases} == set(_default_backends())
+    for c in cases:
+        assert c["status"] == "ok", c
+        assert c["credential-source"] == ("" if c["backend"] == "local" else "given:iam-role"), c
+    rows = read_csv(run / "workers.csv")
+    assert rows and all(r["verified"] == "yes" for r in rows), [r for r in rows if r["verified"] != "yes"][:2]
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["config"]["anonymous"] is False
+    for path in [p for p in run.rglob("*") if p.is_file()] + [p for p in (tmp_path / "state").rglob("*.log")]:
+        text = path.read_text(errors="replace")
+        for s in issued:  # no set's secret or token in any output
+            assert s.secret_key not in text and s.token not in text, path
+
+
+def _public_bucket(s3_server, shot_dir: Path) -> str:
+    from shotbench.store.s3 import parse_location
+    from shotbench.store.stage import stage
+
+    cfg = s3_server.s3config()
+    client = cfg.boto3_client()
+    bucket = "sb-public-read"
+    client.create_bucket(Bucket=bucket)
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": "*",
+              "Action": ["s3:GetObject", "s3:ListBucket"],
+              "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]}]}  # fmt: skip
+    client.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+    stage(shot_dir, parse_location(f"s3://{bucket}/shots/"), cfg, jobs=4, progress=False)
+    return bucket
+
+
+def test_anonymous_reads_a_public_bucket_unsigned_with_every_default_backend(
+    tmp_path: Path, shot_dir: Path, s3_server
+) -> None:
+    bucket = _public_bucket(s3_server, shot_dir)
+    # keys no server knows: a backend that signed anyway would be refused (InvalidAccessKeyId)
+    env = {**bench_env(tmp_path / "state"), "AWS_ENDPOINT_URL_S3": s3_server.endpoint_url,
+           "AWS_REGION": s3_server.region, "AWS_ACCESS_KEY_ID": "SBNOTAKEY0000000000", "AWS_SECRET_ACCESS_KEY": "x" * 40}  # fmt: skip
+    proc = _bench(tmp_path, shot_dir, env, "--data", f"s3://{bucket}/shots/", "--anonymous")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = only_run(tmp_path / "runs")
+    cases = read_csv(run / "cases.csv")
+    assert {c["backend"] for c in cases} == set(_default_backends())
+    for c in cases:
+        assert c["status"] == "ok", c
+        assert c["credential-source"] == ("" if c["backend"] == "local" else "anonymous"), c
+    assert all(r["verified"] == "yes" for r in read_csv(run / "workers.csv"))
+    assert json.loads((run / "run.json").read_text())["config"]["anonymous"] is True
