@@ -63,16 +63,17 @@ def test_a_run_outlives_rotating_instance_role_credentials(
 
         old = S3Config(emu.gate_endpoint, s3_server.region, first.access_key, first.secret_key, first.token)
         with pytest.raises(Exception, match="ExpiredToken"):
-            replace(old).boto3_client(retries=1).head_object(Bucket=loc.bucket, Key=staged_shots[2][0].key)
+            replace(old).boto3_client(retries=1).get_object(Bucket=loc.bucket, Key=staged_shots[2][0].key)
     finally:
         emu.close()
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "S3 refused the credentials" not in proc.stdout + proc.stderr, (status, proc.stdout[-3000:])
     assert status["rotations"] >= 2 and status["revoked"] >= 2, (status, took)
     run = only_run(tmp_path / "runs")
     cases = read_csv(run / "cases.csv")
     assert {c["backend"] for c in cases} == set(_default_backends())
     for c in cases:
-        assert c["status"] == "ok", c
+        assert c["status"] == "ok", (c, status)
         assert c["credential-source"] == ("" if c["backend"] == "local" else "given:iam-role"), c
     rows = read_csv(run / "workers.csv")
     assert rows and all(r["verified"] == "yes" for r in rows), [r for r in rows if r["verified"] != "yes"][:2]

@@ -96,8 +96,8 @@ class Backend:
 
     @classmethod
     def signs_with(cls, options: dict[str, Any]) -> str:
-        """How a case's credentials reach the library: "given" (handed to it by this backend)
-        or "chain" (the library's own credential chain looks them up)."""
+        """How a case's credentials reach the library: "given" (handed to it by this backend),
+        "chain" (the library's own credential chain looks them up), "" (it never signs)."""
         return "given"
 
     @classmethod

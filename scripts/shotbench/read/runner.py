@@ -57,11 +57,12 @@ from shotbench.store.credentials import (
 def credential_label(cls: type[Backend], options: dict[str, Any], creds: CaseCredentials | None) -> str:
     """cases.csv's `credential-source`: how the backend took the case's set, and where it came
     from (`given:iam-role`; `chain:iam-role` when libhdf5 2.x's own chain found it; `anonymous`)."""
-    if creds is None or not cls.needs_s3:
+    use = cls.signs_with(cls.effective_options(options))
+    if creds is None or not use:
         return ""
     if creds.source == "anonymous":
         return "anonymous"
-    return f"{cls.signs_with(cls.effective_options(options))}:{creds.source}"
+    return f"{use}:{creds.source}"
 
 
 class ServerDown(UserError):

@@ -262,7 +262,7 @@ def _gate_handler(role: Role, upstream: tuple[str, int], root: tuple[str, str], 
 
         def _refuse(self, key: str, code: str, message: str) -> None:
             with role.lock:
-                role.refused.append((key, code))
+                role.refused.append((key, f"{code} {self.command} {self.path[:80]} at {_iso(time.time())}"))
             body = _error(code, message)
             self.send_response(403)
             self.send_header("Content-Type", "application/xml")
