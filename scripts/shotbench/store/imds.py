@@ -97,6 +97,7 @@ class Role:
         self.issued: list[RoleSet] = list(self.sets)  # every set ever handed out (in memory only)
         self.revoked: list[str] = []  # access keys, in order
         self.refused: list[tuple[str, str]] = []  # (access key, why) of requests the gate refused
+        self.used: set[str] = set()  # access keys of the sets the gate let through
 
     def current(self) -> RoleSet:
         with self.lock:
@@ -135,6 +136,7 @@ class Role:
                 "revoked": len(self.revoked),
                 "live": [s.access_key[:4] + "…" for s in self.sets],
                 "refused": [[k[:4] + "…", why] for k, why in self.refused],
+                "sets_used": len(self.used),
             }
 
 
@@ -293,6 +295,8 @@ def _gate_handler(role: Role, upstream: tuple[str, int], root: tuple[str, str], 
                 if not signature_ok(self.command, self.path, headers, live.secret_key):
                     self._refuse(key, "SignatureDoesNotMatch", "The request signature we calculated does not match.")
                     return
+                with role.lock:
+                    role.used.add(key)
                 parts = urlsplit(self.path)
                 query = "&".join(
                     f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}"
@@ -308,20 +312,29 @@ def _gate_handler(role: Role, upstream: tuple[str, int], root: tuple[str, str], 
                 )
                 S3SigV4Auth(root_creds, "s3", region).add_auth(req)
                 out = {k: v for k, v in req.headers.items()}
-            conn = http.client.HTTPConnection(*upstream, timeout=60)
+            conn = self._upstream()
             try:
                 conn.request(self.command, path, body=body or None, headers=out)
                 resp = conn.getresponse()
-                self.send_response(resp.status)
-                for k, v in resp.getheaders():
-                    if k.lower() not in ("connection", "keep-alive", "transfer-encoding"):
-                        self.send_header(k, v)
-                self.end_headers()
-                if self.command != "HEAD":
-                    while chunk := resp.read(CHUNK):
-                        self.wfile.write(chunk)
-            finally:
+            except (OSError, http.client.HTTPException):  # a kept-alive connection the server closed
                 conn.close()
+                conn.request(self.command, path, body=body or None, headers=out)
+                resp = conn.getresponse()
+            self.send_response(resp.status)
+            for k, v in resp.getheaders():
+                if k.lower() not in ("connection", "keep-alive", "transfer-encoding"):
+                    self.send_header(k, v)
+            self.end_headers()
+            while chunk := resp.read(CHUNK):
+                if self.command != "HEAD":
+                    self.wfile.write(chunk)
+
+        def _upstream(self) -> http.client.HTTPConnection:
+            """One kept-alive connection to the server per client connection (a thread each)."""
+            conn = getattr(self, "_conn", None)
+            if conn is None:
+                conn = self._conn = http.client.HTTPConnection(*upstream, timeout=60)
+            return conn
 
         do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _handle
 
@@ -390,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m shotbench.store.imds", description=__doc__.split("\n")[0])
     p.add_argument("--period", type=float, default=60.0, help="seconds between new sets (default 60)")
-    p.add_argument("--grace", type=float, default=15.0, help="seconds a replaced set still works (default 15)")
+    p.add_argument("--grace", type=float, default=120.0, help="seconds a replaced set still works (default 120)")
     p.add_argument("--state", type=Path, default=None, help="the embedded server's state directory")
     args = p.parse_args(argv)
     info = server.status(args.state)
