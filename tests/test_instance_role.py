@@ -121,3 +121,38 @@ def test_anonymous_reads_a_public_bucket_unsigned_with_every_default_backend(
         assert c["credential-source"] == ("" if c["backend"] == "local" else "anonymous"), c
     assert all(r["verified"] == "yes" for r in read_csv(run / "workers.csv"))
     assert json.loads((run / "run.json").read_text())["config"]["anonymous"] is True
+
+
+def test_libhdf5_2x_own_chain_finds_the_instance_role_at_the_endpoint_variable(s3_server, staged_shots) -> None:
+    """aws-c-auth's IMDS client honours AWS_EC2_METADATA_SERVICE_ENDPOINT: with it, 2.x's chain
+    (no keys in the FAPL, none in the environment) signs with the role's set; with the metadata
+    service disabled, it finds none (never probing the link-local address from here)."""
+    import os
+
+    from shotbench.builds.envs import env_dir
+    from shotbench.store import imds
+    from shotbench.store.s3 import without_s3_settings
+
+    python = env_dir("hdf5-2.0") / "bin" / "python"
+    if not python.exists():
+        pytest.skip("the hdf5-2.0 environment is not built (`make envs`)")
+    loc, _, objs = staged_shots
+    code = (
+        "import h5py; from h5py import h5p, h5f; fapl = h5p.create(h5p.FILE_ACCESS); "
+        f"fapl.set_fapl_ros3(b'{s3_server.region}', b'', b''); "
+        f"h5py.File(h5f.open(b's3://{loc.bucket}/{objs[0].key}', h5f.ACC_RDONLY, fapl=fapl)); print('opened')"
+    )
+    emu = imds.serve(s3_server.endpoint_url, (s3_server.access_key, s3_server.secret_key), s3_server.region, 600, 60)
+    try:
+        base = {**without_s3_settings(), "AWS_REGION": s3_server.region, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                "AWS_CONFIG_FILE": os.devnull}  # fmt: skip
+        found = subprocess.run([str(python), "-c", code], env={**base, **emu.env()}, capture_output=True, text=True,
+                               timeout=120)  # fmt: skip
+        blind = subprocess.run([str(python), "-c", code], env={**base, **emu.env(), "AWS_EC2_METADATA_DISABLED": "true"},
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+        used = emu.role.status()["sets_used"]
+    finally:
+        emu.close()
+    assert found.returncode == 0 and "opened" in found.stdout, found.stderr[-1500:]
+    assert blind.returncode != 0 and "unauthorized" in blind.stderr, blind.stderr[-1500:]
+    assert used == 1
