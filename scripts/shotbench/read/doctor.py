@@ -102,8 +102,8 @@ def _builds(backends: list[str]) -> dict[str, str]:
     return out
 
 
-def _estimate(cases: int, runs: Path) -> tuple[float, str]:
-    """Seconds for `cases`, from the latest finished run's pace, else a rough guess."""
+def _estimate(cases: int, runs: Path, profile: str) -> tuple[float, str]:
+    """Seconds for `cases`, at the pace of the latest finished run of the same profile, else a guess."""
     from shotbench.runs import run_folders
 
     for folder in reversed(run_folders(runs, "read")):
@@ -112,6 +112,8 @@ def _estimate(cases: int, runs: Path) -> tuple[float, str]:
             t0 = dt.datetime.fromisoformat(meta["started"])
             t1 = dt.datetime.fromisoformat(meta["finished"])
             n = int(meta["config"]["cases"])
+            if meta["config"].get("profile") != profile or meta.get("status") != "complete":
+                continue
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if n > 0 and t1 > t0:
@@ -126,7 +128,7 @@ def facts(data: str | None, profile: str = "quick", network: str | None = None, 
 
     cfg = profiles.load(profile)
     cases = len(planmod_cases(cfg))
-    seconds, basis = _estimate(cases, runs or data_dir() / "runs")
+    seconds, basis = _estimate(cases, runs or data_dir() / "runs", profile)
     instance = _instance()
     endpoint, endpoint_from = _endpoint() if data else ("embedded server (started by the run)", "no DATA given")
     region, region_from = _region(instance["region"]) if data else ("us-east-1", "embedded server")
