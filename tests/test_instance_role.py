@@ -156,3 +156,41 @@ def test_libhdf5_2x_own_chain_finds_the_instance_role_at_the_endpoint_variable(s
     assert found.returncode == 0 and "opened" in found.stdout, found.stderr[-1500:]
     assert blind.returncode != 0 and "unauthorized" in blind.stderr, blind.stderr[-1500:]
     assert used == 1
+
+
+def test_a_case_whose_set_is_revoked_mid_case_says_so_and_the_run_goes_on(
+    tmp_path: Path, shot_dir: Path, s3_server, staged_shots
+) -> None:
+    """Sets that live one second: cases outlive theirs, each such case says so in one sentence,
+    and every later case still runs (with a fresh set)."""
+    from shotbench.store import imds
+
+    loc, _, _ = staged_shots
+    emu = imds.serve(s3_server.endpoint_url, (s3_server.access_key, s3_server.secret_key), s3_server.region,
+                     600.0, 600.0)  # fmt: skip
+    try:
+        cfg = tmp_path / "tiny.toml"
+        cfg.write_text(TINY.format(backends=json.dumps(["obstore"])).replace("workers = [1, 2]", "workers = [1]"))
+        env = {**bench_env(tmp_path / "state"), **emu.env(), "AWS_REGION": s3_server.region}
+        cmd = bench_cmd(cfg, shot_dir, tmp_path / "runs", "--data", loc.uri(), "--modes", "signals", "--trials", "2",
+                        "--keep-going")  # fmt: skip
+        with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+            deadline = time.monotonic() + 300
+            while not list((tmp_path / "runs").glob("*/run.json")) and run.poll() is None:
+                assert time.monotonic() < deadline, "the run did not start its cases within 300 s"
+                time.sleep(0.2)
+            # the cases have begun (the checks before them signed with a long-lived set): from now
+            # on a set lives one second and is revoked the moment it is replaced
+            emu.role.period, emu.role.grace = 1.0, 0.0
+            out, err = run.communicate(timeout=600)
+        proc = subprocess.CompletedProcess(cmd, run.returncode, out, err)
+        status = emu.role.status()
+    finally:
+        emu.close()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cases = read_csv(only_run(tmp_path / "runs") / "cases.csv")
+    assert len(cases) == 2, cases  # the run went on past the refused case
+    refused = [c for c in cases if "ExpiredToken" in c["first-error"] or "403" in c["first-error"]]
+    assert refused and status["refused"], status
+    lines = [ln for ln in proc.stdout.splitlines() if "S3 refused the credentials" in ln]
+    assert len(lines) == len(refused) and all(ln.count(";") == 1 for ln in lines), proc.stdout[-2000:]
