@@ -103,3 +103,17 @@ def test_doctor_names_missing_builds_and_expiring_static_credentials() -> None:
     assert any("make envs" in s for s in found) and any("expire" in s for s in found)
     screen = doctor.render(facts, found)
     assert "credentials env, key AKIA…" in screen and screen.count("problem:") == 2
+
+
+def test_anonymous_refuses_a_backend_that_cannot_read_unsigned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every registered backend reads unsigned today; one that declared otherwise is refused in one
+    sentence before the run starts."""
+    from shotbench.backends import registry
+    from shotbench.errors import UserError
+    from shotbench.read.prepare import refuse_signed_only
+
+    refuse_signed_only(registry.names())  # all of them can
+    monkeypatch.setattr(registry.get("remfile"), "reads_unsigned", False)
+    with pytest.raises(UserError) as err:
+        refuse_signed_only(["obstore", "remfile"])
+    assert str(err.value).startswith("remfile cannot read unsigned") and str(err.value).count(";") == 1

@@ -60,6 +60,7 @@ class Backend:
     reads_hdf5: ClassVar[bool] = True
     has_block_cache: ClassVar[bool] = False  # the case matrix varies the 2.2 ROS3 block cache
     needs_s3: ClassVar[bool] = True  # False: reads local copies, works for any data location
+    reads_unsigned: ClassVar[bool] = True  # False: `--anonymous` refuses it (it can only sign)
     description: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     choices: ClassVar[dict[str, tuple[str, ...]]] = {}  # string options that take one of a few values

@@ -39,7 +39,7 @@ class Prepared:
 
 def refuse_signed_only(backends: list[str]) -> None:
     """One sentence for a backend that cannot read unsigned, before anything starts."""
-    cannot = [b for b in backends if not getattr(registry.get(b), "reads_unsigned", True)]
+    cannot = [b for b in backends if not registry.get(b).reads_unsigned]
     if cannot:
         raise UserError(
             f"{', '.join(cannot)} cannot read unsigned, so --anonymous cannot run {'it' if len(cannot) == 1 else 'them'}; "
