@@ -351,7 +351,7 @@ class Runner:
         )
         rows, stalls = mark_stalls(rows)
         errors = [r.error for r in rows if r.error]
-        if any(refused(str(e)) for e in errors):
+        if creds is not None and creds.expires and any(refused(str(e)) for e in errors):  # a set that expires
             self.say(refused_sentence(str(case.case_id), creds))
         ceiling_error = ""
         rg: float | None = total if not cls.reads_hdf5 else None
