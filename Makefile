@@ -18,10 +18,10 @@ BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-c
 BROWSER_DEPS := chromium
 TOOL_DEPS    := strace openssl util-linux
 
-bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(HTTP),--no-tls) \
+bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(HTTP),--no-tls) $(if $(ANONYMOUS),--anonymous) \
              $(if $(FAULTS),--faults $(FAULTS) --keep-going) $(if $(TRIALS),--trials $(TRIALS))
 
-.PHONY: help venv tools envs synth server-start server-stop server-status bench-ros3 bench-direction bench-readers bench-repeat \
+.PHONY: help venv tools envs synth server-start server-stop server-status doctor bench-ros3 bench-direction bench-readers bench-repeat \
         bench-harness anatomy bench-transfer report reports report-reference compare columns lab lint test test-fast fuzz bench-chaos rehearse clean
 
 help: ## Show this map of the repository's commands
@@ -50,6 +50,9 @@ server-stop: venv ## Stop the embedded S3 server
 
 server-status: venv ## Is the embedded S3 server running, and where
 	@$(SB) server status
+
+doctor: venv ## One screen before a run: endpoint, region, credentials and expiry, instance, builds, what bench-ros3 would run and how long (DATA=, PROFILE=, ANONYMOUS=1)
+	@$(SB) doctor --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(NETWORK),--network $(NETWORK)) $(if $(ANONYMOUS),--anonymous)
 
 bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=, TRIALS=), then the report
 	@$(SB) bench $(bench_args)

@@ -32,6 +32,8 @@ COMMANDS: dict[str, str] = {
     "direction": "shotbench.commands.direction",
     "chaos": "shotbench.commands.chaos",
     "columns": "shotbench.commands.columns",
+    "doctor": "shotbench.commands.doctor",
+    "imds": "shotbench.commands.instance_role",
 }
 
 

@@ -41,21 +41,37 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def ec2_instance_type(timeout: float = 0.3) -> str:
-    """The EC2 instance type from IMDS (v2 token first), or '' when not on EC2."""
-    base = "http://169.254.169.254/latest"
+def imds_base() -> str | None:
+    """Where the EC2 metadata service answers: `AWS_EC2_METADATA_SERVICE_ENDPOINT` (what botocore
+    and aws-c-auth honour too), else the link-local address; None when it is disabled."""
+    if os.environ.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true":
+        return None
+    return (os.environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT") or "http://169.254.169.254").rstrip("/")
+
+
+def imds_get(path: str, timeout: float = 0.3) -> str:
+    """One metadata path (IMDSv2 token first, as `HttpTokens=required` demands), or '' off EC2."""
+    base = imds_base()
+    if base is None:
+        return ""
     headers = {}
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via an HTTP proxy
     with contextlib.suppress(Exception):
         req = urllib.request.Request(
-            f"{base}/api/token", method="PUT", headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"}
+            f"{base}/latest/api/token", method="PUT", headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"}
         )
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with opener.open(req, timeout=timeout) as r:
             headers["X-aws-ec2-metadata-token"] = r.read().decode()
     with contextlib.suppress(Exception):
-        req = urllib.request.Request(f"{base}/meta-data/instance-type", headers=headers)
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        req = urllib.request.Request(f"{base}/latest/{path}", headers=headers)
+        with opener.open(req, timeout=timeout) as r:
             return r.read().decode().strip()
     return ""
+
+
+def ec2_instance_type(timeout: float = 0.3) -> str:
+    """The EC2 instance type from IMDS, or '' when not on EC2."""
+    return imds_get("meta-data/instance-type", timeout)
 
 
 def git_commit() -> str:

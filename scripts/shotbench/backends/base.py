@@ -60,6 +60,7 @@ class Backend:
     reads_hdf5: ClassVar[bool] = True
     has_block_cache: ClassVar[bool] = False  # the case matrix varies the 2.2 ROS3 block cache
     needs_s3: ClassVar[bool] = True  # False: reads local copies, works for any data location
+    reads_unsigned: ClassVar[bool] = True  # False: `--anonymous` refuses it (it can only sign)
     description: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     choices: ClassVar[dict[str, tuple[str, ...]]] = {}  # string options that take one of a few values
@@ -93,6 +94,12 @@ class Backend:
     @classmethod
     def env_key(cls) -> str:
         return cls.env or "main"
+
+    @classmethod
+    def signs_with(cls, options: dict[str, Any]) -> str:
+        """How a case's credentials reach the library: "given" (handed to it by this backend),
+        "chain" (the library's own credential chain looks them up), "" (it never signs)."""
+        return "given"
 
     @classmethod
     def process_env(cls, s3: Any) -> dict[str, str]:
@@ -185,6 +192,7 @@ def s3_from_environ() -> Any:
         secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
         session_token=env.get("AWS_SESSION_TOKEN") or None,
         ca_bundle=env.get("AWS_CA_BUNDLE") or None,
+        anonymous=env.get("SHOTBENCH_ANONYMOUS") == "1",  # set with the case's credentials
     )
 
 

@@ -12,6 +12,10 @@ class LocalBackend(Backend):
     needs_s3 = False
     description = "h5py on local copies of the same files (no network)"
 
+    @classmethod
+    def signs_with(cls, options: dict[str, Any]) -> str:
+        return ""  # local copies: no request, no credentials
+
     def make_meter(self, s3: Any) -> None:
         """Local copies cost no requests: the client columns stay empty, not zero."""
         return None

@@ -49,7 +49,7 @@ from shotbench.bench.worker import (
     warm,
 )
 from shotbench.plan.matrix import Task
-from shotbench.redact import scrub
+from shotbench.redact import hide, scrub
 from shotbench.units import MiB
 
 SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its workers: six times this
@@ -169,8 +169,13 @@ class Driver:
         return client, names[:workers]
 
     def prepare(self, req: Prepare) -> PrepareReply:
+        from shotbench.store.credentials import spec_credentials
+
         client, names = self._client(int(req.workers))
         spec = req.spec
+        creds = spec_credentials(spec.credentials)
+        if creds is not None:  # so that this process's error replies hide them too
+            hide(creds.secrets())
         futs = [client.submit(warm, spec, workers=[w], allow_other_workers=False, pure=False) for w in names]
         info = client.gather(futs)
         self.current = (client, names, spec)

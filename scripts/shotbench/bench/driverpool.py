@@ -30,6 +30,7 @@ from shotbench.bench.protocol import (
 )
 from shotbench.bench.watchdog import ServerGone, Watchdog
 from shotbench.processes import die_with_parent
+from shotbench.redact import CREDENTIAL_VARS
 
 
 class DriverError(RuntimeError):
@@ -195,6 +196,8 @@ class Drivers:
                     other = registry.get(name)
                     if other.env_key() == key:
                         extra.update(other.process_env(self.s3))
+            for name in CREDENTIAL_VARS:  # each case's own set travels with it (Spec.credentials)
+                extra.pop(name, None)
             drv = DriverProc(
                 key,
                 cls.python(),

@@ -37,6 +37,16 @@ class Prepared:
     fault_stats: Path | None = None  # HTTP fault profiles: the fault proxy's counts (store/faultproxy.py)
 
 
+def refuse_signed_only(backends: list[str]) -> None:
+    """One sentence for a backend that cannot read unsigned, before anything starts."""
+    cannot = [b for b in backends if not registry.get(b).reads_unsigned]
+    if cannot:
+        raise UserError(
+            f"{', '.join(cannot)} cannot read unsigned, so --anonymous cannot run {'it' if len(cannot) == 1 else 'them'}; "
+            "leave it out with --backends or run without --anonymous."
+        )
+
+
 @contextlib.contextmanager
 def prepare(
     cfg: profiles.BenchConfig,
@@ -45,6 +55,7 @@ def prepare(
     shots_dir: Path | None,
     local_copies: Path | None,
     tls: bool = False,
+    anonymous: bool = False,
 ) -> Iterator[Prepared]:
     """Server (if embedded), files, staging, pre-flight, inventory; yields the workload."""
     from shotbench.bench.inventory import Workload, inventory, mirror_locally
@@ -103,7 +114,9 @@ def prepare(
                     "--tls serves the embedded server over https; drop --tls or --data (set AWS_CA_BUNDLE for your own endpoint's CA)."
                 )
             loc = parse_location(data)
-            s3 = S3Config.from_env() if loc.kind == "s3" else None
+            s3 = S3Config.from_env(anonymous) if loc.kind == "s3" else None
+            if anonymous:
+                refuse_signed_only(backends)
             local_dir = str(local_copies) if local_copies else ""
         objs = preflight(loc, s3)
         if data is None and made is not None:  # files of other sizes or counts may linger in the bucket

@@ -19,7 +19,7 @@ from shotbench.backends.base import Source
 from shotbench.errors import UserError
 from shotbench.plan.matrix import Item, Part, Task, task_from_json, task_to_json
 
-PROTOCOL_VERSION = 1  # raise it with any change to a message below
+PROTOCOL_VERSION = 2  # raise it with any change to a message below
 
 M = TypeVar("M", bound="Message")
 R = TypeVar("R", bound="Reply")
@@ -107,6 +107,10 @@ class Spec(Message):
     options: dict[str, Any] = field(default_factory=dict)
     block_cache: int | None = None  # the 2.2 ROS3 block cache; None leaves it untouched
     verify: bool = False  # rows carry a CRC-32 of every signal, checked by the orchestrator
+    # The case's credentials, fetched when it starts (`shotbench.store.credentials`): they travel
+    # with the case's tasks, so a worker the run did not start signs with the current set too.
+    # `CaseCredentials.to_json()`; None: the worker keeps what its environment holds. Never printed.
+    credentials: dict[str, Any] | None = field(default=None, repr=False)
 
     @classmethod
     def _decode(cls, data: dict[str, Any]) -> dict[str, Any]:

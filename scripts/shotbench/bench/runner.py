@@ -46,6 +46,23 @@ from shotbench.records.schema import (
 )
 from shotbench.records.status import FAILED, OK, STALL, TIMEOUT, beyond, case_status, row_status, stalled
 from shotbench.runs import RunFolder
+from shotbench.store.credentials import (
+    CaseCredentials,
+    CredentialSource,
+    refused,
+    refused_sentence,
+)
+
+
+def credential_label(cls: type[Backend], options: dict[str, Any], creds: CaseCredentials | None) -> str:
+    """cases.csv's `credential-source`: how the backend took the case's set, and where it came
+    from (`given:iam-role`; `chain:iam-role` when libhdf5 2.x's own chain found it; `anonymous`)."""
+    use = cls.signs_with(cls.effective_options(options))
+    if creds is None or not use:
+        return ""
+    if creds.source == "anonymous":
+        return "anonymous"
+    return f"{use}:{creds.source}"
 
 
 class ServerDown(UserError):
@@ -90,6 +107,8 @@ class Runner:
     # waits for the access log to go quiet, not only for the last response
     late_lines: bool = False
     _log_end: int | None = None  # access-log offset where the last counted window ended
+    _credentials: CredentialSource | None = None  # asked for a current set at every case's start
+    _case_creds: CaseCredentials | None = None  # the set the current case was given
 
     def __post_init__(self) -> None:
         self.drivers.watch = self.watchdog()
@@ -138,6 +157,11 @@ class Runner:
     def spec(self, case: Case, backend: str | None = None) -> Spec:
         """The case's backend with its settings; with `backend` (the raw-get ceiling), that one with none."""
         name = backend or case.backend
+        if self._credentials is None:
+            self._credentials = CredentialSource(self.workload.s3)
+        creds = self._credentials.current()
+        if backend is None:
+            self._case_creds = creds
         return Spec(
             name,
             self.workload.source,
@@ -146,7 +170,13 @@ class Runner:
             options={**self._index_option(name), **self.options.get(name, {})},
             block_cache=case.block_cache if backend is None else None,
             verify=self.checksums is not None and backend is None,
+            credentials=None if creds is None else creds.to_json(),
         )
+
+    def _labelled(self, row: CaseRow, cls: type[Backend]) -> CaseRow:
+        """`row` with the case's credential-source (see `credential_label`)."""
+        opts = self.options.get(cls.name, {})
+        return replace(row, credential_source=credential_label(cls, opts, self._case_creds))
 
     def _index_option(self, name: str) -> dict[str, str]:
         """Readers with a per-file index keep it beside the run, shared by all its cases."""
@@ -175,12 +205,15 @@ class Runner:
         drv: DriverProc,
         cls: type[Backend],
         case: Case,
-        spec: Spec,
         tasks: list[Any],
         gather: ShotFile | None = None,
     ) -> tuple[RunReply, float | None, Any]:
-        """The case's run reply, its gather-time (None when not measured) and its access-log counts."""
+        """The case's run reply, its gather-time (None when not measured) and its access-log counts.
+
+        The spec, with the case's credentials, is made right before the case is prepared: a driver
+        that had to start first does not eat into the set's life."""
         self.drivers.reserve(cls.env_key(), case.workers)
+        spec = self.spec(case)
         prep = drv.request(Prepare(case.workers, spec), timeout=PREPARE_TIMEOUT)
         seconds = None
         if gather is not None:  # upstream's gather-time: listed before the clock, timed on its own
@@ -273,25 +306,30 @@ class Runner:
             block_cache="" if case.block_cache is None else case.block_cache,
         )
         many = planmod.is_many_shot(files) and cls.reads_hdf5
+        self._case_creds = None
         tasks: list[Any] = []
         v: dict[str, str] = {}
         try:
             drv = self.drivers.for_backend(cls)
             v = drv.versions
             tasks = planmod.case_tasks(case, files, self.seed, cls.reads_hdf5)
-            out, gather, stats = self._timed(drv, cls, case, self.spec(case), tasks, files[0] if many else None)
+            out, gather, stats = self._timed(drv, cls, case, tasks, files[0] if many else None)
         except DriverTimeout as exc:
+            base = self._labelled(base, cls)
             hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
             rows = timeout_rows(tasks, case, str(exc), files, self.run_id, hdf5, h5v)
             return CaseResult(failed_row(base, len(tasks), len(rows), f"timeout: {exc}", started), rows)
         except ServerGone as exc:
+            base = self._labelled(base, cls)
             self.gone = exc
             reason = str(exc).split(";")[0]
             hdf5, h5v = (v.get("hdf5", ""), v.get("h5py", "")) if cls.reads_hdf5 else ("", "")
             rows = timeout_rows(tasks, case, reason, files, self.run_id, hdf5, h5v, status=FAILED)
             return CaseResult(failed_row(base, len(tasks), max(1, len(rows)), reason, started), rows)
         except (DriverError, UserError) as exc:
-            return CaseResult(failed_row(base, 0, 1, str(exc), started), [])
+            return CaseResult(failed_row(self._labelled(base, cls), 0, 1, str(exc), started), [])
+        base = self._labelled(base, cls)
+        creds = self._case_creds
         total = float(out.total)
         raw = out.rows
         if self.checksums is not None:
@@ -313,6 +351,8 @@ class Runner:
         )
         rows, stalls = mark_stalls(rows)
         errors = [r.error for r in rows if r.error]
+        if creds is not None and creds.expires and any(refused(str(e)) for e in errors):  # a set that expires
+            self.say(refused_sentence(str(case.case_id), creds))
         ceiling_error = ""
         rg: float | None = total if not cls.reads_hdf5 else None
         if rg is None and not errors:

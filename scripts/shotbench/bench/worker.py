@@ -60,7 +60,9 @@ def backend_for(spec: Spec) -> Any:
     connections are its own, never carried over from an earlier case on the same worker."""
     from shotbench.backends import registry
     from shotbench.backends.base import ReadSettings, s3_from_environ
+    from shotbench.store import credentials
 
+    credentials.apply(credentials.spec_credentials(spec.credentials))  # before anything reads AWS_*
     cls = registry.get(spec.backend)
     settings = ReadSettings(
         int(spec.pb_size),

@@ -25,6 +25,7 @@ from shotbench.plan import matrix as planmod
 from shotbench.plan import profiles
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
 from shotbench.records.schema import RUN_KIND, measured
+from shotbench.redact import scrub
 from shotbench.runs import RunFolder, latest_run
 
 if TYPE_CHECKING:
@@ -240,6 +241,7 @@ class _Settings:
     scheduler: str | None
     shots_dir: Path | None
     local_copies: Path | None
+    anonymous: bool = False  # every backend reads unsigned (public buckets)
 
 
 def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
@@ -274,7 +276,13 @@ def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
             cfg.verify = True
         shots_dir = Path(args.shots_dir) if args.shots_dir else None
         local_copies = Path(args.local_copies) if args.local_copies else None
-    return _Settings(cfg, meta, data_arg, network, tls, scheduler, shots_dir, local_copies)
+    anonymous = bool(meta["config"].get("anonymous")) if resume_dir is not None else bool(args.anonymous)
+    if anonymous and not data_arg:
+        raise UserError(
+            "--anonymous reads a public bucket unsigned, and the embedded server's bucket is not public; "
+            "give --data s3://bucket/prefix."
+        )
+    return _Settings(cfg, meta, data_arg, network, tls, scheduler, shots_dir, local_copies, anonymous)
 
 
 def _selection(cfg: profiles.BenchConfig, wl: Any) -> dict[str, Any]:
@@ -307,7 +315,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
 
     check_envs(cfg.backends)
     folder: RunFolder | None = None
-    with prepare(cfg, data_arg, network, shots_dir, local_copies, tls) as prep:
+    with prepare(cfg, data_arg, network, shots_dir, local_copies, tls, st.anonymous) as prep:
         wl = prep.workload
         reads = {b: registry.get(b).reads_hdf5 for b in prep.backends}
         matrix = cfg.matrix()
@@ -432,6 +440,7 @@ def _new_meta(run_id: str, st: _Settings, prep: Any, cases: list[Any], selection
             "network": st.network,
             "tls": st.tls,
             "scheduler": st.scheduler,
+            "anonymous": st.anonymous,
             "shots_dir": str(st.shots_dir) if st.shots_dir else None,
             "local_copies": str(st.local_copies) if st.local_copies else None,
             "backends": prep.backends,
@@ -447,7 +456,19 @@ def _new_meta(run_id: str, st: _Settings, prep: Any, cases: list[Any], selection
         "data": prep.data,
         "selection": selection,
         "plan": [c.to_dict() for c in cases],
+        "doctor": _doctor(st),
     }
+
+
+def _doctor(st: _Settings) -> dict[str, Any]:
+    """`shotbench doctor`'s facts as the run starts (no secret); a probe that fails leaves a note."""
+    from shotbench.bench import diagnosis as doctor
+
+    try:
+        facts = doctor.facts(st.data_arg, st.cfg.profile, st.network, st.anonymous)
+        return {**facts, "problems": doctor.problems(facts)}
+    except Exception as exc:  # noqa: BLE001 - the facts are a record, never a reason to stop a run
+        return {"error": scrub(f"{type(exc).__name__}: {exc}")[:300]}
 
 
 def _record_backend_versions(meta: dict[str, Any], drivers: Any, backends: list[str]) -> None:
@@ -639,6 +660,12 @@ def register(subparsers: Any) -> None:
         "(the default; TLS handshakes are measured, as on S3); --no-tls (or --http): plain http",
     )
     p.add_argument("--http", dest="tls", action="store_false", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--anonymous",
+        action="store_true",
+        help="every backend reads unsigned, whatever credentials are around (open data in a public bucket; "
+        "needs --data)",
+    )
     p.add_argument(
         "--anatomy",
         action="store_true",

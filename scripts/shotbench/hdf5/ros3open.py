@@ -86,7 +86,10 @@ def ros3_env(cfg: S3Settings) -> dict[str, str]:
 
 
 def _credentials(cfg: S3Settings) -> tuple[str | None, str | None, str | None]:
-    """Explicit keys, else the standard AWS chain (1.14 cannot look them up itself)."""
+    """Explicit keys, else the standard AWS chain (1.14 cannot look them up itself); none at all
+    for a run that reads unsigned (the chain would find the instance role's on EC2)."""
+    if getattr(cfg, "anonymous", False):
+        return None, None, None
     if cfg.access_key and cfg.secret_key:
         return cfg.access_key, cfg.secret_key, cfg.session_token
     try:

@@ -202,6 +202,11 @@ class CaseRow(Table):
         doc="`--precision`: half-width of the 95 % interval of the group's median task time after this trial (0.05: ±5 %)",
     )
     stop: Cell = column("stop", doc="`--precision`: `tight`, `cap` or `more`; empty with fixed trials")
+    credential_source: Cell = column(
+        "credential-source",
+        doc="how the case signed and where its credentials came from: `given:iam-role`, `chain:env`, `anonymous`; "
+        "empty for local data",
+    )
 
 
 UPSTREAM_COLUMNS: tuple[str, ...] = tuple(WorkerRow.columns()[:12])

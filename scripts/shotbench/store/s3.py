@@ -45,6 +45,11 @@ class S3Config:
     secret_key: str | None = field(default=None, repr=False)
     session_token: str | None = field(default=None, repr=False)
     ca_bundle: str | None = None  # PEM file of a private CA to trust (embedded server over https)
+    # where the keys came from: "given" (handed over, e.g. the embedded server's pair) or the AWS
+    # chain's provider (`iam-role`, `env`, ...): then each case asks the chain again
+    # (`shotbench.store.credentials`); `anonymous`: every request goes unsigned
+    source: str = "given"
+    anonymous: bool = False
 
     def public(self) -> dict[str, str | None]:
         """What may be printed or stored in results: never the secret, key masked."""
@@ -52,6 +57,7 @@ class S3Config:
             "endpoint": self.endpoint_url or "aws",
             "region": self.region,
             "access_key": mask(self.access_key),
+            "credentials": "anonymous" if self.anonymous else self.source,
         }
 
     def secrets(self) -> tuple[str | None, ...]:
@@ -59,12 +65,15 @@ class S3Config:
         return (self.secret_key, self.session_token, self.access_key)
 
     @classmethod
-    def from_env(cls) -> S3Config:
-        """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles."""
+    def from_env(cls, anonymous: bool = False) -> S3Config:
+        """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles.
+
+        The keys found here serve the checks before a run (preflight, listing); the cases get a
+        set fetched when each starts (`shotbench.store.credentials.CredentialSource`)."""
         import boto3
 
         session = boto3.session.Session()
-        creds = session.get_credentials()
+        creds = None if anonymous else session.get_credentials()
         frozen = creds.get_frozen_credentials() if creds is not None else None
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         if not endpoint:
@@ -80,6 +89,8 @@ class S3Config:
             secret_key=frozen.secret_key if frozen else None,
             session_token=frozen.token if frozen else None,
             ca_bundle=os.environ.get("AWS_CA_BUNDLE") or None,
+            source=str(getattr(creds, "method", "") or "none"),
+            anonymous=anonymous,
         )
 
     def is_local(self) -> bool:
@@ -92,11 +103,12 @@ class S3Config:
     def boto3_client(self, max_pool_connections: int = 10, read_timeout: float = 60.0, retries: int = 2) -> Any:
         """A client with bounded waits: a dead endpoint fails in seconds, not minutes."""
         import boto3
+        from botocore import UNSIGNED
         from botocore.config import Config
 
         config = Config(
             region_name=self.region,
-            signature_version="s3v4",
+            signature_version=UNSIGNED if self.anonymous else "s3v4",
             connect_timeout=CONNECT_TIMEOUT,
             read_timeout=read_timeout,
             retries={"max_attempts": retries, "mode": "standard"},
@@ -339,7 +351,7 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
         return shots
     cfg = cfg or S3Config.from_env()
     _check_reachable(cfg)
-    if not cfg.access_key or not cfg.secret_key:
+    if (not cfg.access_key or not cfg.secret_key) and not cfg.anonymous:
         raise UserError(
             "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
             "or for the embedded server run `source .shotbench/env.sh`."

@@ -24,6 +24,7 @@ from shotbench.plan import profiles
 from shotbench.provenance import new_run_id
 from shotbench.records.schema import efficiency, task_time_sum
 from shotbench.runs import interleave
+from shotbench.store.credentials import CredentialSource
 from shotbench.units import MiB
 
 
@@ -79,6 +80,7 @@ def run_harness(
     with prepare(cfg, data, "none", shots_dir, None) as prep:
         wl = prep.workload
         drivers = Drivers(wl.s3, state_dir() / "logs" / f"harness-{run_id}", None, cfg.max_live_workers, prep.backends)
+        creds = CredentialSource(wl.s3)  # a current set for every case, carried in its spec
         try:
             pb = int(page_buffer)
             combos = [(b, m, w) for b in prep.backends for m in cfg.modes for w in cfg.workers]
@@ -90,7 +92,9 @@ def run_harness(
                 drv = drivers.for_backend(cls)
                 files = wl.files_for(mode)
                 case = planmod.Case("h", trial, 0, backend, mode, w, pb, MiB)
-                spec = Spec(backend, wl.source, pb, MiB, cfg.options.get(backend, {}))
+                now = creds.current()
+                spec = Spec(backend, wl.source, pb, MiB, cfg.options.get(backend, {}),
+                            credentials=None if now is None else now.to_json())  # fmt: skip
                 if mode == "shots":
                     shot = planmod.pick_shot(wl.files, cfg.seed, trial, w)
                     rounds = [planmod.shots_tasks(shot, w, upstream=True)]

@@ -1,0 +1,119 @@
+"""Credentials per case (`shotbench.store.credentials`), the role emulator's rotation and SigV4
+check (`shotbench.store.imds`), and doctor's sentences: fast, no server."""
+
+from __future__ import annotations
+
+import pytest
+
+from shotbench.bench.protocol import Spec
+from shotbench.redact import scrub
+from shotbench.store import credentials, imds
+from shotbench.store.s3 import S3Config
+
+
+def test_the_chain_is_asked_again_for_every_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAFIRST0000000")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "first-secret-0000")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    src = credentials.CredentialSource(S3Config.from_env())
+    assert src.current().access_key == "AKIAFIRST0000000"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIASECOND000000")  # what a renewal would do
+    now = src.current()
+    assert (now.source, now.access_key) == ("env", "AKIASECOND000000")
+    assert "first-secret-0000" not in repr(now) and "AKIASECOND000000" not in str(now.public())
+
+
+def test_given_and_anonymous_sets() -> None:
+    given = credentials.CredentialSource(S3Config("http://127.0.0.1:1", access_key="SBKEY123", secret_key="s" * 20))
+    assert given.current().source == "given" and given.current().secret_key == "s" * 20
+    anon = credentials.CredentialSource(S3Config(anonymous=True))
+    assert anon.current().source == "anonymous" and anon.current().access_key is None
+    assert credentials.CredentialSource(None).current() is None
+
+
+def test_apply_puts_the_case_set_in_place_and_anonymous_shuts_the_chains() -> None:
+    env = {"AWS_ACCESS_KEY_ID": "OLDKEY00", "AWS_SESSION_TOKEN": "old-token-0000"}
+    credentials.apply(credentials.CaseCredentials("iam-role", "NEWKEY00", "new-secret-00", "new-token-00"), env)
+    assert env["AWS_ACCESS_KEY_ID"] == "NEWKEY00" and env["AWS_SESSION_TOKEN"] == "new-token-00"
+    assert scrub("signed with new-secret-00 and new-token-00") == "signed with *** and ***"
+    credentials.apply(credentials.CaseCredentials("anonymous"), env)
+    assert not any(k in env for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"))
+    assert env[credentials.ANONYMOUS_ENV] == "1" and env["AWS_EC2_METADATA_DISABLED"] == "true"
+
+
+def test_the_set_travels_in_the_spec_and_never_in_its_repr() -> None:
+    from shotbench.backends.base import Source
+
+    creds = credentials.CaseCredentials("iam-role", "ASIAKEY0", "spec-secret-0", "spec-token-0", "2030-01-01T00:00:00Z")
+    spec = Spec("obstore", Source("s3", "b", "p/"), 0, 1, credentials=creds.to_json())
+    back = Spec.from_json(spec.to_json())
+    assert credentials.spec_credentials(back.credentials) == creds
+    assert "spec-secret-0" not in repr(back) and "spec-token-0" not in repr(back)
+
+
+def test_refused_sentences() -> None:
+    assert credentials.refused("k.h5: ClientError: An error occurred (ExpiredToken) when calling GetObject")
+    assert not credentials.refused("k.h5: OSError: unable to open file")
+    text = credentials.refused_sentence("c1", credentials.CaseCredentials("iam-role", fetched="2030-01-01T00:00:00Z"))
+    assert text.count(";") == 1 and "iam-role" in text and "next case" in text
+
+
+def test_the_role_rotates_and_revokes_after_the_grace() -> None:
+    role = imds.Role(period=60, grace=15)
+    first = role.current()
+    t = first.issued
+    role.rotate(t + 60)
+    assert role.find(first.access_key) is first  # replaced, still within its grace
+    assert first.expires == first.issued + 75
+    role.rotate(t + 120)  # the first set's grace ended long ago
+    assert role.find(first.access_key) is None and first.access_key in role.revoked
+    assert role.status()["rotations"] == 2 and role.status()["revoked"] == 1
+    assert first.secret_key not in str(role.status())
+
+
+def test_the_gate_checks_signatures_with_the_sets_own_secret() -> None:
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    req = AWSRequest("GET", "http://127.0.0.1:9000/bucket/shots/a%20b.h5?partNumber=1", headers={"Range": "bytes=0-9"})
+    S3SigV4Auth(Credentials("ASIAKEY", "right-secret", "tok"), "s3", "us-east-1").add_auth(req)
+    headers = {k.lower(): v for k, v in req.headers.items()}
+    headers["host"] = "127.0.0.1:9000"
+    path = "/bucket/shots/a%20b.h5?partNumber=1"
+    assert imds.signature_ok("GET", path, headers, "right-secret")
+    assert not imds.signature_ok("GET", path, headers, "wrong-secret")
+    assert not imds.signature_ok("GET", path, {**headers, "range": "bytes=0-99"}, "right-secret")
+
+
+def test_doctor_names_missing_builds_and_expiring_static_credentials() -> None:
+    from shotbench.bench import diagnosis as doctor
+
+    facts = {
+        "data": "s3://b/p/", "endpoint": "AWS S3", "endpoint_from": "none set", "region": "us-east-1",
+        "region_from": "AWS_REGION",
+        "credentials": {"source": "env", "access_key": "AKIA…", "expires": "2000-01-01T00:00:00Z", "refreshes": False},
+        "instance": {"on_ec2": False, "region": "", "instance_type": "", "cores": 2, "metadata_endpoint": "x"},
+        "builds": {"ros3-2.0": "missing", "obstore": "main environment"}, "network": "none",
+        "plan": {"profile": "quick", "backends": ["ros3-2.0"], "modes": ["shots"], "workers": [1], "trials": 1,
+                 "cases": 2, "seconds": 60, "basis": "a guess"},
+    }  # fmt: skip
+    found = doctor.problems(facts)
+    assert len(found) == 2 and all(s.count(".") >= 1 and ";" in s for s in found)
+    assert any("make envs" in s for s in found) and any("expire" in s for s in found)
+    screen = doctor.render(facts, found)
+    assert "credentials env, key AKIA…" in screen and screen.count("problem:") == 2
+
+
+def test_anonymous_refuses_a_backend_that_cannot_read_unsigned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every registered backend reads unsigned today; one that declared otherwise is refused in one
+    sentence before the run starts."""
+    from shotbench.backends import registry
+    from shotbench.bench.prepare import refuse_signed_only
+    from shotbench.errors import UserError
+
+    refuse_signed_only(registry.names())  # all of them can
+    monkeypatch.setattr(registry.get("remfile"), "reads_unsigned", False)
+    with pytest.raises(UserError) as err:
+        refuse_signed_only(["obstore", "remfile"])
+    assert str(err.value).startswith("remfile cannot read unsigned") and str(err.value).count(";") == 1
