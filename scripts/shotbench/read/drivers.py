@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from shotbench.backends import registry
 from shotbench.backends.base import Backend, child_env
 from shotbench.processes import die_with_parent
+from shotbench.read.casesettings import CASE_VARS
 from shotbench.read.protocol import (
     PROTOCOL_VERSION,
     Close,
@@ -70,8 +71,8 @@ class DriverProc:
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         cmd = [*self.prefix, str(self.python), "-m", "shotbench.read.driver", "--serve"]
-        if self.scheduler:
-            cmd += ["--scheduler", self.scheduler]
+        if self.scheduler:  # a user's cluster: this environment's pool of it (read/pools.py)
+            cmd += ["--scheduler", self.scheduler, "--pool", self.name]
         self._logfh = open(self.log, "a")
         self.proc = subprocess.Popen(
             cmd,
@@ -195,6 +196,7 @@ class Drivers:
                     other = registry.get(name)
                     if other.env_key() == key:
                         extra.update(other.process_env(self.s3))
+            extra[CASE_VARS] = ",".join(sorted(extra))  # names only: what each task carries to its worker
             drv = DriverProc(
                 key,
                 cls.python(),
