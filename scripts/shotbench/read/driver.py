@@ -197,7 +197,7 @@ class Driver:
             for a in names
         ]
         try:
-            sched = client.get_versions(scheduler=True)["scheduler"]["packages"].get("distributed", "")
+            sched = client.get_versions()["scheduler"]["packages"].get("distributed", "")
         except Exception:  # noqa: BLE001 - the version is recorded when the scheduler tells it
             sched = ""
         return PoolReply(str(sched or ""), workers)
@@ -205,14 +205,14 @@ class Driver:
     def _gather(self, client: Any, futs: list[Any], names: list[str], what: str) -> list[Any]:
         """The results of `futs`, within a bound: a task pinned to a worker that has left would
         otherwise wait for it forever (a lost worker is named)."""
-        from distributed import wait
-
-        try:
-            wait(futs, timeout=TASKS_TIMEOUT_S if self.scheduler else None)
-        except TimeoutError:
-            self._check_alive(client, names)
-            client.cancel(futs)
-            raise RuntimeError(f"{what} did not finish within {TASKS_TIMEOUT_S} s") from None
+        if self.scheduler:  # polled: `distributed.wait` needs a default client, which ours is not
+            deadline = time.monotonic() + TASKS_TIMEOUT_S
+            while not all(f.done() for f in futs):
+                if time.monotonic() > deadline:
+                    self._check_alive(client, names)
+                    client.cancel(futs)
+                    raise RuntimeError(f"{what} did not finish within {TASKS_TIMEOUT_S} s")
+                time.sleep(0.02)
         return cast(list[Any], client.gather(futs))
 
     def _check_alive(self, client: Any, names: list[str]) -> None:
