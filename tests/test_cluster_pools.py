@@ -208,3 +208,11 @@ def test_a_cluster_of_only_2_0_workers_is_refused_before_any_case(
     assert "where the ros3-1.14 backend's build is libhdf5 1.14" in last and "--env hdf5-1.14 --run`." in last
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
     assert cfg.secret_key not in proc.stderr + proc.stdout
+
+
+def test_the_report_names_the_cluster_or_says_the_run_started_its_own() -> None:
+    from shotbench.records.cluster import summary
+
+    assert summary(None) == "one LocalCluster per environment, on this machine"
+    cluster = pools.describe("tcp://10.1.0.2:8786", "2026.8.0", {"main": [{"address": "a", "host": "10.1.0.3"}]})
+    assert summary(cluster) == "Dask cluster at tcp://10.1.0.2:8786 (distributed 2026.8.0), 1 host: 10.1.0.3: 1 main"

@@ -23,6 +23,7 @@ from collections import Counter
 from typing import Any
 
 from shotbench.errors import UserError
+from shotbench.records.cluster import summary as summary  # run.json's cluster in one line
 
 RESOURCE_PREFIX = "shotbench-env-"
 
@@ -108,18 +109,6 @@ def describe(scheduler: str, scheduler_version: str, pools: dict[str, list[dict[
             for env_key, workers in sorted(pools.items())
         },
     }
-
-
-def summary(cluster: dict[str, Any]) -> str:
-    """One line naming the cluster, for the run's log and the report."""
-    hosts = cluster.get("hosts") or {}
-    per_host = "; ".join(
-        f"{host}: " + ", ".join(f"{n} {env}" for env, n in envs.items()) for host, envs in hosts.items()
-    )
-    return (
-        f"Dask cluster at {cluster.get('scheduler')} (distributed {cluster.get('scheduler_version') or '?'}), "
-        f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}: {per_host or 'no workers'}"
-    )
 
 
 POOL_TIMEOUT = 60.0  # seconds for one environment's driver to list its pool and ask each worker
