@@ -216,3 +216,16 @@ def test_the_report_names_the_cluster_or_says_the_run_started_its_own() -> None:
     assert summary(None) == "one LocalCluster per environment, on this machine"
     cluster = pools.describe("tcp://10.1.0.2:8786", "2026.8.0", {"main": [{"address": "a", "host": "10.1.0.3"}]})
     assert summary(cluster) == "Dask cluster at tcp://10.1.0.2:8786 (distributed 2026.8.0), 1 host: 10.1.0.3: 1 main"
+
+
+def test_a_marked_environment_gives_its_workers_the_pool_resource(tmp_path: Path) -> None:
+    """What Dask itself reads from `<prefix>/etc/dask` at start-up: the pool's resource."""
+    import dask.config
+
+    from shotbench.read.clustercli import mark
+
+    path = mark(tmp_path / "env", "hdf5-1.14")
+    assert path == tmp_path / "env" / "etc" / "dask" / "shotbench-pool.yaml"
+    config = dask.config.collect(paths=[str(path.parent)], env={})
+    resources = config["distributed"]["worker"]["resources"]
+    assert pools.env_of(resources) == "hdf5-1.14" and resources == {"shotbench-env-hdf5-1.14": 1}

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from shotbench.errors import UserError
@@ -55,6 +56,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--run", action="store_true", help="start them here and keep them until Ctrl-C (or SIGTERM), then stop them"
     )
     w.set_defaults(func=_workers)
+    m = sub.add_parser(
+        "mark",
+        help="mark each environment so any worker started from its Python joins its pool (for SSHCluster, "
+        "dask-cloudprovider, plain `dask worker`)",
+        description="Write <env>/etc/dask/shotbench-pool.yaml, which Dask reads at start-up from the Python that "
+        "runs it: a worker started from that environment by any launcher carries its pool's resource.",
+    )
+    m.add_argument("--env", nargs="+", metavar="ENV", help="environments to mark (default: those of --backends)")
+    m.add_argument("--backends", nargs="+", metavar="NAME", help="the backends (default: the default matrix's)")
+    m.set_defaults(func=_mark)
 
 
 def check_scheduler(addr: str) -> str:
@@ -92,6 +103,28 @@ def python_of(env_key: str) -> str:
 def commands(scheduler: str, envs: list[str], nworkers: int) -> dict[str, list[str]]:
     """Per environment, the command that starts its pool on this host."""
     return {e: pools.worker_command(python_of(e), scheduler, e, nworkers) for e in envs}
+
+
+MARK_FILE = "shotbench-pool.yaml"
+
+
+def mark(prefix: Path, env_key: str) -> Path:
+    """Write the Dask config file that gives every worker started from the Python at `prefix`
+    its pool's resource (Dask reads `<sys.prefix>/etc/dask/*.yaml` at import)."""
+    path = prefix / "etc" / "dask" / MARK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "# written by `shotbench cluster mark`: workers started from this environment join its pool\n"
+        f"distributed:\n  worker:\n    resources:\n      {pools.resource(env_key)}: 1\n"
+    )
+    return path
+
+
+def _mark(args: argparse.Namespace) -> int:
+    for env_key in env_keys(args.env, args.backends):
+        prefix = Path(sys.prefix) if env_key == "main" else Path(python_of(env_key)).parent.parent
+        print(f"{env_key}: {mark(prefix, env_key)}")
+    return 0
 
 
 def _workers(args: argparse.Namespace) -> int:
