@@ -224,11 +224,24 @@ class Driver:
                 f"the Dask worker {gone[0]} left the cluster during the case (killed, or its host went away)"
             )
 
+    def _check_builds(self, names: list[str], info: list[Any]) -> None:
+        """Each warmed worker's libhdf5 is this environment's, or the case fails naming the worker."""
+        mine = versions().get("hdf5", "")
+        for w, got in zip(names, info):
+            if got.hdf5 != mine:
+                raise RuntimeError(
+                    f"the Dask worker {w} in the {self.pool_env} pool runs libhdf5 {got.hdf5 or '(none)'}, where this "
+                    f"environment's build is {mine}; start the right one with "
+                    f"`{pools.start_hint(self.scheduler or '', self.pool_env or 'main')}`"
+                )
+
     def prepare(self, req: Prepare) -> PrepareReply:
         client, names = self._client(int(req.workers))
         spec = req.spec
         futs = [submit(client, self.settings, warm, spec, worker=w) for w in names]
         info = self._gather(client, futs, names, "warming the workers")
+        if self.scheduler:  # checked at the start of the run too; a worker may have been replaced since
+            self._check_builds(names, info)
         self.current = (client, names, spec)
         return PrepareReply(client.dashboard_link or "", names, info)
 
