@@ -229,8 +229,9 @@ def test_two_hosts_run_each_build_on_its_own_pool(
     failed = [c for c in cases if c["status"] != "ok"]
     assert len(failed) == 1, [(c["backend"], c["status"], c["first-error"]) for c in failed]
     assert BACKENDS[failed[0]["backend"]] == dead_env
-    assert failed[0]["first-error"], "the killed worker's case has no reason"
-    print(f"killed {dead} ({dead_env}); its case: {failed[0]['first-error']}")
+    reason = failed[0]["first-error"]
+    assert dead in reason or "closed their connection without rows" in reason, reason  # names what happened
+    print(f"killed {dead} ({dead_env}); its case: {reason}")
     builds = {b: meta["versions"]["backends"][b]["hdf5"] for b in BACKENDS}
     assert builds["ros3-1.14"].startswith("1.14") and builds["ros3-2.0"].startswith("2.0")
     ok_ids = {c["case-id"] for c in cases if c["status"] == "ok"}

@@ -335,7 +335,10 @@ class Driver:
             while pending:
                 for key, _ in sel.select(timeout=1.0):
                     c = cast(socket.socket, key.fileobj)
-                    data = c.recv(MiB)
+                    try:
+                        data = c.recv(MiB)
+                    except ConnectionResetError:  # its worker died mid-task: no rows (named below)
+                        data = b""
                     buf = buffers[c.fileno()]
                     buf += data
                     if buf.endswith(b"\n") or not data:
