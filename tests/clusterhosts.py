@@ -31,12 +31,14 @@ class Procs:
         self.logs = logs
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, cmd: list[str], name: str, prefix: list[str] | None = None) -> subprocess.Popen[bytes]:
+    def start(
+        self, cmd: list[str], name: str, prefix: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = open(self.logs / f"{name}.log", "ab")
         p = subprocess.Popen(
             [*(prefix or []), *cmd], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=True, env=env,
         )  # fmt: skip
         log.close()
         self.procs.append(p)

@@ -187,7 +187,10 @@ def test_two_hosts_run_each_build_on_its_own_pool(
     pythons = {e: sys.executable if e == "main" else str(env_python(e)) for e in ENVS}
     for h in ("a", "b"):  # the commands `shotbench cluster workers` prints, run on each host, no AWS_*
         for e in ENVS:
-            procs.start(pools.worker_command(pythons[e], scheduler, e, 1), f"pool-{h}-{e}", prefix=hosts.on(h))
+            procs.start(
+                pools.worker_command(pythons[e], scheduler, e, 1), f"pool-{h}-{e}", prefix=hosts.on(h),
+                env=without_s3_settings(),
+            )  # fmt: skip
     info = wait_for_pools(scheduler, dict.fromkeys(ENVS, 2))
     assert {w["host"] for w in info.values()} == {hosts.addr["a"], hosts.addr["b"]}
 

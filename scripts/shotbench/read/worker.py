@@ -3,8 +3,8 @@
 The environment's driver (`read/driver.py`, started as `<env python> -m shotbench.read.driver
 --serve`) submits these to its warm cluster. Dask pickles them by module path, so this module is
 imported in every worker process; it holds the reading (`execute`, `Reads`, `read_open`,
-`read_whole`, `gather_time`) and nothing of the driver loop. Credentials arrive as AWS_*
-environment variables, never on the command line.
+`read_whole`, `gather_time`) and nothing of the driver loop. Credentials arrive with each task
+(`read/casesettings.py`), set as AWS_* variables in the worker process, never on the command line.
 """
 
 from __future__ import annotations
