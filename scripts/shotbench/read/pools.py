@@ -22,7 +22,7 @@ import shlex
 from collections import Counter
 from typing import Any
 
-from shotbench.errors import UserError
+from shotbench.errors import UserError, one_line
 from shotbench.records.cluster import summary as summary  # run.json's cluster in one line
 
 RESOURCE_PREFIX = "shotbench-env-"
@@ -126,7 +126,13 @@ def verify(drivers: Any, backends: list[str], scheduler: str) -> dict[str, Any]:
     for name in backends:
         drv = drivers.for_backend(registry.get(name))
         if drv.name not in found:
-            reply = drv.request(Pool(), timeout=POOL_TIMEOUT)
+            try:
+                reply = drv.request(Pool(), timeout=POOL_TIMEOUT)
+            except RuntimeError as exc:  # the driver's error (DriverError), or its timeout
+                raise UserError(
+                    f"the {drv.name} environment could not list its workers on the Dask cluster at {scheduler} "
+                    f"({one_line(exc)}); check that its workers can be reached from this host, or drop --scheduler."
+                ) from None
             found[drv.name] = reply.workers
             version = version or reply.scheduler_version
         check_pool(name, drv.name, drv.versions, scheduler, found[drv.name])
