@@ -229,3 +229,28 @@ def test_a_marked_environment_gives_its_workers_the_pool_resource(tmp_path: Path
     config = dask.config.collect(paths=[str(path.parent)], env={})
     resources = config["distributed"]["worker"]["resources"]
     assert pools.env_of(resources) == "hdf5-1.14" and resources == {"shotbench-env-hdf5-1.14": 1}
+
+
+@pytest.mark.slow
+def test_a_plain_dask_worker_from_a_marked_environment_joins_its_pool(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """What SSHCluster or dask-cloudprovider start: `dask worker ADDR` from the environment's Python,
+    no shotbench arguments. The mark is removed again whatever happens."""
+    from shotbench.builds.envs import env_python
+    from shotbench.read.clustercli import mark
+
+    python = env_python("hdf5-2.0")
+    marked = python.parent.parent / "etc" / "dask" / "shotbench-pool.yaml"
+    if marked.exists():
+        pytest.skip(f"{marked} is there already (`shotbench cluster mark` was run); not touching it")
+    request.addfinalizer(lambda: marked.unlink(missing_ok=True))
+    assert mark(python.parent.parent, "hdf5-2.0") == marked
+    procs = Procs(tmp_path / "logs")
+    request.addfinalizer(procs.end)
+    port = free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    procs.start(scheduler_cmd("127.0.0.1", port), "scheduler")
+    procs.start([str(python), "-m", "distributed.cli.dask_worker", addr, "--nthreads", "1"], "plain-worker")
+    info = wait_for_pools(addr, {"hdf5-2.0": 1}, timeout=120)
+    assert [pools.env_of(w.get("resources")) for w in info.values()] == ["hdf5-2.0"]
