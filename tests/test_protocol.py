@@ -25,6 +25,8 @@ from shotbench.bench.protocol import (
     Hello,
     HelloReply,
     Message,
+    Pool,
+    PoolReply,
     Prepare,
     PrepareReply,
     ProtocolMismatch,
@@ -75,6 +77,7 @@ REQUESTS = [
     Run(TASKS, park_timeout=300.0),
     Run([]),
     Upstream(2, SPEC, [TASKS[:1], TASKS[1:]], [("shots/1.h5", 2_000_000), ("shots/2.h5", 1_999_000)]),
+    Pool(),
     Close(4),
     Quit(),
 ]
@@ -89,6 +92,7 @@ REPLIES = [
     GatherReply(None),
     RunReply([ROW, {**ROW, "obj-id": "bt"}], 1.5, 1_790_000_000.25, 1_790_000_001.75),
     UpstreamReply([ROW], 2.0, 0.3, 4.5),
+    PoolReply("2026.8.0", [{"address": "tcp://10.0.0.7:4001", "host": "10.0.0.7", "hdf5": "1.14.6", "ros3": "True"}]),
     Done(),
 ]
 

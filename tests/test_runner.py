@@ -196,6 +196,8 @@ def test_existing_dask_cluster_via_scheduler(tmp_path: Path, shot_dir: Path) -> 
     """`--scheduler` runs the cases on a cluster the user started (here: local files)."""
     import socket
 
+    from shotbench.bench import pools
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -206,7 +208,8 @@ def test_existing_dask_cluster_via_scheduler(tmp_path: Path, shot_dir: Path) -> 
         stderr=subprocess.DEVNULL,
     )
     worker = subprocess.Popen(
-        [str(bindir / "dask"), "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "2", "--nthreads", "1"],
+        # the main environment's pool (`shotbench cluster workers --env main`): local and raw-get run there
+        [*pools.worker_command(sys.executable, f"tcp://127.0.0.1:{port}", "main", 2)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "columns": "shotbench.commands.columns",
     "doctor": "shotbench.commands.doctor",
     "imds": "shotbench.commands.instance_role",
+    "cluster": "shotbench.commands.cluster",
 }
 
 

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, cast
 
+from shotbench.bench import pools
+from shotbench.bench.casesettings import case_settings, submit
 from shotbench.bench.protocol import (
     PROTOCOL_VERSION,
     Close,
@@ -26,6 +28,8 @@ from shotbench.bench.protocol import (
     GatherReply,
     Hello,
     HelloReply,
+    Pool,
+    PoolReply,
     Prepare,
     PrepareReply,
     Quit,
@@ -53,6 +57,7 @@ from shotbench.redact import hide, scrub
 from shotbench.units import MiB
 
 SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its workers: six times this
+TASKS_TIMEOUT_S = 60  # after the rows (or a lost worker): the tasks' own ends, which only surface errors
 
 # Scheduler/worker settings for our measured clusters: no work stealing (tasks are pinned),
 # no statistical profiler thread, no memory monitor, and quiet housekeeping. A default run keeps
@@ -112,8 +117,10 @@ def _local_ip_towards(address: str) -> str:
 class Driver:
     """The warm clusters of one environment and the case prepared on them (`current`)."""
 
-    def __init__(self, scheduler: str | None) -> None:
+    def __init__(self, scheduler: str | None, pool: str | None = None) -> None:
         self.scheduler = scheduler
+        self.pool_env = pool  # on a user's cluster: the environment whose workers this driver uses
+        self.settings = case_settings()  # what every task carries (read/casesettings.py)
         self.clusters: dict[int, tuple[Any, Any]] = {}
         self.external: Any = None
         self.current: tuple[Any, list[str], Spec] | None = None
@@ -123,18 +130,18 @@ class Driver:
         from distributed import Client, LocalCluster
 
         if self.scheduler:
-            if self.external is None:
-                self.external = Client(self.scheduler, set_as_default=False, timeout=SCHEDULER_TIMEOUT_S)
-            names = sorted(self.external.scheduler_info()["workers"])
-            if len(names) < workers:  # workers may still be registering: wait, boundedly
-                with contextlib.suppress(Exception):
-                    self.external.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
-                names = sorted(self.external.scheduler_info()["workers"])
+            client = self._external()
+            names = self._pool_names()
+            deadline = time.monotonic() + SCHEDULER_TIMEOUT_S * 6
+            while len(names) < workers and time.monotonic() < deadline:  # still registering: wait, boundedly
+                time.sleep(0.5)
+                names = self._pool_names()
             if len(names) < workers:
                 raise RuntimeError(
-                    f"the cluster at {self.scheduler} has {len(names)} workers, the case needs {workers}"
+                    f"the {self.pool_env} pool of the cluster at {self.scheduler} has {len(names)} workers, the case "
+                    f"needs {workers}; add some with `{pools.start_hint(self.scheduler, self.pool_env or 'main')}`"
                 )
-            return self.external, names[:workers]
+            return client, names[:workers]
         if workers not in self.clusters:
             with dask.config.set(OUR_DASK_CONFIG):
                 cluster = LocalCluster(
@@ -168,6 +175,76 @@ class Driver:
                 )
         return client, names[:workers]
 
+    def _external(self) -> Any:
+        from distributed import Client
+
+        if self.external is None:
+            self.external = Client(self.scheduler, set_as_default=False, timeout=SCHEDULER_TIMEOUT_S)
+        return self.external
+
+    def _pool_names(self) -> list[str]:
+        """The addresses of this environment's workers (`read/pools.py`: by their resource)."""
+        info = self._external().scheduler_info()["workers"]
+        return sorted(a for a, w in info.items() if pools.env_of(w.get("resources")) == self.pool_env)
+
+    def pool(self) -> PoolReply:
+        """This environment's pool on the user's cluster, each worker as it reports itself."""
+        client = self._external()
+        names = self._pool_names()
+        info = client.scheduler_info()["workers"]
+        # a worker of a Python without this shotbench cannot answer: it is named as running no h5py
+        found = client.run(versions, workers=names, on_error="return") if names else {}
+        workers = [
+            {
+                **(
+                    {k: str(v) for k, v in found[a].items()}
+                    if isinstance(found.get(a), dict)
+                    else {"h5py_error": scrub(str(found.get(a)))[:200]}
+                ),
+                "address": a,
+                "host": str(info[a].get("host", "")),
+            }
+            for a in names
+        ]
+        try:
+            sched = client.get_versions()["scheduler"]["packages"].get("distributed", "")
+        except Exception:  # noqa: BLE001 - the version is recorded when the scheduler tells it
+            sched = ""
+        return PoolReply(str(sched or ""), workers)
+
+    def _gather(self, client: Any, futs: list[Any], names: list[str], what: str) -> list[Any]:
+        """The results of `futs`, within a bound: a task pinned to a worker that has left would
+        otherwise wait for it forever (a lost worker is named)."""
+        if self.scheduler:  # polled: `distributed.wait` needs a default client, which ours is not
+            deadline = time.monotonic() + TASKS_TIMEOUT_S
+            while not all(f.done() for f in futs):
+                if time.monotonic() > deadline:
+                    self._check_alive(client, names)
+                    client.cancel(futs)
+                    raise RuntimeError(f"{what} did not finish within {TASKS_TIMEOUT_S} s")
+                time.sleep(0.02)
+        return cast(list[Any], client.gather(futs))
+
+    def _check_alive(self, client: Any, names: list[str]) -> None:
+        """Raise, naming it, if a worker this case was pinned to has left the cluster."""
+        alive = set(client.scheduler_info()["workers"])
+        gone = [w for w in names if w not in alive]
+        if gone:
+            raise RuntimeError(
+                f"the Dask worker {gone[0]} left the cluster during the case (killed, or its host went away)"
+            )
+
+    def _check_builds(self, names: list[str], info: list[Any]) -> None:
+        """Each warmed worker's libhdf5 is this environment's, or the case fails naming the worker."""
+        mine = versions().get("hdf5", "")
+        for w, got in zip(names, info):
+            if got.hdf5 != mine:
+                raise RuntimeError(
+                    f"the Dask worker {w} in the {self.pool_env} pool runs libhdf5 {got.hdf5 or '(none)'}, where this "
+                    f"environment's build is {mine}; start the right one with "
+                    f"`{pools.start_hint(self.scheduler or '', self.pool_env or 'main')}`"
+                )
+
     def prepare(self, req: Prepare) -> PrepareReply:
         from shotbench.store.credentials import spec_credentials
 
@@ -176,8 +253,10 @@ class Driver:
         creds = spec_credentials(spec.credentials)
         if creds is not None:  # so that this process's error replies hide them too
             hide(creds.secrets())
-        futs = [client.submit(warm, spec, workers=[w], allow_other_workers=False, pure=False) for w in names]
-        info = client.gather(futs)
+        futs = [submit(client, self.settings, warm, spec, worker=w) for w in names]
+        info = self._gather(client, futs, names, "warming the workers")
+        if self.scheduler:  # checked at the start of the run too; a worker may have been replaced since
+            self._check_builds(names, info)
         self.current = (client, names, spec)
         return PrepareReply(client.dashboard_link or "", names, info)
 
@@ -196,13 +275,8 @@ class Driver:
             return
         files = sorted({(it.key, it.size) for t in tasks for part in t.parts for it in part.items})
         batches = [files[i :: len(names)] for i in range(len(names))]
-        client.gather(
-            [
-                client.submit(index_files, spec, b, workers=[w], allow_other_workers=False, pure=False)
-                for w, b in zip(names, batches)
-                if b
-            ]
-        )
+        futs = [submit(client, self.settings, index_files, spec, b, worker=w) for w, b in zip(names, batches) if b]
+        self._gather(client, futs, names, "building the indexes")
 
     def _listener(self) -> Any:
         import socket
@@ -228,19 +302,9 @@ class Driver:
         lsock = self._listener()
         token = secrets.token_hex(8)
         addr = [self._host, lsock.getsockname()[1]]
-        futs = [
-            client.submit(
-                run_task_released,
-                spec,
-                t,
-                addr,
-                token,
-                workers=[names[i % len(names)]],
-                allow_other_workers=False,
-                pure=False,
-            )
-            for i, t in enumerate(tasks)
-        ]
+        pinned = [names[i % len(names)] for i in range(len(tasks))]
+        futs = [submit(client, self.settings, run_task_released, spec, t, addr, token, worker=w)
+                for w, t in zip(pinned, tasks)]  # fmt: skip
         conns: list[socket.socket] = []
         lsock.settimeout(0.2)
         deadline = time.monotonic() + float(req.park_timeout)
@@ -252,6 +316,8 @@ class Driver:
                     bad = [f for f in futs if f.status == "error"]
                     if bad:
                         bad[0].result()
+                    if self.scheduler:  # a user's cluster: a pinned worker may have gone
+                        self._check_alive(client, pinned)
                     if time.monotonic() > deadline:
                         raise RuntimeError("tasks did not start within the park timeout") from None
                     continue
@@ -280,10 +346,14 @@ class Driver:
                 buffers[c.fileno()] = bytearray()
             rows: list[Row] = []
             pending = len(conns)
+            silent = 0  # connections that closed without a row: their worker died mid-task
             while pending:
                 for key, _ in sel.select(timeout=1.0):
                     c = cast(socket.socket, key.fileobj)
-                    data = c.recv(MiB)
+                    try:
+                        data = c.recv(MiB)
+                    except ConnectionResetError:  # its worker died mid-task: no rows (named below)
+                        data = b""
                     buf = buffers[c.fileno()]
                     buf += data
                     if buf.endswith(b"\n") or not data:
@@ -292,14 +362,29 @@ class Driver:
                         pending -= 1
                         if buf.strip():
                             rows.extend(json.loads(bytes(buf)))
+                        else:
+                            silent += 1
                 if pending and any(f.status == "error" for f in futs):
                     [f for f in futs if f.status == "error"][0].result()
+                if pending and self.scheduler:
+                    self._check_alive(client, pinned)
             finished = time.time()
             sel.close()
+        except BaseException:
+            if self.scheduler:  # on a user's cluster, tasks left behind would hold their workers
+                client.cancel(futs)
+            raise
         finally:
             for c in conns:
                 c.close()
-        client.gather(futs)  # surfaces task exceptions; after the clock
+        if silent and self.scheduler:  # the scheduler hears of a dead worker within seconds
+            until = time.monotonic() + SCHEDULER_TIMEOUT_S
+            while time.monotonic() < until:
+                self._check_alive(client, pinned)
+                time.sleep(0.5)
+            client.cancel(futs)
+            raise RuntimeError(f"{silent} task(s) closed their connection without rows (their worker died?)")
+        self._gather(client, futs, pinned, "the case's tasks")  # surfaces task exceptions; after the clock
         return RunReply(rows, total, started, finished)
 
     def upstream(self, req: Upstream) -> UpstreamReply:
@@ -338,9 +423,8 @@ class Driver:
         """Time the listing of one file's signal datasets on a warm worker (before the clock)."""
         assert self.current is not None, "prepare before gather"
         client, names, spec = self.current
-        fut = client.submit(gather_time, spec, req.key, int(req.size), workers=[names[0]],
-                            allow_other_workers=False, pure=False)  # fmt: skip
-        seconds = fut.result()
+        seconds = self._gather(client, [submit(client, self.settings, gather_time, spec, req.key, int(req.size),
+                                               worker=names[0])], names[:1], "the gather-time listing")[0]  # fmt: skip
         return GatherReply(None if seconds is None else float(seconds))
 
     def close(self, workers: int) -> None:
@@ -370,12 +454,14 @@ class Driver:
             return self.gather(req)
         if isinstance(req, Upstream):
             return self.upstream(req)
+        if isinstance(req, Pool):
+            return self.pool()
         if isinstance(req, Close):
             self.close(int(req.workers))
         return Done()
 
 
-def serve(scheduler: str | None) -> int:
+def serve(scheduler: str | None, pool: str | None = None) -> int:
     """Answer one JSON request per stdin line until `quit` or end of input."""
     if os.getpgrp() == os.getpid():  # started by the orchestrator in a group of its own
         from shotbench.processes import end_group_on
@@ -383,7 +469,7 @@ def serve(scheduler: str | None) -> int:
         end_group_on()
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed goes to stderr, not into the protocol
-    driver = Driver(scheduler)
+    driver = Driver(scheduler, pool)
     try:
         for line in iter(sys.stdin.readline, ""):
             if not line.strip():
@@ -409,6 +495,7 @@ class DriverArgs:
 
     serve: bool = False
     scheduler: str | None = None
+    pool: str | None = None  # on --scheduler: the environment whose workers to use
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -416,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_or_exit(DriverArgs, argv, "python -m shotbench.bench.driver")
     if args.serve:
-        return serve(args.scheduler)
+        return serve(args.scheduler, args.pool)
     print(json.dumps(versions()))
     return 0
 

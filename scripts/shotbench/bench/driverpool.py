@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from shotbench.backends import registry
 from shotbench.backends.base import Backend, child_env
+from shotbench.bench.casesettings import CASE_VARS
 from shotbench.bench.protocol import (
     PROTOCOL_VERSION,
     Close,
@@ -71,8 +72,8 @@ class DriverProc:
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         cmd = [*self.prefix, str(self.python), "-m", "shotbench.bench.driver", "--serve"]
-        if self.scheduler:
-            cmd += ["--scheduler", self.scheduler]
+        if self.scheduler:  # a user's cluster: this environment's pool of it (bench/pools.py)
+            cmd += ["--scheduler", self.scheduler, "--pool", self.name]
         self._logfh = open(self.log, "a")
         self.proc = subprocess.Popen(
             cmd,
@@ -198,6 +199,7 @@ class Drivers:
                         extra.update(other.process_env(self.s3))
             for name in CREDENTIAL_VARS:  # each case's own set travels with it (Spec.credentials)
                 extra.pop(name, None)
+            extra[CASE_VARS] = ",".join(sorted(extra))  # names only: what each task carries to its worker
             drv = DriverProc(
                 key,
                 cls.python(),

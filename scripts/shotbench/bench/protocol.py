@@ -19,7 +19,7 @@ from shotbench.backends.base import Source
 from shotbench.errors import UserError
 from shotbench.plan.matrix import Item, Part, Task, task_from_json, task_to_json
 
-PROTOCOL_VERSION = 2  # raise it with any change to a message below
+PROTOCOL_VERSION = 3  # raise it with any change to a message below
 
 M = TypeVar("M", bound="Message")
 R = TypeVar("R", bound="Reply")
@@ -222,6 +222,16 @@ class UpstreamReply(Reply):
 
 
 @dataclass(frozen=True)
+class PoolReply(Reply):
+    """The workers of one environment's pool on a user's cluster, as each reports itself."""
+
+    WHAT: ClassVar[str] = "a driver's pool reply"
+
+    scheduler_version: str
+    workers: list[dict[str, str]]  # address, host, and the worker's `versions()` (hdf5, ros3, ...)
+
+
+@dataclass(frozen=True)
 class Done(Reply):
     """The answer to a request that returns nothing (close, quit)."""
 
@@ -317,6 +327,11 @@ class Upstream(Request[UpstreamReply], op="upstream", reply=UpstreamReply):
 
 
 @dataclass(frozen=True)
+class Pool(Request[PoolReply], op="pool", reply=PoolReply):
+    """On `--scheduler`: list this environment's pool and what each worker runs, before any case."""
+
+
+@dataclass(frozen=True)
 class Close(Request[Done], op="close", reply=Done):
     """Close the warm cluster of `workers` (the orchestrator keeps idle processes within budget)."""
 
@@ -328,7 +343,7 @@ class Quit(Request[Done], op="quit", reply=Done):
     """Close every cluster and exit."""
 
 
-REQUESTS: dict[str, type[Request[Any]]] = {c.OP: c for c in (Hello, Prepare, Gather, Run, Upstream, Close, Quit)}
+REQUESTS: dict[str, type[Request[Any]]] = {c.OP: c for c in (Hello, Prepare, Gather, Run, Upstream, Pool, Close, Quit)}
 
 
 def read_request(data: Any) -> Request[Any]:

@@ -3,8 +3,8 @@
 The environment's driver (`bench/driver.py`, started as `<env python> -m shotbench.bench.driver
 --serve`) submits these to its warm cluster. Dask pickles them by module path, so this module is
 imported in every worker process; it holds the reading (`execute`, `Reads`, `read_open`,
-`read_whole`, `gather_time`) and nothing of the driver loop. Credentials arrive as AWS_*
-environment variables, never on the command line.
+`read_whole`, `gather_time`) and nothing of the driver loop. Credentials arrive with each task
+(`read/casesettings.py`), set as AWS_* variables in the worker process, never on the command line.
 """
 
 from __future__ import annotations
@@ -93,16 +93,30 @@ def _worker_address() -> str:
         return ""
 
 
+def _hdf5_here() -> str:
+    """The libhdf5 version of this worker process (h5py is loaded by then: `warm`)."""
+    try:
+        import h5py
+
+        return str(h5py.version.hdf5_version)
+    except Exception:  # noqa: BLE001 - readers without h5py: the column stays the environment's
+        return ""
+
+
 def execute(backend: Any, task: Task, verify: bool = False) -> list[Row]:
     """Read every part of one task, timing each; one small dict per CSV row. With `verify`,
     each row also carries a CRC-32 of every signal it read, for the orchestrator to check."""
     address = _worker_address()
+    if backend.reads_hdf5:  # the row names the libhdf5 that read it: this worker's, not the driver's
+        row_cols = {"dask-worker": address, "hdf5": _hdf5_here()}
+    else:
+        row_cols = {"dask-worker": address}
     meter = getattr(backend, "meter", None)
     if meter is not None:
         meter.drain()  # requests made before this task (warm-up, listing) are not its own
     try:
         if task.whole and backend.reads_hdf5:
-            return [dict(read_whole(backend, task, verify), **{"dask-worker": address})]
+            return [dict(read_whole(backend, task, verify), **row_cols)]
         rows: list[Row] = []
         for part in task.parts:
             t0 = time.perf_counter()
@@ -126,7 +140,7 @@ def execute(backend: Any, task: Task, verify: bool = False) -> list[Row]:
                     "bytes": reads.bytes,
                     "open": reads.open_time,
                     "error": reads.error,
-                    "dask-worker": address,
+                    **row_cols,
                     **reads.columns(),
                 }
             )

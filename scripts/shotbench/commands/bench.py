@@ -355,6 +355,11 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                 # Start every environment's driver before the folder exists: a broken env fails here.
                 for name in prep.backends:
                     drivers.for_backend(registry.get(name))
+                if scheduler:  # a user's cluster: each backend's pool is its build, or nothing runs
+                    from shotbench.bench import pools
+
+                    meta["cluster"] = pools.verify(drivers, prep.backends, scheduler)
+                    say(pools.summary(meta["cluster"]))
                 if resume_dir is None:
                     try:
                         folder = RunFolder.create(runs / run_id, RUN_KIND, meta)

@@ -19,6 +19,7 @@ import pandas as pd
 from shotbench.analyse import analysis, decision
 from shotbench.figures import dotplots, plots
 from shotbench.paths import repo_root
+from shotbench.records.clusterinfo import summary as cluster_summary
 
 MODE_SHORT = {"shots": "one shot file", "signals": "all shot files, signal by signal"}
 
@@ -287,6 +288,7 @@ def measured(ds: analysis.Dataset) -> pd.DataFrame:
                 "memory": f"{memory / (1 << 30):.0f} GiB" if memory else "—",
                 "instance": machine.get("instance_type") or "—",
                 "platform": machine.get("platform") or "—",
+                "Dask workers": cluster_summary(run.get("cluster")) if run else "—",
             }
         )
     frame = pd.DataFrame(rows)

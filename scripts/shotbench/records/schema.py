@@ -253,7 +253,7 @@ def worker_rows(
                 tot_num_obj=tot_num_obj,
                 total_runtime=total,
                 backend=case.backend,
-                hdf5_version=hdf5,
+                hdf5_version=r.get("hdf5") or hdf5,  # the worker's own, where it said
                 h5py_version=h5py_version,
                 run_id=run_id,
                 case_id=case.case_id,
