@@ -14,16 +14,17 @@ import pandas as pd
 
 from shotbench import stats
 from shotbench.runs import RUN_JSON, read_meta
+from shotbench.transfer.checks import same_check_tools, upload_check
 from shotbench.transfer.matrix import size_label
 
 BASELINE = "raw-get"
 CLASSIC = "aws-s3-sync"  # the seed tables' reference column
 SELF = "shotbench"
 THRESHOLD = 1.10  # shotbench's median time may be at most this multiple of the best tool's, on every row
-SAME_CHECK: tuple[str, ...] = ("awscrt-sha256",)
+SAME_CHECK: tuple[str, ...] = same_check_tools()
 """Tools that check each upload as `stage` does (SAME_CHECK_HOW): the like-for-like comparison,
 printed beside the threshold and never in its place."""
-SAME_CHECK_HOW = "SHA-256 computed by the client, verified by the server"
+SAME_CHECK_HOW = "a whole-object CRC64NVME computed by the client, verified by the server"
 LOOPBACK = "loopback"
 
 
@@ -84,6 +85,7 @@ def tools_table(meta: dict) -> pd.DataFrame:
             {
                 "tool": name,
                 "mode": t.get("mode"),
+                "upload check": upload_check(name),
                 "version": t.get("version") or "",
                 "status": t.get("status"),
                 "upload": how.get("upload", "—"),
