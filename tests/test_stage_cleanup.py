@@ -116,7 +116,7 @@ def test_after_sigkill_the_next_stage_cleans_only_its_own(s3_server, s3_bucket, 
 
 
 def test_key_too_long_names_the_real_fix() -> None:
-    loc = parse_location("s3://b/p/")
+    loc = parse_location("s3://mybucket/p/")
     from shotbench.store.s3 import S3Config
 
     err = _explain_failure(

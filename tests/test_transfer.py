@@ -348,7 +348,9 @@ def test_like_for_like_compares_stage_with_the_same_check_beside_the_verdict(tmp
     assert "like for like, beside the verdict above" in text and "PASS (1 of 1 rows pass)" in text
     assert cli_main(["transfer", "--check", str(run)]) == 1
     said = analysis.answer(cases)
-    assert "**Against the same check** (awscrt-crc64nvme" in said and "0.98–0.98× its time, within 1.10× on 1 of 1" in said
+    assert (
+        "**Against the same check** (awscrt-crc64nvme" in said and "0.98–0.98× its time, within 1.10× on 1 of 1" in said
+    )
     assert "what keeps them from the fastest tool is that check" in said
 
 

@@ -534,7 +534,7 @@ def stage(
     remote = _remote(engine, loc, cfg, create_bucket)
     endpoint = cfg.endpoint_url or f"aws:{cfg.region}"
     try:
-        cleaned = uploads.clean_abandoned(engine, endpoint, loc.bucket, loc.prefix)
+        cleaned = uploads.clean_abandoned(engine, loc.bucket, loc.prefix)
     except S3Failure as exc:
         raise _explain_failure(exc, loc, cfg) from None
 

@@ -4,7 +4,7 @@ An abandoned multipart upload is invisible in a bucket listing, yet S3 keeps (an
 parts until someone aborts it. `stage` aborts its own on failure and on SIGINT/SIGTERM, but a
 SIGKILL (or a power cut) leaves them. So every upload id stage is given is written here first,
 one small file each, and removed once the upload is completed or aborted; the next `stage` to
-the same endpoint and bucket lists the prefix's open uploads (ListMultipartUploads) and aborts
+the same bucket lists the prefix's open uploads (ListMultipartUploads) and aborts
 those its journal names whose process is gone. Uploads other clients started are never in the
 journal, so they are never touched, and neither are those of a `stage` still running.
 
@@ -43,16 +43,18 @@ class Entry:
     path: Path
 
 
-def _folder(endpoint: str, bucket: str) -> Path:
-    """One folder per endpoint and bucket: a cleanup reads only its own server's entries."""
-    tag = hashlib.sha256(f"{endpoint}\0{bucket}".encode()).hexdigest()[:16]
+def _folder(bucket: str) -> Path:
+    """One folder per bucket name, whatever the endpoint URL: one server is often reached by more
+    than one URL (a proxy, localhost or 127.0.0.1). An entry is only ever aborted when the server
+    lists that very upload id under that key, so an entry of another server never matches."""
+    tag = hashlib.sha256(bucket.encode()).hexdigest()[:16]
     return cache_dir() / "stage-uploads" / tag
 
 
 def record(endpoint: str, bucket: str, key: str, upload_id: str) -> Path:
     """Write the entry before the first part is sent (atomically: a half-written entry would be
     an upload nobody could clean)."""
-    folder = _folder(endpoint, bucket)
+    folder = _folder(bucket)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (hashlib.sha256(f"{key}\0{upload_id}".encode()).hexdigest()[:24] + ".json")
     tmp = path.with_suffix(".tmp")
@@ -90,17 +92,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def entries(endpoint: str, bucket: str) -> list[Entry]:
-    """The journal's uploads for this endpoint and bucket whose stage process has ended."""
+def entries(bucket: str) -> list[Entry]:
+    """The journal's uploads in this bucket whose stage process has ended."""
     out = []
-    folder = _folder(endpoint, bucket)
+    folder = _folder(bucket)
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             d = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if d.get("endpoint") == endpoint and d.get("bucket") == bucket and not _alive(int(d.get("pid", 0))):
-            out.append(Entry(endpoint, bucket, str(d["key"]), str(d["upload_id"]), int(d["pid"]), path))
+        if d.get("bucket") == bucket and not _alive(int(d.get("pid", 0))):
+            out.append(
+                Entry(str(d.get("endpoint", "")), bucket, str(d["key"]), str(d["upload_id"]), int(d["pid"]), path)
+            )
     return out
 
 
@@ -161,14 +165,14 @@ class Cleaned:
         )
 
 
-def clean_abandoned(engine: Engine, endpoint: str, bucket: str, prefix: str) -> Cleaned:
+def clean_abandoned(engine: Engine, bucket: str, prefix: str) -> Cleaned:
     """Abort this journal's abandoned uploads under `prefix`; forget those the server no longer has.
 
     Only uploads both in the journal (stage started them, its process is gone) and open on the
     server are aborted; an entry outside `prefix` waits for a stage to its own prefix."""
     from shotbench.store.crt import S3Failure
 
-    mine = [e for e in entries(endpoint, bucket) if e.key.startswith(prefix)]
+    mine = [e for e in entries(bucket) if e.key.startswith(prefix)]
     if not mine:
         return Cleaned(0, 0)
     open_now = set(list_open(engine, bucket, prefix))
