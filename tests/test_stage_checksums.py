@@ -95,3 +95,30 @@ def test_bytes_changed_on_the_way_are_refused_in_one_sentence(
     assert client.list_multipart_uploads(Bucket=loc.bucket, Prefix=loc.prefix).get("Uploads", []) == []
     # the same file through no proxy is staged: the refusal was the bytes on the way, not the file
     assert stage(src, loc, cfg, jobs=2, progress=False, part_size=5 * MiB, multipart_threshold=5 * MiB).files == 1
+
+
+def test_downloads_are_checked_against_the_stored_crc64nvme(s3_server, s3_bucket: str, tmp_path: Path) -> None:
+    """What stage uploaded comes back checked: a fetch compares each file's CRC64NVME with the one the
+    server stores, and refuses an object whose stored bytes were damaged after the upload (here,
+    one byte changed in the server's own data folder, as bit rot would)."""
+    from shotbench.store.fetch import Wanted, fetch_objects
+
+    cfg = s3_server.s3config()
+    src = _files(tmp_path, {"a.h5": 700_000, "b.h5": 20 * MiB + 3})  # one GET; two ranged GETs
+    loc = _loc(s3_bucket, "down")
+    stage(src, loc, cfg, jobs=2, progress=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    wanted = [Wanted(loc.prefix + n, out / n, (src / n).stat().st_size) for n in ("a.h5", "b.h5")]
+    assert fetch_objects(cfg, loc.bucket, wanted, jobs=4).checked == 2
+    assert (out / "b.h5").read_bytes() == (src / "b.h5").read_bytes()
+
+    stored = s3_server.root / loc.bucket / loc.prefix / "b.h5"
+    with open(stored, "r+b") as fh:
+        fh.seek(17 * MiB)
+        byte = fh.read(1)
+        fh.seek(17 * MiB)
+        fh.write(bytes([byte[0] ^ 0x01]))
+    with pytest.raises(UserError, match=r"does not have the CRC64NVME the server stores for .*b\.h5") as info:
+        fetch_objects(cfg, loc.bucket, wanted, jobs=4)
+    assert "\n" not in str(info.value)
