@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 @dataclass
 class ByteProxy:
-    """Listens on 127.0.0.1; `flip_puts`: XOR the first body byte of each PUT; `put_delay`: seconds
-    each PUT waits before it is forwarded."""
+    """Listens on 127.0.0.1; `flip_puts`: XOR the middle byte of each PUT body (in the data, also
+    when the body is aws-chunked with a trailer); `put_delay`: seconds each PUT waits before it is
+    forwarded."""
 
     upstream_port: int
     flip_puts: bool = False
@@ -92,19 +93,20 @@ class ByteProxy:
                 if method == b"PUT" and self.put_delay:
                     time.sleep(self.put_delay)
                 server.sendall(head + b"\r\n\r\n")
-                first = True
+                middle, offset = length // 2, 0
                 while length > 0:
                     if not buf:
                         buf = client.recv(1 << 16)
                         if not buf:
                             return
                     piece, buf = buf[:length], buf[length:]
-                    if first and method == b"PUT" and self.flip_puts:
-                        piece = bytes([piece[0] ^ 0x01]) + piece[1:]
+                    if method == b"PUT" and self.flip_puts and offset <= middle < offset + len(piece):
+                        at = middle - offset
+                        piece = piece[:at] + bytes([piece[at] ^ 0x01]) + piece[at + 1 :]
                         with self._lock:
                             self.flipped += 1
-                    first = False
                     server.sendall(piece)
+                    offset += len(piece)
                     length -= len(piece)
                 if method == b"PUT":
                     with self._lock:

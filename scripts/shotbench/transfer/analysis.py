@@ -14,7 +14,7 @@ import pandas as pd
 
 from shotbench import stats
 from shotbench.runs import RUN_JSON, read_meta
-from shotbench.transfer.checks import same_check_tools, upload_check
+from shotbench.transfer.checks import same_check_tools
 from shotbench.transfer.matrix import size_label
 
 BASELINE = "raw-get"
@@ -85,7 +85,7 @@ def tools_table(meta: dict) -> pd.DataFrame:
             {
                 "tool": name,
                 "mode": t.get("mode"),
-                "upload check": upload_check(name),
+                "upload check": recorded_check(t),
                 "version": t.get("version") or "",
                 "status": t.get("status"),
                 "upload": how.get("upload", "—"),
@@ -137,6 +137,27 @@ def seed_table(
     table.index.name = "Test"
     table.columns.name = None
     return table
+
+
+def recorded_check(tool: dict) -> str:
+    """The upload check run.json records for a tool; runs from before it was recorded say so
+    rather than borrow today's table (stage's own check changed from SHA-256 to CRC64NVME)."""
+    return str(tool.get("check") or "not recorded")
+
+
+def check_table(cases: pd.DataFrame, meta: dict, metric: str = "seconds") -> pd.DataFrame:
+    """The upload seed table turned on its side, with each tool's upload check (as run.json
+    records it) as its first column: a time only compares with the times of tools that did the
+    same work over the bytes, so the check stands beside every number."""
+    table = seed_table(cases, "upload", metric)
+    if table.empty:
+        return table
+    tools = meta.get("tools") or {}
+    out = table.drop(columns="Total Transfer Size").T
+    out.insert(0, "check", [recorded_check(tools.get(str(tool)) or {}) for tool in out.index])
+    out.index.name = "Tool"
+    out.columns.name = None
+    return out
 
 
 def sweep_table(cases: pd.DataFrame, direction: str, metric: str = "mb-per-s") -> pd.DataFrame:

@@ -20,6 +20,7 @@ from shotbench.redact import scrub
 from shotbench.runs import RUN_JSON, RunFolder, interleave
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import verify
+from shotbench.transfer.checks import upload_check
 from shotbench.transfer.matrix import FileSpec, Row, ensure_files, size_label
 from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed
 from shotbench.transfer.schema import RUN_KIND
@@ -343,6 +344,7 @@ def run_transfer(
                 "version": None if reasons[t.name] else t.version(),
                 "status": reasons[t.name] or "ok",
                 "how": t.describe,
+                "check": upload_check(t.name),  # what it checks on upload (shotbench.transfer.checks)
             }
             for t in tools
         },
