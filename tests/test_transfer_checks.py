@@ -81,8 +81,10 @@ def test_a_byte_changed_on_the_way_is_refused_only_by_tools_that_check(
     proxy = ByteProxy(int(str(cfg.endpoint_url).rsplit(":", 1)[1]), flip_puts=True)
     via = dataclasses.replace(cfg, endpoint_url=proxy.endpoint)
     outcome = {}
+    names = ["awscrt-crc64nvme", "boto3-crc64nvme", "boto3-transfer-manager", "awscrt", "obstore-unsigned"]
+    clis = [n for n in ("aws-s3-cp", "s5cmd") if make_tools([n])[0].check() is None]  # when installed
     try:
-        for name in ("awscrt-crc64nvme", "boto3-crc64nvme", "boto3-transfer-manager", "awscrt", "obstore-unsigned"):
+        for name in names + clis:
             (tool,) = make_tools([name])
             target = Target(s3_bucket, f"w-{uuid.uuid4().hex[:8]}/")
             try:
@@ -101,5 +103,6 @@ def test_a_byte_changed_on_the_way_is_refused_only_by_tools_that_check(
         "boto3-transfer-manager": "refused",
         "awscrt": "stored damaged",
         "obstore-unsigned": "stored damaged",
+        **{n: "refused" for n in clis},  # CRC32 + SHA-256 signing (aws, http); MD5 + SHA-256 (s5cmd)
     }
     assert [checks.upload_check(n) for n in ("awscrt", "obstore-unsigned")] == ["none", "none"]
