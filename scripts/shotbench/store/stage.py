@@ -9,12 +9,13 @@ AWS CLI sends by default), computed by awscrt's hardware-accelerated implementat
 times the speed of SHA-256 here, which is why the check costs the upload almost nothing. The
 checksum travels with the bytes (`x-amz-checksum-crc64nvme`), so the server refuses a body that
 is not what was read, and its answer names the object's checksum, which must equal ours. A
-file of more than MULTIPART_THRESHOLD goes up in parts of PART_SIZE as a FULL_OBJECT upload:
-each part carries its own CRC64NVME, the server checks each, and CompleteMultipartUpload
-carries the whole file's CRC64NVME (the parts' checksums combined, no second read), which the
-server checks against what it assembled. Where a server does not return a multipart object's
-whole checksum, stage says that only the parts were checked (`StageSummary.parts_only`); it
-never claims the whole-object comparison it could not make.
+file of more than MULTIPART_THRESHOLD goes up as awscrt's own multipart upload in parts of
+PART_SIZE, read and sent in C: aws-c-s3 computes each part's CRC64NVME while it sends it (a
+trailer the server checks), and the server combines them into the object's FULL_OBJECT CRC64NVME,
+which must equal the whole file's, computed here from the file while the parts are on the wire
+(measured under load: about 11 % faster on a 256 MiB file than parts read and sent from Python). Where a
+server does not return a multipart object's whole checksum, stage says that only the parts were
+checked (`StageSummary.parts_only`); it never claims the whole-object comparison it could not make.
 
 A body the server refuses while the file on disk still has the checksum that was sent was
 changed on the way (a proxy, a NIC, memory): that is refused in one sentence, never retried
@@ -23,19 +24,21 @@ before the read and again after the object exists: a file that changed in betwee
 snapshot) is deleted from S3 again and reported, never counted as staged.
 
 Multipart uploads stage starts are recorded in a journal (shotbench.store.uploads) until they
-complete or are aborted; a failure or an interrupt (SIGINT, SIGTERM) aborts them, and after a
-SIGKILL the next stage to the same bucket aborts the ones under its prefix and says so.
+complete or are aborted; a failure or an interrupt (SIGINT, SIGTERM) cancels them (awscrt aborts
+them on the server), and after a SIGKILL the next stage to the same bucket aborts the ones under
+its prefix and says so.
 
 Requests run on awscrt (shotbench.store.crt), the upload engine the transfer benchmark
 measured fastest here. Small files are handed to awscrt as soon as they are checksummed and it
-keeps `jobs` connections busy; the parts of large files are read, checksummed and sent on `jobs`
-threads. A re-run skips objects whose size and ETag already match the file, so an interrupted
+keeps `jobs` connections busy, shared with the parts of large files. A re-run skips objects
+whose size and ETag already match the file, so an interrupted
 stage resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import math
 import os
@@ -44,13 +47,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from shotbench.errors import UserError
 from shotbench.redact import mask
-from shotbench.store.crt import Engine, Pending, S3Failure, xml_text
+from shotbench.store.crt import Engine, Pending, S3Failure
 from shotbench.store.s3 import DEFAULT_REGION, Location, S3Config, explain
 from shotbench.units import MiB
 
@@ -246,9 +249,8 @@ class _Upload:
     path: Path
     key: str
     stat: tuple[int, int]  # (size, mtime_ns) before the first read
-    upload_id: str = ""
     journal: Path | None = None  # its entry in the journal of open uploads (shotbench.store.uploads)
-    parts: dict[int, tuple[str, int, int]] = field(default_factory=dict)  # number -> (ETag, CRC64NVME, length)
+    opened: float = 0.0  # time.time() just before its multipart upload was asked for
     torn: bool = False  # a read found the file other than at `stat`
     sent: bool = False  # the object exists (PUT answered, or multipart completed)
     parts_only: bool = False  # the server checked each part, but returned no whole-object checksum
@@ -353,114 +355,88 @@ class _Stager:
             while queued:
                 self.finish_small(*queued.popleft())
 
-    def start_multipart(self, up: _Upload) -> None:
-        """A FULL_OBJECT CRC64NVME upload: the server will check the whole file's checksum at the end."""
+    def send_big(self, up: _Upload, part_size: int) -> Pending:
+        """A file above the multipart threshold, as awscrt's own multipart upload: its parts are
+        read and sent in C, each with the CRC64NVME aws-c-s3 computes while sending it (a trailer
+        the server checks), and the server combines them into the object's FULL_OBJECT CRC64NVME.
+        The upload is journaled by key first (awscrt does not expose its upload id), so a stage
+        killed mid-upload is cleaned up by the next one."""
+        from awscrt.s3 import S3ChecksumAlgorithm, S3ChecksumConfig, S3ChecksumLocation
+
         from shotbench.store import uploads
 
-        reply = self.engine.call(
-            "POST",
+        up.opened = time.time()
+        up.journal = uploads.record(self.endpoint, self.bucket, up.key, "", started=up.opened)
+        return self.engine.start(
+            "PUT",
             self.bucket,
             up.key,
-            operation="CreateMultipartUpload",
-            query="uploads=",
-            timeout=60,
-            headers=[
-                ("Content-Type", "application/octet-stream"),
-                ("x-amz-checksum-algorithm", "CRC64NVME"),
-                ("x-amz-checksum-type", "FULL_OBJECT"),
-            ],
+            operation="PutObject",
+            send_filepath=str(up.path),
+            send_size=up.stat[0],
+            part_size=part_size,
+            headers=[("Content-Type", "application/octet-stream")],
+            checksum_config=S3ChecksumConfig(
+                algorithm=S3ChecksumAlgorithm.CRC64NVME, location=S3ChecksumLocation.TRAILER
+            ),
         )
-        up.upload_id = xml_text(reply.body, "UploadId") or ""
-        if not up.upload_id:
-            raise S3Failure("CreateMultipartUpload", reply.status, "NoUploadId", "the answer named no upload id")
-        up.journal = uploads.record(self.endpoint, self.bucket, up.key, up.upload_id)
 
-    def put_part(self, up: _Upload, number: int, part_size: int) -> None:
-        offset = (number - 1) * part_size
-        want = min(part_size, up.stat[0] - offset)
-        data = _pread(up.path, want, offset)
-        if len(data) != want:
+    def finish_big(self, up: _Upload, pending: Pending, local: Callable[[], int | None]) -> None:
+        """Wait for a multipart upload; the whole object's CRC64NVME, as the server holds it, must
+        be the file's (`local()`: computed from the file while the parts were on the wire)."""
+
+        try:
+            pending.result(_bound(up.stat[0]))
+        except S3Failure as exc:
+            self._sweep(up)  # awscrt aborted the upload it knew; any other of ours goes too
+            crc = local()
+            if crc is None or _stat(up.path) != up.stat or file_crc64(up.path) != crc:
+                up.torn = True
+                return
+            if exc.code in _REFUSED_BODY:
+                raise S3Failure(
+                    "stage",
+                    exc.status,
+                    "CorruptedInTransit",
+                    f"{up.key}: the server refused a part ({exc.code}) whose bytes did not match the CRC64NVME "
+                    f"awscrt computed while sending it; the file (CRC64NVME {crc64_text(crc)}) has not changed",
+                ) from None
+            raise
+        self._sweep(up)
+        up.sent = True
+        crc = local()
+        if crc is None:
             up.torn = True
             return
-        crc = crc64(data)
-        from urllib.parse import quote
-
-        try:
-            reply = self.engine.call(
-                "PUT",
-                self.bucket,
-                up.key,
-                operation="UploadPart",
-                body=data,
-                timeout=_bound(len(data)),
-                query=f"partNumber={number}&uploadId={quote(up.upload_id, safe='-_.~')}",
-                headers=[("x-amz-checksum-crc64nvme", crc64_text(crc))],
-            )
-        except S3Failure as exc:
-            if exc.code in _REFUSED_BODY:
-                self._refused(up, crc, exc, f"part {number} of {up.key}", lambda: crc64(_pread(up.path, want, offset)))
-                return
-            raise
-        got = reply.headers.get("x-amz-checksum-crc64nvme")
-        if got is not None:
-            self._compare(f"part {number} of {up.key}", got, crc)
-        up.parts[number] = (reply.headers.get("etag", "").strip('"'), crc, len(data))
-        self.on_bytes(len(data))
-
-    def whole(self, up: _Upload) -> int:
-        """The file's CRC64NVME from its parts' (awscrt's combine: no second read of the file)."""
-        from awscrt.checksums import combine_crc64nvme
-
-        value = 0
-        for _, (_, crc, length) in sorted(up.parts.items()):
-            value = int(combine_crc64nvme(value, crc, length))
-        return value
-
-    def complete(self, up: _Upload) -> None:
-        from urllib.parse import quote
-
-        from shotbench.store import uploads
-
-        body = (
-            "<CompleteMultipartUpload>"
-            + "".join(
-                f'<Part><PartNumber>{n}</PartNumber><ETag>"{etag}"</ETag>'
-                f"<ChecksumCRC64NVME>{crc64_text(crc)}</ChecksumCRC64NVME></Part>"
-                for n, (etag, crc, _) in sorted(up.parts.items())
-            )
-            + "</CompleteMultipartUpload>"
-        )
-        want = self.whole(up)
-        try:
-            reply = self.engine.call(
-                "POST",
-                self.bucket,
-                up.key,
-                operation="CompleteMultipartUpload",
-                body=body.encode(),
-                query=f"uploadId={quote(up.upload_id, safe='-_.~')}",
-                headers=[("x-amz-checksum-crc64nvme", crc64_text(want)), ("x-amz-checksum-type", "FULL_OBJECT")],
-                timeout=_bound(up.stat[0]),
-            )
-        except S3Failure as exc:
-            if exc.code in _REFUSED_BODY:
-                self._refused(up, want, exc, up.key, lambda: file_crc64(up.path))
-                return
-            raise
-        if up.journal is not None:
-            uploads.forget(up.journal)
-        up.sent = True
-        got = xml_text(reply.body, "ChecksumCRC64NVME") or reply.headers.get("x-amz-checksum-crc64nvme")
-        if not got:
-            got = self._head_checksum(up.key)
+        got = pending.headers.get("x-amz-checksum-crc64nvme") or self._head_checksum(up.key)
         try:
             if got:
-                self._compare(up.key, got, want)
+                self._compare(up.key, got, crc)
             else:
                 up.parts_only = True  # each part was checked by the server; the whole could not be compared
         except S3Failure:
             self.delete(up.key)
             raise
+        self.on_bytes(up.stat[0])
+
+    def _sweep(self, up: _Upload) -> None:
+        """Abort any upload of this key this stage opened that is still open, then forget the entry.
+
+        awscrt completes or aborts the upload it knows; but when it retries a CreateMultipartUpload
+        whose answer was lost (seen on a loaded machine), the first upload is left open, and no
+        one else knows its id. Ours: same key, initiated since the entry was written. Kept in the
+        journal when the server cannot be asked, so the next stage cleans it."""
+        from shotbench.store import uploads
+
+        if up.journal is None:
+            return
+        try:
+            for key, upload_id, initiated in uploads.list_open(self.engine, self.bucket, up.key):
+                if key == up.key and initiated >= int(up.opened):
+                    uploads.abort(self.engine, self.bucket, key, upload_id)
+        except S3Failure:
+            return
+        uploads.forget(up.journal)
 
     def _head_checksum(self, key: str) -> str | None:
         """The object's stored CRC64NVME, asked for explicitly (HeadObject, checksum mode enabled)."""
@@ -468,18 +444,6 @@ class _Stager:
             "HEAD", self.bucket, key, operation="HeadObject", headers=[("x-amz-checksum-mode", "ENABLED")], timeout=60
         )
         return reply.headers.get("x-amz-checksum-crc64nvme")
-
-    def abort(self, up: _Upload) -> None:
-        """End an upload of ours; its journal entry stays when the server could not be told, so the
-        next stage cleans it."""
-        from shotbench.store import uploads
-
-        try:
-            uploads.abort(self.engine, self.bucket, up.key, up.upload_id, timeout=30)
-        except S3Failure:
-            return
-        if up.journal is not None:
-            uploads.forget(up.journal)
 
     def delete(self, key: str) -> None:
         self.engine.call("DELETE", self.bucket, key, operation="DeleteObject", timeout=60)
@@ -569,43 +533,25 @@ def stage(
     stager = _Stager(engine, loc, endpoint, on_bytes)
     big = [u for u in ups if u.stat[0] > multipart_threshold]
     small = [u for u in ups if u.stat[0] <= multipart_threshold]
-    opened: list[_Upload] = []
     changed: list[_Upload] = []
+    inflight: list[tuple[_Upload, Pending]] = []
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:  # parts: read, checksummed and sent on `jobs` threads
+        with ThreadPoolExecutor(max_workers=2) as readers:  # the big files' own CRC64NVME, read beside the upload
             for u in big:
-                stager.start_multipart(u)
-                opened.append(u)
-            futures = [
-                pool.submit(stager.put_part, u, n, part_size)
-                for u in big
-                for n in range(1, max(1, math.ceil(u.stat[0] / part_size)) + 1)
-            ]
-            try:
-                stager.put_smalls(small, jobs)
-                for fut in futures:
-                    fut.result()
-            except BaseException:
-                for fut in futures:
-                    fut.cancel()
-                raise
-        for u in big:
-            if u.torn or _stat(u.path) != u.stat:
-                u.torn = True
-                stager.abort(u)  # no object was made
-            else:
-                stager.complete(u)
-                if u.torn:
-                    stager.abort(u)
-            opened.remove(u)
+                inflight.append((u, stager.send_big(u, part_size)))
+            local = {u: readers.submit(_stable_crc64, u) for u in big}
+            stager.put_smalls(small, jobs)
+            while inflight:
+                u, pending = inflight[0]
+                stager.finish_big(u, pending, local[u].result)
+                inflight.pop(0)
         for u in ups:
             if u.torn or _stat(u.path) != u.stat:
                 if u.sent:
                     stager.delete(u.key)  # a torn snapshot must not look staged
                 changed.append(u)
     except BaseException as exc:  # a failure, Ctrl-C or SIGTERM (Terminated): leave no upload open
-        for u in opened:
-            stager.abort(u)
+        _cancel(stager, inflight)
         if isinstance(exc, S3Failure):
             raise _explain_failure(exc, loc, cfg) from None
         raise
@@ -624,6 +570,25 @@ def stage(
     if changed:
         raise FilesChanged([u.path.relative_to(src_dir).as_posix() for u in changed], summary)
     return summary
+
+
+def _stable_crc64(up: _Upload) -> int | None:
+    """The file's CRC64NVME, or None when it is not the file stat saw before the upload."""
+    value = file_crc64(up.path)
+    return value if _stat(up.path) == up.stat else None
+
+
+def _cancel(stager: _Stager, inflight: list[tuple[_Upload, Pending]]) -> None:
+    """Cancel the multipart uploads still in flight, wait for awscrt to abort them on the server,
+    and sweep what it could not know of; an entry stays in the journal when the server could not
+    be asked (the next stage cleans it)."""
+    for _, pending in inflight:
+        pending.request.cancel()
+    for up, pending in inflight:
+        with contextlib.suppress(Exception):  # cancelled, or failed: either way the request has ended
+            pending.request.finished_future.result(30)
+        if pending.request.finished_future.done():
+            stager._sweep(up)
 
 
 def _explain_failure(exc: S3Failure, loc: Location, cfg: S3Config) -> UserError:

@@ -38,8 +38,9 @@ class Entry:
     endpoint: str
     bucket: str
     key: str
-    upload_id: str
+    upload_id: str  # "" for an upload awscrt opened itself (its id is not exposed): matched by key and time
     pid: int
+    started: float  # time.time() when the entry was written, before the upload was opened
     path: Path
 
 
@@ -51,7 +52,7 @@ def _folder(bucket: str) -> Path:
     return cache_dir() / "stage-uploads" / tag
 
 
-def record(endpoint: str, bucket: str, key: str, upload_id: str) -> Path:
+def record(endpoint: str, bucket: str, key: str, upload_id: str, started: float | None = None) -> Path:
     """Write the entry before the first part is sent (atomically: a half-written entry would be
     an upload nobody could clean)."""
     folder = _folder(bucket)
@@ -66,7 +67,7 @@ def record(endpoint: str, bucket: str, key: str, upload_id: str) -> Path:
                 "key": key,
                 "upload_id": upload_id,
                 "pid": os.getpid(),
-                "started": time.time(),
+                "started": time.time() if started is None else started,
             }
         )
     )
@@ -102,17 +103,25 @@ def entries(bucket: str) -> list[Entry]:
         except (OSError, ValueError):
             continue
         if d.get("bucket") == bucket and not _alive(int(d.get("pid", 0))):
-            out.append(
-                Entry(str(d.get("endpoint", "")), bucket, str(d["key"]), str(d["upload_id"]), int(d["pid"]), path)
+            entry = Entry(
+                str(d.get("endpoint", "")),
+                bucket,
+                str(d["key"]),
+                str(d["upload_id"]),
+                int(d["pid"]),
+                float(d.get("started", 0)),
+                path,
             )
+            out.append(entry)
     return out
 
 
-def list_open(engine: Engine, bucket: str, prefix: str, timeout: float = 60) -> list[tuple[str, str]]:
-    """(key, upload id) of every multipart upload open under `prefix` (ListMultipartUploads, paged)."""
+def list_open(engine: Engine, bucket: str, prefix: str, timeout: float = 60) -> list[tuple[str, str, float]]:
+    """(key, upload id, initiated as a Unix time) of every multipart upload open under `prefix`
+    (ListMultipartUploads, paged)."""
     from shotbench.store.crt import _xml_items, xml_text
 
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, float]] = []
     key_marker = id_marker = ""
     while True:
         query = "uploads=&prefix=" + quote(prefix, safe=_SAFE)
@@ -120,13 +129,26 @@ def list_open(engine: Engine, bucket: str, prefix: str, timeout: float = 60) -> 
             query += "&key-marker=" + quote(key_marker, safe=_SAFE)
             query += "&upload-id-marker=" + quote(id_marker, safe=_SAFE)
         reply = engine.call("GET", bucket, operation="ListMultipartUploads", query=query, timeout=timeout)
-        out += [(u.get("Key", ""), u.get("UploadId", "")) for u in _xml_items(reply.body, "Upload")]
+        out += [
+            (u.get("Key", ""), u.get("UploadId", ""), _unix(u.get("Initiated", "")))
+            for u in _xml_items(reply.body, "Upload")
+        ]
         if xml_text(reply.body, "IsTruncated") != "true":
             return out
         key_marker = xml_text(reply.body, "NextKeyMarker") or ""
         id_marker = xml_text(reply.body, "NextUploadIdMarker") or ""
         if not key_marker:
             return out
+
+
+def _unix(text: str) -> float:
+    """An S3 timestamp (ISO 8601, UTC) as a Unix time; 0 when the server gave none."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def part_bytes(engine: Engine, bucket: str, key: str, upload_id: str, timeout: float = 60) -> int:
@@ -168,22 +190,25 @@ class Cleaned:
 def clean_abandoned(engine: Engine, bucket: str, prefix: str) -> Cleaned:
     """Abort this journal's abandoned uploads under `prefix`; forget those the server no longer has.
 
-    Only uploads both in the journal (stage started them, its process is gone) and open on the
-    server are aborted; an entry outside `prefix` waits for a stage to its own prefix."""
+    An entry with an upload id matches that upload only. An entry awscrt opened (no id) matches
+    the open uploads of its key initiated since the entry was written (S3 gives whole seconds):
+    uploads of that key another client opened before are left alone. An entry outside `prefix`
+    waits for a stage to its own prefix."""
     from shotbench.store.crt import S3Failure
 
     mine = [e for e in entries(bucket) if e.key.startswith(prefix)]
     if not mine:
         return Cleaned(0, 0)
-    open_now = set(list_open(engine, bucket, prefix))
+    open_now = list_open(engine, bucket, prefix)
     uploads = nbytes = 0
     for e in mine:
-        if (e.key, e.upload_id) not in open_now:
-            forget(e.path)  # completed, aborted or expired since: nothing to do
-            continue
-        with contextlib.suppress(S3Failure):
-            nbytes += part_bytes(engine, bucket, e.key, e.upload_id)
-        abort(engine, bucket, e.key, e.upload_id)
-        forget(e.path)
-        uploads += 1
+        for key, upload_id, initiated in open_now:
+            ours = upload_id == e.upload_id if e.upload_id else initiated >= int(e.started)
+            if key != e.key or not ours:
+                continue
+            with contextlib.suppress(S3Failure):
+                nbytes += part_bytes(engine, bucket, key, upload_id)
+            abort(engine, bucket, key, upload_id)
+            uploads += 1
+        forget(e.path)  # aborted, or completed, aborted or expired since: nothing is left to do
     return Cleaned(uploads, nbytes)
