@@ -91,6 +91,7 @@ def test_after_sigkill_the_next_stage_cleans_only_its_own(s3_server, s3_bucket, 
     loc = parse_location(f"s3://{s3_bucket}/kill-{uuid.uuid4().hex[:6]}/")
     client = cfg.boto3_client()
     other = client.create_multipart_upload(Bucket=loc.bucket, Key=loc.prefix + "big.h5")["UploadId"]  # not stage's
+    time.sleep(1.1)  # S3 dates uploads to the second: the other client's is from before stage started
     upstream = int(cfg.endpoint_url.rsplit(":", 1)[1])
     proxy = ByteProxy(upstream, put_delay=0.4)
     try:
