@@ -122,3 +122,6 @@ def test_downloads_are_checked_against_the_stored_crc64nvme(s3_server, s3_bucket
     with pytest.raises(UserError, match=r"does not have the CRC64NVME the server stores for .*b\.h5") as info:
         fetch_objects(cfg, loc.bucket, wanted, jobs=4)
     assert "\n" not in str(info.value)
+    # without the comparison the damage goes through: the size is right, only the CRC64NVME tells
+    assert fetch_objects(cfg, loc.bucket, wanted, jobs=4, stored_crc=False).checked == 0
+    assert (out / "b.h5").read_bytes() != (src / "b.h5").read_bytes()
