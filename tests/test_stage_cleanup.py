@@ -33,10 +33,11 @@ def _open(client, loc) -> list[tuple[str, str]]:
     ]
 
 
-def _start(s3_server, proxy: ByteProxy, src: Path, dest: str, cache: Path) -> subprocess.Popen:
+def _start(s3_server, proxy: ByteProxy | None, src: Path, dest: str, cache: Path) -> subprocess.Popen:
     env = without_s3_settings()
     env.update(s3_server.s3config().env_vars())
-    env["AWS_ENDPOINT_URL"] = env["AWS_ENDPOINT_URL_S3"] = proxy.endpoint
+    if proxy is not None:
+        env["AWS_ENDPOINT_URL"] = env["AWS_ENDPOINT_URL_S3"] = proxy.endpoint
     env["SHOTBENCH_CACHE"] = str(cache)  # the journal of open uploads, private to this test
     return subprocess.Popen(
         [sys.executable, "-m", "shotbench", "stage", str(src), dest, "--jobs", "1", "--no-progress"],
@@ -104,14 +105,17 @@ def test_after_sigkill_the_next_stage_cleans_only_its_own(s3_server, s3_bucket, 
     left = _open(client, loc)
     assert len(left) == 2 and (loc.prefix + "big.h5", other) in left  # the killed stage's, and the other client's
 
-    monkeypatch.setenv("SHOTBENCH_CACHE", str(tmp_path / "cache"))
-    summary = stage(big_src, loc, cfg, jobs=2, progress=False)
-    assert summary.files == 1
-    assert summary.cleaned.startswith("aborted 1 multipart upload an interrupted `shotbench stage` left")
-    assert "MB of parts" in summary.cleaned and summary.cleaned in summary.line()
+    nxt = _start(s3_server, None, big_src, loc.uri(), tmp_path / "cache")  # the next `shotbench stage`
+    out, err = nxt.communicate(timeout=120)
+    assert nxt.returncode == 0, err
+    (line,) = out.splitlines()
+    assert line.startswith("staged 1 files") and "1 of 1 checked whole" in line
+    assert "; aborted 1 multipart upload an interrupted `shotbench stage` left under " + loc.uri() in line
+    assert line.endswith("MB of parts)")
     assert _open(client, loc) == [(loc.prefix + "big.h5", other)]  # the other client's upload is untouched
     client.abort_multipart_upload(Bucket=loc.bucket, Key=loc.prefix + "big.h5", UploadId=other)
     assert _open(client, loc) == []
+    monkeypatch.setenv("SHOTBENCH_CACHE", str(tmp_path / "cache"))
     again = stage(big_src, loc, cfg, jobs=2, progress=False)
     assert (again.files, again.skipped, again.cleaned) == (0, 1, "")
 
