@@ -231,6 +231,9 @@ def test_notebook_renders_tables_and_plots_offline(tmp_path, s3_server, s3_bucke
     assert figure_count(html) >= 3  # upload + download bars per test, and the sweep
     assert external_resources(html) == []
     assert (tmp_path / "report" / "download-seconds.csv").is_file()
+    assert (
+        tmp_path / "report" / "upload-checks.csv"
+    ).is_file() and "CRC64NVME whole-object" in html  # the check column
 
 
 def test_interrupted_run_resumes_without_repeating_cases(tmp_path, s3_server, s3_bucket):
