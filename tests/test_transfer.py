@@ -232,6 +232,9 @@ def test_notebook_renders_tables_and_plots_offline(tmp_path, s3_server, s3_bucke
     assert figure_count(html) >= 3  # upload + download bars per test, and the sweep
     assert external_resources(html) == []
     assert (tmp_path / "report" / "download-seconds.csv").is_file()
+    assert (
+        tmp_path / "report" / "upload-checks.csv"
+    ).is_file() and "CRC64NVME whole-object" in html  # the check column
 
 
 def test_interrupted_run_resumes_without_repeating_cases(tmp_path, s3_server, s3_bucket):
@@ -318,7 +321,7 @@ def test_stage_threshold_names_ties_and_fails_a_slow_row(tmp_path):
 
 
 def test_like_for_like_compares_stage_with_the_same_check_beside_the_verdict(tmp_path):
-    """An upload row where stage loses to awscrt by its SHA-256 but keeps up with awscrt-sha256:
+    """An upload row where stage loses to awscrt by its check but keeps up with awscrt-crc64nvme:
     the threshold still fails (the verdict and exit status are the fastest tool's), and the
     like-for-like line and sentence say it passes against the same check. Rows where no tool
     made that check (here a download) are not judged like for like."""
@@ -328,7 +331,7 @@ def test_like_for_like_compares_stage_with_the_same_check_beside_the_verdict(tmp
     rows = []
     for trial in range(3):
         for row, times in (
-            (up, {"shotbench": 1.16, "awscrt": 1.0, "awscrt-sha256": 1.18}),
+            (up, {"shotbench": 1.16, "awscrt": 1.0, "awscrt-crc64nvme": 1.18}),
             (down, {"shotbench": 0.5, "awscrt": 0.5}),
         ):
             rows += [
@@ -342,14 +345,16 @@ def test_like_for_like_compares_stage_with_the_same_check_beside_the_verdict(tmp
     main = {c.direction: c for c in analysis.stage_checks(cases)}
     assert not main["upload"].passed and main["upload"].best_tool == "awscrt" and main["download"].passed
     (same,) = analysis.like_for_like(cases)
-    assert (same.direction, same.best_tool, same.passed) == ("upload", "awscrt-sha256", True)
+    assert (same.direction, same.best_tool, same.passed) == ("upload", "awscrt-crc64nvme", True)
     assert same.ratio == pytest.approx(1.17 / 1.19)
     text = analysis.threshold_text(run)
     assert "FAIL (1 of 2 rows pass)" in text
     assert "like for like, beside the verdict above" in text and "PASS (1 of 1 rows pass)" in text
     assert cli_main(["transfer", "--check", str(run)]) == 1
     said = analysis.answer(cases)
-    assert "**Against the same check** (awscrt-sha256" in said and "0.98–0.98× its time, within 1.10× on 1 of 1" in said
+    assert (
+        "**Against the same check** (awscrt-crc64nvme" in said and "0.98–0.98× its time, within 1.10× on 1 of 1" in said
+    )
     assert "what keeps them from the fastest tool is that check" in said
 
 

@@ -100,7 +100,7 @@ def _server(procs: Procs, hosts: Hosts, root: Path) -> S3Config:
     """versitygw on the bridge's address (credentials through its environment, never argv)."""
     from clusterhosts import free_port
     from shotbench.gobuild import versitygw
-    from shotbench.store.server import DEFAULT_REGION, HEALTH_PATH
+    from shotbench.store.embedded import DEFAULT_REGION, HEALTH_PATH
 
     port = free_port(hosts.addr["root"])
     access, secret = "sb" + secrets.token_hex(6), secrets.token_hex(20)
@@ -173,7 +173,7 @@ def test_two_hosts_run_each_build_on_its_own_pool(
     hosts: Hosts, tmp_path: Path, shot_dir: Path, request: pytest.FixtureRequest
 ) -> None:
     from shotbench.builds.envs import env_python
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     procs = Procs(tmp_path / "logs")
     request.addfinalizer(procs.end)

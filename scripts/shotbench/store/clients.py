@@ -25,11 +25,13 @@ def obstore_store(
     bucket: str,
     client_options: dict[str, Any] | None = None,
     retry_config: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> Any:
-    """An obstore `S3Store` for `bucket`; `client_options` and `retry_config` as obstore takes them."""
+    """An obstore `S3Store` for `bucket`; `client_options`, `retry_config` and further S3Store
+    `config` keys (e.g. `unsigned_payload`) as obstore takes them."""
     from obstore.store import S3Store
 
-    kw: dict[str, Any] = {"region": cfg.region or DEFAULT_REGION}
+    kw: dict[str, Any] = {"region": cfg.region or DEFAULT_REGION, **(config or {})}
     client = dict(client_options or {})
     if cfg.endpoint_url:
         kw["endpoint"] = cfg.endpoint_url

@@ -125,12 +125,15 @@ class Engine:
         send_filepath: str | None = None,
         send_size: int = 0,
         checksum_config: Any = None,
+        part_size: int | None = None,
     ) -> Pending:
         """Send one request now; `Pending.result()` waits for it.
 
         A body from `send_filepath` is read by awscrt in C (one PUT of `send_size` bytes: the
         caller keeps files above the multipart threshold out of this path); `body` goes through
         a Python stream, which costs a call per chunk and is kept for small bodies and parts.
+        With `part_size`, a file above it goes up as awscrt's own multipart upload in parts of
+        that size, read and sent in C (and aborted by awscrt when the request fails or is cancelled).
         """
         from awscrt.http import HttpHeaders, HttpRequest
         from awscrt.s3 import S3RequestType
@@ -148,10 +151,11 @@ class Engine:
             kind = S3RequestType.GET_OBJECT
         elif send_filepath is not None:
             kind = S3RequestType.PUT_OBJECT
+            single = max(send_size, 5 << 20) + 1
             extra = {
                 "send_filepath": send_filepath,
-                "multipart_upload_threshold": max(send_size, 5 << 20) + 1,
-                "part_size": max(send_size, 5 << 20) + 1,
+                "multipart_upload_threshold": part_size or single,
+                "part_size": part_size or single,
             }
         else:
             kind = S3RequestType.DEFAULT

@@ -21,6 +21,7 @@ from shotbench.runs import RUN_JSON, RunFolder, interleave
 from shotbench.store.s3 import S3Config
 from shotbench.transfer import delivery as verify
 from shotbench.transfer.cases import FileSpec, Row, ensure_files, size_label
+from shotbench.transfer.checks import upload_check
 from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed
 from shotbench.transfer.rows import RUN_KIND
 
@@ -343,6 +344,7 @@ def run_transfer(
                 "version": None if reasons[t.name] else t.version(),
                 "status": reasons[t.name] or "ok",
                 "how": t.describe,
+                "check": upload_check(t.name),  # what it checks on upload (shotbench.transfer.checks)
             }
             for t in tools
         },

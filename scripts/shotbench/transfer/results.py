@@ -15,15 +15,16 @@ import pandas as pd
 from shotbench import stats
 from shotbench.runs import RUN_JSON, read_meta
 from shotbench.transfer.cases import size_label
+from shotbench.transfer.checks import same_check_tools
 
 BASELINE = "raw-get"
 CLASSIC = "aws-s3-sync"  # the seed tables' reference column
 SELF = "shotbench"
 THRESHOLD = 1.10  # shotbench's median time may be at most this multiple of the best tool's, on every row
-SAME_CHECK: tuple[str, ...] = ("awscrt-sha256",)
+SAME_CHECK: tuple[str, ...] = same_check_tools()
 """Tools that check each upload as `stage` does (SAME_CHECK_HOW): the like-for-like comparison,
 printed beside the threshold and never in its place."""
-SAME_CHECK_HOW = "SHA-256 computed by the client, verified by the server"
+SAME_CHECK_HOW = "a whole-object CRC64NVME computed by the client, verified by the server"
 LOOPBACK = "loopback"
 
 
@@ -84,6 +85,7 @@ def tools_table(meta: dict) -> pd.DataFrame:
             {
                 "tool": name,
                 "mode": t.get("mode"),
+                "upload check": recorded_check(t),
                 "version": t.get("version") or "",
                 "status": t.get("status"),
                 "upload": how.get("upload", "—"),
@@ -135,6 +137,27 @@ def seed_table(
     table.index.name = "Test"
     table.columns.name = None
     return table
+
+
+def recorded_check(tool: dict) -> str:
+    """The upload check run.json records for a tool; runs from before it was recorded say so
+    rather than borrow today's table (stage's own check changed from SHA-256 to CRC64NVME)."""
+    return str(tool.get("check") or "not recorded")
+
+
+def check_table(cases: pd.DataFrame, meta: dict, metric: str = "seconds") -> pd.DataFrame:
+    """The upload seed table turned on its side, with each tool's upload check (as run.json
+    records it) as its first column: a time only compares with the times of tools that did the
+    same work over the bytes, so the check stands beside every number."""
+    table = seed_table(cases, "upload", metric)
+    if table.empty:
+        return table
+    tools = meta.get("tools") or {}
+    out = table.drop(columns="Total Transfer Size").T
+    out.insert(0, "check", [recorded_check(tools.get(str(tool)) or {}) for tool in out.index])
+    out.index.name = "Tool"
+    out.columns.name = None
+    return out
 
 
 def sweep_table(cases: pd.DataFrame, direction: str, metric: str = "mb-per-s") -> pd.DataFrame:

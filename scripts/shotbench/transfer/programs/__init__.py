@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from shotbench.errors import UserError
 from shotbench.transfer.programs.boto import Boto3TransferManager, Boto3Tuned, Boto3UploadFile, RawGet, Shotbench
+from shotbench.transfer.programs.checked import AwsCrtCrc64, Boto3Crc64, ObstoreUnsignedPayload
 from shotbench.transfer.programs.crt_client import AwsCrt, AwsCrtSha256
 from shotbench.transfer.programs.external import (
     AWSCLI_VERSION,
@@ -55,6 +56,9 @@ TOOL_CLASSES: dict[str, type[Tool]] = {
         ObstoreAsync,
         AwsCrt,
         AwsCrtSha256,
+        AwsCrtCrc64,
+        Boto3Crc64,
+        ObstoreUnsignedPayload,
         Shotbench,
         RawGet,
     )
@@ -63,12 +67,14 @@ DEFAULT_TOOLS: tuple[str, ...] = (
     "aws-s3-sync",
     "s5cmd",
     "boto3-transfer-manager",
+    "boto3-crc64nvme",
     "s3fs",
     "s3fs-async",
     "obstore",
     "obstore-async",
+    "obstore-unsigned",
     "awscrt",
-    "awscrt-sha256",
+    "awscrt-crc64nvme",
     "shotbench",
     "raw-get",
 )

@@ -167,9 +167,10 @@ class Boto3Tuned(Boto3TransferManager):
 
 
 class Shotbench(Tool):
-    """shotbench's own: `shotbench stage` for uploads (awscrt; SHA-256 checked, torn files refused)
-    and its download side (`shotbench.store.fetch`: obstore, ranged GETs of at most 16 MiB, each written
-    in place as it arrives; sizes checked, SHA-256 checked by the runner after the clock stops, as for every tool)."""
+    """shotbench's own: `shotbench stage` for uploads (awscrt; a whole-object CRC64NVME sent and verified by
+    the server, torn files refused) and its download side (`shotbench.store.fetch`: obstore, ranged GETs of at
+    most 16 MiB, each written in place as it arrives; sizes checked, and each file's CRC64NVME against the
+    server's where it stores one; SHA-256 checked by the runner after the clock stops, as for every tool)."""
 
     name = "shotbench"
     family = "shotbench"

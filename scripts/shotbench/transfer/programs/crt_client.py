@@ -101,7 +101,8 @@ class AwsCrt(Tool):
 
 
 class AwsCrtSha256(AwsCrt):
-    """awscrt making the check `shotbench stage` makes: the client computes each object's SHA-256
+    """awscrt making the check `shotbench stage` made until issue 48 (it now makes a CRC64NVME, as
+    awscrt-crc64nvme does; kept to measure what SHA-256 costs): the client computes each object's SHA-256
     (per part, then the composite, for multipart) while it sends, and the server verifies it and
     refuses a body that differs. Uploads only: the time of the same check on the fastest engine,
     so a report can tell what the check costs from what the tool costs."""
