@@ -76,6 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"shotbench: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:
+        from shotbench.store.awsconfig import translate  # a botocore configuration error from any command
+
+        user = translate(exc)
+        if user is None:
+            raise
+        print(f"shotbench: {one_line(user)}", file=sys.stderr)
+        return user.exit_code
     except KeyboardInterrupt as exc:
         print("shotbench: interrupted; results written so far are kept.", file=sys.stderr)
         return interrupt_exit(exc)

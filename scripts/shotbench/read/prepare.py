@@ -50,6 +50,7 @@ def prepare(
     from shotbench.read.inventory import Workload, inventory, mirror_locally
     from shotbench.read.keycheck import unsupported_keys
     from shotbench.store.s3 import S3Config, parse_location, preflight
+    from shotbench.store.server import resolve_s3config
 
     backends = list(cfg.backends)
     with contextlib.ExitStack() as stack:
@@ -103,7 +104,8 @@ def prepare(
                     "--tls serves the embedded server over https; drop --tls or --data (set AWS_CA_BUNDLE for your own endpoint's CA)."
                 )
             loc = parse_location(data)
-            s3 = S3Config.from_env() if loc.kind == "s3" else None
+            # the user's AWS settings, else a running `shotbench server start` server, as `stage` finds it
+            s3 = resolve_s3config(quiet=True) if loc.kind == "s3" else None
             local_dir = str(local_copies) if local_copies else ""
         objs = preflight(loc, s3)
         if data is None and made is not None:  # files of other sizes or counts may linger in the bucket

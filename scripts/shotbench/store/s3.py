@@ -60,7 +60,18 @@ class S3Config:
 
     @classmethod
     def from_env(cls) -> S3Config:
-        """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles."""
+        """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles; a
+        configuration mistake is one sentence (`awsconfig.translate`), never botocore's traceback."""
+        from shotbench.store import awsconfig
+
+        awsconfig.check_files()
+        try:
+            return cls._from_session()
+        except Exception as exc:  # noqa: BLE001 - translate() keeps what is not a configuration mistake
+            raise (awsconfig.translate(exc) or exc) from None
+
+    @classmethod
+    def _from_session(cls) -> S3Config:
         import boto3
 
         session = boto3.session.Session()
@@ -306,7 +317,12 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
             f"{where} refused the secret key for access key {key}; check AWS_SECRET_ACCESS_KEY "
             "(for the embedded server: `source .shotbench/env.sh`)."
         )
-    if code in ("ExpiredToken", "TokenRefreshRequired", "InvalidToken"):
+    if code in ("InvalidToken", "InvalidSecurity"):  # malformed or unknown, not expired: refreshing may not help
+        return UserError(
+            f"{where} does not accept the AWS session token as valid; check AWS_SESSION_TOKEN (unset it for "
+            "long-term keys) or get new temporary credentials."
+        )
+    if code in ("ExpiredToken", "TokenRefreshRequired"):
         return UserError(
             "the AWS session token has expired; refresh your credentials (e.g. `aws sso login`) and retry."
         )
