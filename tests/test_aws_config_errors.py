@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from shotbench.paths import envs_dir
+from shotbench.paths import cache_dir, envs_dir
 from shotbench.store.s3 import without_s3_settings
 
 TIMEOUT = 300  # bench builds missing backend environments before it looks at S3
@@ -28,6 +28,7 @@ def _env(tmp_path: Path, **aws: str) -> dict[str, str]:
         SHOTBENCH_STATE=str(tmp_path / "state"),
         SHOTBENCH_ROOT=str(tmp_path / "root"),  # synthetic data and run folders stay in tmp_path
         SHOTBENCH_ENVS=str(envs_dir()),  # the backend environments already built for this checkout
+        SHOTBENCH_CACHE=str(cache_dir()),  # the S3 server already built (HOME moves the default cache)
     )
     (tmp_path / "home").mkdir(exist_ok=True)
     env.update(aws)
