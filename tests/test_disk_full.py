@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.runfolder import bench_proc, case_rows, wait_for_cases
 
 from shotbench.diskspace import DiskFull, atomic_write
 from shotbench.store.s3 import without_s3_settings
-from tests.runfolder import bench_proc, case_rows, wait_for_cases
 
 FIXTURE_RUN = Path(__file__).parent / "data" / "run-fixture"
 SLOW_TOML = """backends = ["local"]
