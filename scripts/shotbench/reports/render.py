@@ -434,7 +434,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f4
 {rows}
 </tbody></table></body></html>
 """,
-        encoding="utf-8",
+        "render the reports again",
     )
     return path
 
