@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
 
 DEFAULT_BACKENDS = ["ros3-1.14", "ros3-2.0", "ros3-wheel", "fsspec", "obstore"]
@@ -231,7 +232,7 @@ def write(out: Path, results: dict[str, Any], s3: Any, bucket: str, key: str, si
         "backends": results,
     }
     path = Path(out) / "anatomy.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    atomic_write(path, json.dumps(doc, indent=1) + "\n")
     return path
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from shotbench import __version__
 from shotbench.analyse import stopping
 from shotbench.backends import registry
-from shotbench.diskspace import DiskFull
+from shotbench.diskspace import DiskFull, atomic_write
 from shotbench.errors import UserError, interrupt_exit
 from shotbench.paths import runs_dir, state_dir
 from shotbench.plan import matrix as planmod
@@ -732,7 +732,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "compare.csv", index=False)
+    atomic_write(out / "compare.csv", table.to_csv(index=False))
     how = "Holm" if args.correction == "holm" else "FDR"
     gates = " ".join(
         g
@@ -879,9 +879,9 @@ def cmd_repeat(args: argparse.Namespace) -> int:
         meta[repeat.OTHERS] = asdict(others)
     out = Path(args.output) if args.output else reports_dir() / "repeat" / folders[-1].name
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "ratios.csv", index=False)
-    cases.to_csv(out / "repeat.csv", index=False)
-    (out / "repeat.json").write_text(json.dumps(meta, indent=2) + "\n")
+    atomic_write(out / "ratios.csv", table.to_csv(index=False))
+    atomic_write(out / "repeat.csv", cases.to_csv(index=False))
+    atomic_write(out / "repeat.json", json.dumps(meta, indent=2) + "\n")
     print(text)
     print(f"Wrote {out / 'repeat.csv'}, {out / 'ratios.csv'} and {out / 'repeat.json'}.")
     return 0

@@ -40,6 +40,7 @@ from shotbench.analyse.ablation import (
     pb_value,
     verdicts,
 )
+from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
 from shotbench.paths import data_dir, runs_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
@@ -465,21 +466,19 @@ def cmd_direction(args: argparse.Namespace) -> int:
     if not args.groups:  # what one open sends, by the minimal reproducer (open-cost.csv)
         opencost.measure(folder)
     c = cells(folder)
-    c.to_csv(folder / "cells.csv", index=False)
-    knob_table(c).to_csv(folder / "knobs.csv", index=False)
+    atomic_write(folder / "cells.csv", c.to_csv(index=False))
+    atomic_write(folder / "knobs.csv", knob_table(c).to_csv(index=False))
     meta.status, meta.finished, meta.load_end = "complete", utc_iso(), _load()
     _write(folder, meta)
     text = markdown(folder, c)
-    (folder / "direction.md").write_text(text)
+    atomic_write(folder / "direction.md", text)
     print(text)
     print(f"[direction] {folder} in {time.monotonic() - started:.0f} s", flush=True)
     return 0
 
 
 def _write(folder: Path, meta: DirectionRun) -> None:
-    tmp = folder / "run.json.tmp"
-    tmp.write_text(json.dumps(asdict(meta), indent=2))
-    tmp.replace(folder / "run.json")
+    atomic_write(folder / "run.json", json.dumps(asdict(meta), indent=2))
 
 
 def register(subparsers: Any) -> None:
