@@ -27,7 +27,7 @@ HEADROOM = 64 * MiB  # never fill a disk to the last byte
 def free_bytes(folder: Path) -> int:
     """Free bytes on the filesystem of `folder` (or of its nearest existing parent)."""
     folder = Path(folder).absolute()
-    while not folder.exists() and folder != folder.parent:
+    while not os.path.exists(folder) and folder != folder.parent:  # False, not an error, for a name too long
         folder = folder.parent
     return shutil.disk_usage(folder).free
 
@@ -44,10 +44,13 @@ def writable(folder: Path, what: str) -> None:
     import os
 
     folder = Path(folder)
+    check_path(folder, what)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"cannot create the {what} {folder} ({exc.strerror}); choose a writable folder.") from None
+        raise UserError(
+            f"cannot create the {what} {shorten(folder)} ({exc.strerror}); choose a writable folder."
+        ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"the {what} {folder} is not writable; fix its permissions or choose another folder.")
 
@@ -120,3 +123,45 @@ def atomic_write(path: Path, data: str | bytes, then: str = "run the command aga
             fh.write(payload)
     except DiskFull:
         raise full_disk(Path(path).parent, len(payload), then) from None  # the whole size, not what fitted
+
+
+def shorten(path: object, keep: int = 60) -> str:
+    """A path fit for one sentence: a 5,000-character one is cut in the middle, its length said."""
+    text = str(path)
+    return text if len(text) <= keep else f"{text[: keep // 2]}…{text[-keep // 2 :]} ({len(text)} characters)"
+
+
+def check_path(path: Path | str, what: str) -> None:
+    """Refuse a path the filesystem cannot hold (a name over NAME_MAX, the whole over PATH_MAX)
+    in one sentence, before anything is opened or created there."""
+    text = os.fspath(path)
+    base = Path(text)
+    probe = next((p for p in [base.absolute(), *base.absolute().parents] if os.path.exists(p)), Path("/"))
+    try:
+        name_max = os.pathconf(probe, "PC_NAME_MAX")
+        path_max = os.pathconf(probe, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    longest = max((len(os.fsencode(part)) for part in base.parts), default=0)
+    if longest > name_max:
+        raise UserError(
+            f"the {what} {shorten(text)} has a name of {longest} bytes, longer than the {name_max} this "
+            "filesystem allows; give a shorter path."
+        )
+    if len(os.fsencode(str(base.absolute()))) >= path_max:
+        raise UserError(
+            f"the {what} {shorten(text)} is longer than the {path_max} bytes a path may have here; give a shorter path."
+        )
+
+
+def translate_os_error(exc: BaseException) -> UserError | None:
+    """The CLI's last word on an OSError no command caught: a full disk or a path too long is the
+    user's to fix (one sentence), anything else stays a bug with its traceback."""
+    if not isinstance(exc, OSError):
+        return None
+    if is_full(exc):
+        folder = Path(str(exc.filename)).parent if exc.filename else Path.cwd()
+        return full_disk(folder, 0)
+    if exc.errno == errno.ENAMETOOLONG:
+        return UserError(f"the path {shorten(exc.filename or '')} is too long for the filesystem; give a shorter path.")
+    return None

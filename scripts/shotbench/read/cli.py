@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from shotbench import __version__
 from shotbench.analyse import stopping
 from shotbench.backends import registry
-from shotbench.diskspace import DiskFull, atomic_write
-from shotbench.errors import UserError, interrupt_exit
+from shotbench.diskspace import DiskFull, atomic_write, shorten
+from shotbench.errors import UserError, interrupt_exit, refuse_repeats
 from shotbench.paths import runs_dir, state_dir
 from shotbench.plan import matrix as planmod
 from shotbench.plan import profiles
@@ -96,7 +96,9 @@ def resume_folder(arg: str, runs: Path) -> Path:
             return folder
     except (OSError, ValueError):  # a name too long for the file system, a NUL byte
         pass
-    raise UserError(f"no run to resume in {arg if arg != 'latest' else runs}; start one with `shotbench bench`.")
+    raise UserError(
+        f"no run to resume in {shorten(arg if arg != 'latest' else runs)}; start one with `shotbench bench`."
+    )
 
 
 def _resumed_config(resume_dir: Path, meta: dict[str, Any]) -> profiles.BenchConfig:
@@ -840,6 +842,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
 
     repeat.check_first_trials(args.first_trials)  # before any run is made
     if args.runs:
+        refuse_repeats(args.runs, "--runs", lambda p: Path(p).resolve())  # a run compared with itself says nothing
         folders = [Path(p) for p in args.runs]
         bad = [p for p in folders if kind_of(p) != "read"]
         if bad:

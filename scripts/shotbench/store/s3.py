@@ -185,6 +185,9 @@ def parse_location(text: str) -> Location:
     if "://" in text:
         scheme = text.split("://", 1)[0]
         raise UserError(f"'{scheme}://' locations are not supported; give s3://bucket/prefix or a local folder.")
+    from shotbench.diskspace import check_path
+
+    check_path(text, "data folder")
     return Location(kind="local", path=Path(text).expanduser().resolve())
 
 
