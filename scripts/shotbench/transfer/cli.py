@@ -37,7 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="s3://bucket/prefix",
         help="use this S3 location with your AWS credentials instead of the embedded server",
     )
-    p.add_argument("--rows", help="override the profile's rows, e.g. 1000x1MiB,10x100MiB")
+    p.add_argument(
+        "--rows",
+        help="replace every row of the profile (main matrix, concurrency and latency sweeps), e.g. 1000x1MiB,10x100MiB",
+    )
     p.add_argument("--tools", help=f"comma-separated subset of: {', '.join(TOOL_CLASSES)}")
     p.add_argument("--concurrency", help="comma-separated thread/worker counts to sweep, e.g. 4,16,64")
     p.add_argument("--trials", type=int, help="repeats of every case (interleaved)")
@@ -115,7 +118,8 @@ def build_plan(args: argparse.Namespace):
         latency_networks=networks,
         latency_tools=[t for t in prof.latency_tools if t in tools],
         latency_concurrency=list(prof.latency_concurrency),
-        latency_rows=list(prof.latency_rows),
+        # --rows replaces every row of the profile, the latency sweep's too (it kept 1 x 256 MiB)
+        latency_rows=list(parse_rows(args.rows)) if args.rows else list(prof.latency_rows),
         latency_trials=prof.latency_trials,
     )
 
@@ -234,6 +238,7 @@ def main(args: argparse.Namespace) -> int:
     from shotbench.provenance import new_run_id
     from shotbench.runs import read_meta
     from shotbench.transfer.analysis import terminal_summary, threshold_text
+    from shotbench.transfer.plansummary import describe
     from shotbench.transfer.programs import make_tools
     from shotbench.transfer.runner import RunContext, TransferPlan, check_disk, run_transfer
 
@@ -268,8 +273,8 @@ def main(args: argparse.Namespace) -> int:
     check_disk(plan, files_root)
     with s3_target(args.data) as (cfg, bucket, prefix, info):
         print(
-            f"shotbench transfer: profile {plan.profile}, {len(plan.rows)} rows, {len(tools)} tools, "
-            f"concurrency {plan.concurrency}, {plan.trials} trial(s), {info['location']} -> {run_dir}",
+            f"shotbench transfer: profile {plan.profile}, {len(tools)} tools, {describe(plan, tools)}, "
+            f"{info['location']} -> {run_dir}",
             file=sys.stderr,
         )
         scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=cache_dir() / "transfer"))
