@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from shotbench.errors import UserError
+from shotbench.errors import UserError, one_line
 from shotbench.hdf5.shotfile import HDF5_SIGNATURE, looks_like_hdf5
 from shotbench.redact import mask
 
@@ -66,9 +66,12 @@ class S3Config:
 
         awsconfig.check_files()
         try:
-            return cls._from_session()
+            cfg = cls._from_session()
         except Exception as exc:  # noqa: BLE001 - translate() keeps what is not a configuration mistake
             raise (awsconfig.translate(exc) or exc) from None
+        if cfg.endpoint_url:
+            _check_endpoint(cfg.endpoint_url)  # botocore's ValueError would come later, as a traceback
+        return cfg
 
     @classmethod
     def _from_session(cls) -> S3Config:
@@ -247,14 +250,25 @@ def check_reachable(cfg: S3Config) -> None:
     _check_reachable(cfg)
 
 
+def _check_endpoint(url: str) -> None:
+    """An endpoint URL botocore can use (http or https with a host and a valid port), or one sentence."""
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UserError(
+            f"the S3 endpoint '{one_line(url)}' is not an http(s) URL; set AWS_ENDPOINT_URL_S3 like http://host:port."
+        )
+
+
 def _check_reachable(cfg: S3Config) -> None:
     if not cfg.endpoint_url:
         return
+    _check_endpoint(cfg.endpoint_url)
     parts = urlsplit(cfg.endpoint_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(
-            f"the S3 endpoint '{cfg.endpoint_url}' is not an http(s) URL; set AWS_ENDPOINT_URL_S3 like http://host:port."
-        )
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT):
