@@ -43,3 +43,20 @@ def test_what_the_profile_adds_is_said_with_why() -> None:
     plan = build_plan(_args(concurrency="4"))
     text = describe(plan, make_tools(plan.tools, {}))
     assert "latency sweep" in text and "--networks none drops it" in text
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ({"tools": "s3fs,obstore,s3fs"}, ["--tools", "s3fs twice"]),
+        ({"rows": "1x1MiB,1x1024KiB"}, ["--rows", "1x1MiB and 1x1024KiB twice"]),
+        ({"concurrency": "4,16,4"}, ["--concurrency", "4 twice"]),
+    ],
+)
+def test_a_matrix_value_named_twice_is_one_sentence(given: dict[str, str], words: list[str]) -> None:
+    """A tool or row given twice timed its cases twice under one case id (a resume then kept one)."""
+    from shotbench.errors import UserError
+
+    with pytest.raises(UserError) as caught:
+        build_plan(_args(**given))
+    assert all(w in str(caught.value) for w in words), str(caught.value)

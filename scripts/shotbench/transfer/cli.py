@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from shotbench.errors import UserError
+from shotbench.errors import UserError, refuse_repeats
 from shotbench.paths import cache_dir, transfer_runs_dir
 from shotbench.transfer.matrix import TRANSFER_PROFILES, get_profile, parse_rows
 from shotbench.transfer.programs import DEFAULT_TOOLS, TOOL_CLASSES
@@ -86,6 +86,12 @@ def build_plan(args: argparse.Namespace):
 
     prof = get_profile(args.profile)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else list(DEFAULT_TOOLS)
+    refuse_repeats(tools, "--tools")  # a tool twice would time every one of its cases twice under one id
+    if args.rows:
+        parse_rows(args.rows)  # a malformed row is its own sentence first
+        refuse_repeats([t.strip() for t in args.rows.split(",") if t.strip()], "--rows", lambda t: parse_rows(t)[0])
+    if args.concurrency:
+        refuse_repeats([str(c) for c in _ints(args.concurrency, "concurrency")], "--concurrency")
     if args.trials is not None and args.trials < 1:
         raise UserError("--trials must be at least 1.")
     networks = list(prof.latency_networks)
