@@ -72,10 +72,21 @@ def _commands(tmp_path: Path) -> dict[str, list[str]]:
         "stage": ["stage", str(shots), "s3://bkt/shots/"],
         "ls": ["ls", "s3://bkt/shots/"],
         "bench --data s3://": ["bench", "--data", "s3://bkt/shots/", "--backends", "obstore", "--workers", "1"],
+        "transfer --data s3://": [
+            "transfer",
+            "--data",
+            "s3://bkt/shots/",
+            "--rows",
+            "1x1MiB",
+            "--networks",
+            "none",
+            "--out",
+            str(tmp_path / "transfer"),
+        ],
     }
 
 
-@pytest.mark.parametrize("command", ["stage", "ls", "bench --data s3://"])
+@pytest.mark.parametrize("command", ["stage", "ls", "bench --data s3://", "transfer --data s3://"])
 def test_a_missing_profile_is_one_sentence(command: str, tmp_path: Path) -> None:
     done = run(_commands(tmp_path)[command], _env(tmp_path, AWS_PROFILE="nosuch"), tmp_path)
     assert_one_sentence(done, "'nosuch'", "AWS_PROFILE")
@@ -97,7 +108,7 @@ def test_a_missing_profile_with_the_embedded_server_is_one_sentence(tmp_path: Pa
     assert not list((tmp_path / "root" / "data" / "runs").glob("*/run.json"))  # no run started
 
 
-@pytest.mark.parametrize("command", ["stage", "ls", "bench --data s3://"])
+@pytest.mark.parametrize("command", ["stage", "ls", "bench --data s3://", "transfer --data s3://"])
 def test_a_config_file_that_does_not_parse_is_one_sentence(command: str, tmp_path: Path) -> None:
     secret = "wJalrXUtnFEMIEXAMPLESECRET"
     cfg = tmp_path / "config"
