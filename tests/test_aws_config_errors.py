@@ -66,6 +66,10 @@ def assert_one_sentence(done: subprocess.CompletedProcess[str], *words: str) -> 
     return last
 
 
+# bench makes any missing backend environment before it looks at S3: slow on a cold checkout
+COMMANDS = ["stage", "ls", pytest.param("bench --data s3://", marks=pytest.mark.slow), "transfer --data s3://"]
+
+
 def _commands(tmp_path: Path) -> dict[str, list[str]]:
     shots = _shots(tmp_path)
     return {
@@ -86,7 +90,7 @@ def _commands(tmp_path: Path) -> dict[str, list[str]]:
     }
 
 
-@pytest.mark.parametrize("command", ["stage", "ls", "bench --data s3://", "transfer --data s3://"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_missing_profile_is_one_sentence(command: str, tmp_path: Path) -> None:
     done = run(_commands(tmp_path)[command], _env(tmp_path, AWS_PROFILE="nosuch"), tmp_path)
     assert_one_sentence(done, "'nosuch'", "AWS_PROFILE")
@@ -108,7 +112,7 @@ def test_a_missing_profile_with_the_embedded_server_is_one_sentence(tmp_path: Pa
     assert not list((tmp_path / "root" / "data" / "runs").glob("*/run.json"))  # no run started
 
 
-@pytest.mark.parametrize("command", ["stage", "ls", "bench --data s3://", "transfer --data s3://"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_config_file_that_does_not_parse_is_one_sentence(command: str, tmp_path: Path) -> None:
     secret = "wJalrXUtnFEMIEXAMPLESECRET"
     cfg = tmp_path / "config"
@@ -118,7 +122,7 @@ def test_a_config_file_that_does_not_parse_is_one_sentence(command: str, tmp_pat
     assert secret not in done.stderr + done.stdout and secret not in last
 
 
-@pytest.mark.parametrize("command", ["stage", "ls", "bench --data s3://"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_credentials_path_that_is_a_folder_is_one_sentence(command: str, tmp_path: Path) -> None:
     creds = tmp_path / "credentials"
     creds.mkdir()

@@ -52,6 +52,7 @@ def test_repeat_with_the_same_run_twice(runs: list[str], tmp_path: Path) -> None
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # bench makes any missing backend environment before it reads --data
 @pytest.mark.parametrize("path", [LONG_NAME, LONG_PATH], ids=["5000-character name", "5000-character path"])
 def test_a_local_data_path_too_long(path: str, tmp_path: Path) -> None:
     done = cli(["bench", "--data", path, "--backends", "local", "--runs-dir", str(tmp_path / "runs")], tmp_path)
