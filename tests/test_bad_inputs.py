@@ -148,3 +148,11 @@ def test_bench_data_finds_a_running_servers_credentials(shot_dir: Path, tmp_path
         assert "credentials" not in done.stderr
     finally:
         cli(["server", "stop"], tmp_path, timeout=60)
+
+
+def test_compare_with_a_run_pooled_twice(tmp_path: Path) -> None:
+    """`compare A,A B` pooled A's tasks twice, halving its interval for nothing."""
+    pooled = f"{FIXTURE_RUN},{FIXTURE_RUN}/"
+    done = cli(["compare", pooled, str(FIXTURE_RUN), "--output", str(tmp_path / "out")], tmp_path)
+    one_sentence(done, "side A", "twice")
+    assert not (tmp_path / "out").exists()

@@ -711,6 +711,8 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
                 raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
         keys = stats.CASE_KEYS[1:]
         return side.where(args.a), side.where(args.b), keys, f"{args.b} vs {args.a} ({run.name})"
+    for label, arg in (("A", args.a), ("B", args.b)):  # a run pooled twice would count its tasks twice
+        refuse_repeats([p for p in arg.split(",") if p], f"side {label}", lambda p: Path(p).resolve())
     groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
     for p in groups[0] + groups[1]:
         if kind_of(p) != "read":
