@@ -211,3 +211,20 @@ def test_fill_really_fills(small_disk: Callable[[str], Path]) -> None:
     with pytest.raises(OSError) as caught, open(disk / "more", "wb", buffering=0) as fh:
         fh.write(b"\0" * 8192)
     assert caught.value.errno == errno.ENOSPC
+
+
+def test_a_transfer_run_folder_on_a_full_disk_is_refused_before_work(
+    small_disk: Callable[[str], Path], tmp_path: Path
+) -> None:
+    out = small_disk("8m")
+    done = subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", "transfer", "--rows", "1x1MiB", "--networks", "none"]
+        + ["--out", str(out)],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    one_sentence(done.stderr, str(out), "needs", "--out")
+    assert list(out.iterdir()) == []

@@ -267,9 +267,16 @@ def main(args: argparse.Namespace) -> int:
             ) from None
     else:
         plan = build_plan(args)
-        from shotbench.diskspace import writable
+        from shotbench.diskspace import require, writable
 
         writable(args.out or transfer_runs_dir(), "output folder")
+        # the run folder's tables and run.json (the test files are checked by check_disk below)
+        require(
+            args.out or transfer_runs_dir(),
+            16 * 2**20,
+            "a transfer run folder",
+            "free space there or pass --out on another disk",
+        )
         run_dir = (args.out or transfer_runs_dir()) / new_run_id()
     binaries = {
         k: v for k, v in {"aws-s3-sync": args.aws_bin, "aws-s3-cp": args.aws_bin, "s5cmd": args.s5cmd_bin}.items() if v
