@@ -228,3 +228,47 @@ def test_a_transfer_run_folder_on_a_full_disk_is_refused_before_work(
     assert done.returncode == 2, done.stderr
     one_sentence(done.stderr, str(out), "needs", "--out")
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_a_disk_that_fills_while_a_report_renders_leaves_no_report(
+    small_disk: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """The check before rendering passes; the disk fills once the notebook runs (another process
+    writing): one sentence, and no HTML, notebook or .tmp left that could pass for a report."""
+    import threading
+
+    from shotbench.diskspace import HEADROOM
+    from shotbench.reports.render import REPORT_BYTES
+
+    disk = small_disk("100m")
+    spare = shutil.disk_usage(disk).free - (HEADROOM + REPORT_BYTES + (1 << 20))
+    with open(disk / "ballast", "wb") as fh:
+        fh.write(b"\0" * spare)
+    out = disk / "r"
+    stop = threading.Event()
+
+    def fill_when_rendering() -> None:
+        while not stop.is_set():
+            if list(out.glob("*.tmp")):
+                fill(disk)
+                return
+            time.sleep(0.05)
+
+    filler = threading.Thread(target=fill_when_rendering, daemon=True)
+    filler.start()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "shotbench.cli", "report", "--run", str(FIXTURE_RUN), "--output", str(out)],
+            env={**os.environ, "SHOTBENCH_STATE": str(tmp_path / "state")},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        stop.set()
+        filler.join(timeout=10)
+    assert done.returncode == 2, done.stdout + done.stderr
+    one_sentence(done.stderr, "is full", str(out), "render the report again")
+    assert not list(out.glob("*.html")) and not list(out.glob("*.ipynb")) and leftovers(disk) == []
