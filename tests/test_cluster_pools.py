@@ -175,7 +175,7 @@ def _bench(tmp_path: Path, s3env: dict[str, str], data: str, scheduler: str) -> 
 def test_a_cluster_of_only_2_0_workers_is_refused_before_any_case(
     tmp_path: Path, staged_shots, request: pytest.FixtureRequest
 ) -> None:
-    from shotbench.builds.envs import env_python
+    from shotbench.builds.environments import env_python
 
     loc, cfg, _ = staged_shots
     data = f"s3://{loc.bucket}/{loc.prefix}"
@@ -238,7 +238,7 @@ def test_a_plain_dask_worker_from_a_marked_environment_joins_its_pool(
     """What SSHCluster or dask-cloudprovider start: `dask worker ADDR` from the environment's Python,
     no shotbench arguments. The mark is removed again whatever happens."""
     from shotbench.bench.poolstart import mark
-    from shotbench.builds.envs import env_python
+    from shotbench.builds.environments import env_python
 
     python = env_python("hdf5-2.0")
     marked = python.parent.parent / "etc" / "dask" / "shotbench-pool.yaml"

@@ -209,7 +209,7 @@ def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Pa
     [
         ('workers = "two"\n', ["workers", "integers"]),
         ("[options.fsspec]\nblok_size = 5\n", ["blok_size", "block_size"]),
-        ("task_timeout = -1\n", ["task-timeout"]),
+        ("task_timeout = -1\n", ["task_timeout"]),
     ],
 )
 def test_bad_config_values(toml: str, words: list[str], tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def test_non_finite_settings_are_refused(value: str, tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"task_timeout = {value}\n")
     assert_one_sentence(
-        run_bench(["--config", str(cfg), "--backends", "local"], tmp_path), tmp_path, "task-timeout", "finite"
+        run_bench(["--config", str(cfg), "--backends", "local"], tmp_path), tmp_path, "task_timeout", "finite"
     )
 
 

@@ -172,7 +172,7 @@ def _csv(path: Path) -> list[dict[str, str]]:
 def test_two_hosts_run_each_build_on_its_own_pool(
     hosts: Hosts, tmp_path: Path, shot_dir: Path, request: pytest.FixtureRequest
 ) -> None:
-    from shotbench.builds.envs import env_python
+    from shotbench.builds.environments import env_python
     from shotbench.store.staging import stage
 
     procs = Procs(tmp_path / "logs")

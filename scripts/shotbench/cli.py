@@ -81,6 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"shotbench: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:
+        from shotbench.diskspace import translate_os_error
+        from shotbench.store.awsconfig import translate  # a botocore configuration error from any command
+
+        user = translate(exc) or translate_os_error(exc)
+        if user is None:
+            raise
+        print(f"shotbench: {one_line(user)}", file=sys.stderr)
+        return user.exit_code
     except KeyboardInterrupt as exc:
         print("shotbench: interrupted; results written so far are kept.", file=sys.stderr)
         return interrupt_exit(exc)

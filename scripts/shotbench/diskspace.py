@@ -1,13 +1,22 @@
-"""Free-space checks before writing many bytes (synthetic files, downloads, local copies).
+"""Free-space checks before writing many bytes (synthetic files, downloads, local copies),
+and the one way the package writes a whole file.
 
 Running out of disk half-way left dozens of tracebacks and a crashed libhdf5; checking first
-turns it into one sentence that says how much is needed where.
+turns it into one sentence that says how much is needed where. A disk that fills anyway (another
+process, a log) is the same user error: `is_full` tells it apart and `full_disk` words it, and
+`atomic_write` / `atomic_open` make a file whole or leave the old one (no truncated report,
+CSV or run.json, and no `.tmp` beside it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from shotbench.errors import UserError
 from shotbench.units import MiB
@@ -18,7 +27,7 @@ HEADROOM = 64 * MiB  # never fill a disk to the last byte
 def free_bytes(folder: Path) -> int:
     """Free bytes on the filesystem of `folder` (or of its nearest existing parent)."""
     folder = Path(folder).absolute()
-    while not folder.exists() and folder != folder.parent:
+    while not os.path.exists(folder) and folder != folder.parent:  # False, not an error, for a name too long
         folder = folder.parent
     return shutil.disk_usage(folder).free
 
@@ -35,9 +44,124 @@ def writable(folder: Path, what: str) -> None:
     import os
 
     folder = Path(folder)
+    check_path(folder, what)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"cannot create the {what} {folder} ({exc.strerror}); choose a writable folder.") from None
+        raise UserError(
+            f"cannot create the {what} {shorten(folder)} ({exc.strerror}); choose a writable folder."
+        ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"the {what} {folder} is not writable; fix its permissions or choose another folder.")
+
+
+FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_full(exc: BaseException) -> bool:
+    """True for a write refused because the disk (or the user's quota) is full."""
+    return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
+
+
+def size_text(n: float) -> str:
+    """Bytes as a person reads them (1.5 MB, 64.0 MB, 2.10 GB)."""
+    if n >= 1e9:
+        return f"{n / 1e9:.2f} GB"
+    if n >= 1e6:
+        return f"{n / 1e6:.1f} MB"
+    return f"{max(n, 0) / 1e3:.1f} kB"
+
+
+class DiskFull(UserError):
+    """A disk that filled during work: a user error, but a run it stops is interrupted, not failed."""
+
+
+def full_disk(folder: Path, needed: int, then: str = "run the command again") -> DiskFull:
+    """The sentence for a disk that filled: where, how much is free, how much to free, what next.
+
+    `needed` is what the failed step wanted to write; HEADROOM is added because that is what
+    every check before work asks for, so freeing this much lets the next attempt start."""
+    folder = Path(folder).absolute()
+    want = needed + HEADROOM
+    return DiskFull(
+        f"the disk holding {folder} is full ({size_text(free_bytes(folder))} free); free at least "
+        f"{size_text(want)} there, then {then}."
+    )
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(path.name + ".tmp")
+
+
+@contextlib.contextmanager
+def atomic_open(path: Path, mode: str = "w", then: str = "run the command again", **kw: Any) -> Iterator[IO[Any]]:
+    """A file opened for writing that appears at `path` only once it is whole (temporary file
+    beside it, fsync, rename). Whatever goes wrong, the temporary file is removed and `path`
+    keeps its old content; a full disk is raised as `full_disk`, naming `path`'s folder."""
+    path = Path(path)
+    tmp = _tmp(path)
+    try:
+        with open(tmp, mode, **kw) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        written = tmp.stat().st_size if tmp.exists() else 0
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if is_full(exc):
+            raise full_disk(path.parent, written, then) from None
+        raise
+
+
+def atomic_write(path: Path, data: str | bytes, then: str = "run the command again") -> None:
+    """`path` holding `data` whole, or unchanged (see `atomic_open`); text is written as UTF-8."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        with atomic_open(path, "wb", then) as fh:
+            fh.write(payload)
+    except DiskFull:
+        raise full_disk(Path(path).parent, len(payload), then) from None  # the whole size, not what fitted
+
+
+def shorten(path: object, keep: int = 60) -> str:
+    """A path fit for one sentence: a 5,000-character one is cut in the middle, its length said."""
+    text = str(path)
+    return text if len(text) <= keep else f"{text[: keep // 2]}…{text[-keep // 2 :]} ({len(text)} characters)"
+
+
+def check_path(path: Path | str, what: str) -> None:
+    """Refuse a path the filesystem cannot hold (a name over NAME_MAX, the whole over PATH_MAX)
+    in one sentence, before anything is opened or created there."""
+    text = os.fspath(path)
+    base = Path(text)
+    probe = next((p for p in [base.absolute(), *base.absolute().parents] if os.path.exists(p)), Path("/"))
+    try:
+        name_max = os.pathconf(probe, "PC_NAME_MAX")
+        path_max = os.pathconf(probe, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    longest = max((len(os.fsencode(part)) for part in base.parts), default=0)
+    if longest > name_max:
+        raise UserError(
+            f"the {what} {shorten(text)} has a name of {longest} bytes, longer than the {name_max} this "
+            "filesystem allows; give a shorter path."
+        )
+    if len(os.fsencode(str(base.absolute()))) >= path_max:
+        raise UserError(
+            f"the {what} {shorten(text)} is longer than the {path_max} bytes a path may have here; give a shorter path."
+        )
+
+
+def translate_os_error(exc: BaseException) -> UserError | None:
+    """The CLI's last word on an OSError no command caught: a full disk or a path too long is the
+    user's to fix (one sentence), anything else stays a bug with its traceback."""
+    if not isinstance(exc, OSError):
+        return None
+    if is_full(exc):
+        folder = Path(str(exc.filename)).parent if exc.filename else Path.cwd()
+        return full_disk(folder, 0)
+    if exc.errno == errno.ENAMETOOLONG:
+        return UserError(f"the path {shorten(exc.filename or '')} is too long for the filesystem; give a shorter path.")
+    return None

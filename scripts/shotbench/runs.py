@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from shotbench.diskspace import DiskFull, atomic_open, atomic_write, full_disk, is_full
 from shotbench.errors import UserError
 
 T = TypeVar("T")
@@ -194,17 +195,18 @@ def read_table(file: Path, valid: Callable[[CsvRow], bool] = lambda row: True) -
     return Table(columns, rows, bad, bad_text)
 
 
-def _write_table(file: Path, columns: Sequence[str], rows: Iterable[CsvRow]) -> None:
-    """Replace a table atomically (temp file, fsync, rename)."""
-    tmp = file.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="") as fh:
+def resume_hint(folder: Path, kind: str) -> str:
+    """What to do once space is freed: finish this run where it stopped."""
+    return f"finish the run with `shotbench {'bench' if kind == 'read' else kind} --resume {folder}`"
+
+
+def _write_table(file: Path, columns: Sequence[str], rows: Iterable[CsvRow], then: str) -> None:
+    """Replace a table atomically (`diskspace.atomic_open`: temp file, fsync, rename)."""
+    with atomic_open(file, "w", then, newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
         writer.writeheader()
         for row in rows:
             writer.writerow({k: row.get(k, "") for k in columns})
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, file)
 
 
 class RunFolder:
@@ -217,6 +219,10 @@ class RunFolder:
         self.cases_csv = self.path / CASES_CSV
         self.details_csv = self.path / kind.details_csv
         self.set_aside: list[int] = []  # line numbers of cases.csv rows the last repair set aside
+        self.then = resume_hint(self.path, kind.name)  # what a full disk's sentence tells the user to do next
+        # Space held while the run is `running`, given back to write its last status when the disk
+        # fills, so run.json never stays at `running` for want of a few kilobytes.
+        self.reserve = self.path / ".run.json.reserve"
 
     @classmethod
     def create(cls, path: Path, kind: RunKind, meta: dict[str, Any]) -> RunFolder:
@@ -231,7 +237,7 @@ class RunFolder:
         """Header-only tables where none exist yet (a run stopped before its first case)."""
         for file, cols in ((self.cases_csv, self.kind.case_columns), (self.details_csv, self.kind.detail_columns)):
             if not file.is_file() or file.stat().st_size == 0:
-                _write_table(file, cols, [])
+                _write_table(file, cols, [], self.then)
 
     def read_meta(self) -> dict[str, Any]:
         return read_meta(self.path)
@@ -239,12 +245,24 @@ class RunFolder:
     def write_meta(self, meta: dict[str, Any]) -> None:
         """run.json, stamped with this code's schema and the folder's kind; replaced atomically."""
         meta.update(schema=SCHEMA, kind=self.kind.name)
-        tmp = self.run_json.with_suffix(".json.tmp")
-        with open(tmp, "w") as fh:
-            fh.write(strict_json(meta) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.run_json)
+        text = strict_json(meta) + "\n"
+        try:
+            atomic_write(self.run_json, text, self.then)
+        except DiskFull:
+            if not self.reserve.exists():
+                raise
+            self.reserve.unlink()  # the disk filled: spend the reserve on this status
+            atomic_write(self.run_json, text, self.then)
+        if meta.get("status") == "running":
+            self._hold_reserve(2 * len(text.encode()) + 64 * 1024)
+        else:
+            self.reserve.unlink(missing_ok=True)
+
+    def _hold_reserve(self, size: int) -> None:
+        """Keep `size` bytes allocated beside run.json (see `reserve`), written whole or not at all."""
+        if self.reserve.exists() and self.reserve.stat().st_size >= size:
+            return
+        atomic_write(self.reserve, bytes(size), self.then)
 
     @staticmethod
     def _header(file: Path) -> list[str]:
@@ -274,10 +292,22 @@ class RunFolder:
         writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
         for row in rows:
             writer.writerow({k: row.get(k, "") for k in columns})
-        with open(file, "a", newline="") as fh:
-            fh.write(buf.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
+        data = buf.getvalue().encode("utf-8")
+        fd = os.open(file, os.O_WRONLY | os.O_APPEND)  # unbuffered: a failed write is known here, not at close
+        try:
+            before = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except OSError as exc:
+                os.ftruncate(fd, before)  # no torn row left behind: the table is as it was
+                if is_full(exc):
+                    raise full_disk(self.path, len(data), self.then) from None
+                raise
+        finally:
+            os.close(fd)
 
     def append_case(self, details: Sequence[CsvRow], case_row: CsvRow) -> None:
         """A case's detail rows, then its case row (the commit mark)."""
@@ -320,8 +350,8 @@ class RunFolder:
         the rows were written, e.g. a stall seen only against later trials); details first,
         since the case row is the commit mark."""
         table = self._cases_keeping_set_aside()
-        _write_table(self.details_csv, self.kind.detail_columns, [detail(r) for r in self.details()])
-        _write_table(self.cases_csv, self.kind.case_columns, [case(r) for r in table.rows])
+        _write_table(self.details_csv, self.kind.detail_columns, [detail(r) for r in self.details()], self.then)
+        _write_table(self.cases_csv, self.kind.case_columns, [case(r) for r in table.rows], self.then)
 
     def repair(self, keep: Callable[[CsvRow], bool] = lambda row: True) -> set[Hashable]:
         """Keep the first case row of each key that `keep` accepts and the detail rows of those
@@ -337,6 +367,6 @@ class RunFolder:
             if keep(row):
                 kept.setdefault(key(row), row)
         details = [r for r in self.details() if key(r) in kept]
-        _write_table(self.cases_csv, self.kind.case_columns, kept.values())
-        _write_table(self.details_csv, self.kind.detail_columns, details)
+        _write_table(self.cases_csv, self.kind.case_columns, kept.values(), self.then)
+        _write_table(self.details_csv, self.kind.detail_columns, details, self.then)
         return set(kept)

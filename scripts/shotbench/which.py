@@ -52,6 +52,16 @@ def uv() -> Path:
     )
 
 
+def uv_command() -> list[str]:
+    """uv as every install the package makes runs it: trusting the machine's CA store, as the
+    Makefile does (UV_SYSTEM_CERTS=1). Behind a TLS-inspecting proxy whose CA is only in the
+    system store, uv's bundled roots fail with "invalid peer certificate: UnknownIssuer"; the
+    flag rides on the command line, so no caller's environment handling can drop it. A user who
+    sets UV_SYSTEM_CERTS=0 keeps uv's own roots."""
+    opted_out = os.environ.get("UV_SYSTEM_CERTS", "").strip().lower() in ("0", "false", "no", "off")
+    return [str(uv())] + ([] if opted_out else ["--system-certs"])
+
+
 def chromium() -> Path:
     """Headless Chromium for report screenshots and the browser tests (Debian's package)."""
     for name in ("chromium", "chromium-browser", "google-chrome"):

@@ -20,6 +20,7 @@ import pandas as pd
 
 from shotbench import stats
 from shotbench.analyse import multishot
+from shotbench.diskspace import atomic_open
 from shotbench.errors import UserError
 from shotbench.hdf5.effective import STATS_COLUMNS
 from shotbench.plan.matrix import MODES, UPSTREAM_PAGE_BUFFER
@@ -736,7 +737,8 @@ def write_summary(table: pd.DataFrame, out_dir: Path) -> Path:
     """summary.csv beside the report, so numbers can be checked without parsing HTML."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "summary.csv"
-    table.to_csv(path, index=False)
+    with atomic_open(path, "w", newline="") as fh:  # whole or not at all
+        table.to_csv(fh, index=False)
     return path
 
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from shotbench import stats
 from shotbench.analyse import analysis, stopping
+from shotbench.diskspace import atomic_open
 from shotbench.errors import UserError
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
@@ -380,7 +381,8 @@ def write_decision(table: pd.DataFrame, out_dir: Path) -> Path:
     """decision.csv beside summary.csv."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "decision.csv"
-    table.to_csv(path, index=False)
+    with atomic_open(path, "w", newline="") as fh:  # whole or not at all
+        table.to_csv(fh, index=False)
     return path
 
 

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
 
 
@@ -227,7 +228,7 @@ def write(out: Path, results: dict[str, Any], s3: Any, bucket: str, key: str, si
         "backends": results,
     }
     path = Path(out) / "anatomy.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    atomic_write(path, json.dumps(doc, indent=1) + "\n")
     return path
 
 

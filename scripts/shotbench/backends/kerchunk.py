@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from shotbench.backends.readers import Handle, ReadersBackend, signal_path
 from shotbench.backends.unsupported import Unsupported, translate
+from shotbench.diskspace import atomic_write
 from shotbench.units import MiB
 
 
@@ -101,10 +102,8 @@ class KerchunkBackend(ReadersBackend):
             raise translate(self.reader, exc) from exc
         text = json.dumps(refs, separators=(",", ":"))
         seconds = time.perf_counter() - t0
-        tmp = refs_path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, refs_path)
-        meta_path.write_text(json.dumps({"index-time": seconds, "index-bytes": len(text.encode())}))
+        atomic_write(refs_path, text)  # whole or not at all; no .tmp left when the disk fills
+        atomic_write(meta_path, json.dumps({"index-time": seconds, "index-bytes": len(text.encode())}))
 
     def index_stats(self, key: str) -> tuple[float, int] | None:
         _, meta_path = self._paths(key)

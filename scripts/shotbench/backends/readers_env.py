@@ -51,7 +51,7 @@ def ensure() -> Path:
     env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(path), "UV_PYTHON_DOWNLOADS": "never"}
     env.setdefault("UV_SYSTEM_CERTS", "1")
     cmd = [
-        str(which.uv()),
+        *which.uv_command(),
         "sync",
         "--frozen",
         "--quiet",

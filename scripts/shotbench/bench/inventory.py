@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shotbench.backends.base import Backend, Source
+from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
 from shotbench.paths import state_dir
 from shotbench.plan.matrix import ShotFile
@@ -97,7 +98,8 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
         if len(objs) > 20 and (i % 50 == 0 or i == len(objs)):
             say(f"  listing signals: {i}/{len(objs)} files ({time.time() - t0:.0f}s)")
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(
+    atomic_write(  # a run stopped mid-write must not leave a cache the next run misreads
+        cache,
         json.dumps(
             [
                 {
@@ -113,7 +115,7 @@ def inventory(source: Source, objs: list[Any], s3: Any, say: Callable[[str], Non
                 }
                 for f in out
             ]
-        )
+        ),
     )
     return out
 

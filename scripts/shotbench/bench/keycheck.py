@@ -37,6 +37,15 @@ class Verdict:
     error: str
 
 
+def describe_encoded(key: str) -> str:
+    """The characters of `key` that need URI-encoding, named as they are ('%', a space,
+    non-ASCII), so the reason a backend is left out names the real cause."""
+    odd = list(dict.fromkeys(c for c in key if c not in PLAIN))
+    named = ["a space" if c == " " else f"non-ASCII {c!r}" if not c.isascii() else repr(c) for c in odd[:5]]
+    more = f" and {len(odd) - 5} more" if len(odd) > 5 else ""
+    return f"{'the character' if len(odd) == 1 else 'the characters'} {', '.join(named)}{more}"
+
+
 def needs_encoding(key: str) -> bool:
     return any(c not in PLAIN for c in key)
 
@@ -115,7 +124,7 @@ def unsupported_keys(
     if not any(v.error == "" for v in verdicts):
         return {}  # nobody opens it: the object, not the key, is at fault; the cases say so
     return {
-        v.backend: f"it cannot open keys like {f.key!r} (spaces or non-ASCII characters, which the request "
+        v.backend: f"it cannot open keys like {f.key!r} ({describe_encoded(f.key)}, which the request "
         f"must URI-encode) that other backends open: {v.error}"
         for v in verdicts
         if v.error

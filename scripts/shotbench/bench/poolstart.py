@@ -46,7 +46,7 @@ def python_of(env_key: str) -> str:
     """The interpreter of an environment on this host (one sentence when it is not built)."""
     if env_key == "main":
         return sys.executable
-    from shotbench.builds.envs import env_python
+    from shotbench.builds.environments import env_python
 
     return str(env_python(env_key))
 

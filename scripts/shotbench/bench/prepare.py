@@ -60,6 +60,7 @@ def prepare(
     """Server (if embedded), files, staging, pre-flight, inventory; yields the workload."""
     from shotbench.bench.inventory import Workload, inventory, mirror_locally
     from shotbench.bench.keycheck import unsupported_keys
+    from shotbench.store.embedded import resolve_s3config
     from shotbench.store.s3 import S3Config, parse_location, preflight
 
     backends = list(cfg.backends)
@@ -114,7 +115,12 @@ def prepare(
                     "--tls serves the embedded server over https; drop --tls or --data (set AWS_CA_BUNDLE for your own endpoint's CA)."
                 )
             loc = parse_location(data)
-            s3 = S3Config.from_env(anonymous) if loc.kind == "s3" else None
+            # the user's AWS settings, else a running `shotbench server start` server, as `stage` finds it;
+            # unsigned reads take the endpoint alone
+            if loc.kind != "s3":
+                s3 = None
+            else:
+                s3 = S3Config.from_env(anonymous) if anonymous else resolve_s3config(quiet=True)
             if anonymous:
                 refuse_signed_only(backends)
             local_dir = str(local_copies) if local_copies else ""

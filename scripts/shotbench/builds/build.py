@@ -332,13 +332,13 @@ def ensure_cmake() -> Path:
         run_step(
             "tools",
             f"install {CMAKE_PYPI}",
-            [str(which.uv()), "venv", "--quiet", "--python", PYTHON, str(venv)],
+            [*which.uv_command(), "venv", "--quiet", "--python", PYTHON, str(venv)],
             logs / "cmake-venv.log",
         )
         run_step(
             "tools",
             f"pip install {CMAKE_PYPI}",
-            [str(which.uv()), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), CMAKE_PYPI],
+            [*which.uv_command(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), CMAKE_PYPI],
             logs / "cmake-install.log",
         )
     return cmake
@@ -560,7 +560,17 @@ def build_h5py(spec: BuildSpec, prefix: Path, out: Path, logs: Path, work: Path)
     run_step(
         spec.name,
         f"build h5py {spec.h5py_version} wheel",
-        [str(which.uv()), "build", "--wheel", "--no-config", "--python", PYTHON, "--out-dir", str(out), str(source)],
+        [
+            *which.uv_command(),
+            "build",
+            "--wheel",
+            "--no-config",
+            "--python",
+            PYTHON,
+            "--out-dir",
+            str(out),
+            str(source),
+        ],
         logs / "h5py-wheel.log",
         env=env,
     )

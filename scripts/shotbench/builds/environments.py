@@ -177,7 +177,7 @@ def requirements() -> str:
     try:
         proc = subprocess.run(
             [
-                str(which.uv()),
+                *which.uv_command(),
                 "export",
                 "--frozen",
                 "--no-default-groups",
@@ -268,7 +268,7 @@ if __name__ == "__main__":
 
 
 def _uv(name: str, step: str, args: list[str], log: Path) -> None:
-    builder.run_step(name, step, [str(which.uv()), *args], log, cwd=repo_root(), env=UV_ENV)
+    builder.run_step(name, step, [*which.uv_command(), *args], log, cwd=repo_root(), env=UV_ENV)
 
 
 def warm_bytecode(name: str, python: Path, log: Path) -> None:

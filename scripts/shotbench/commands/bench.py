@@ -19,6 +19,7 @@ from shotbench import __version__
 from shotbench.analyse import stopping
 from shotbench.backends import registry
 from shotbench.bench.prepare import check_envs, prepare, say
+from shotbench.diskspace import DiskFull, shorten
 from shotbench.errors import UserError, interrupt_exit
 from shotbench.paths import runs_dir, state_dir
 from shotbench.plan import matrix as planmod
@@ -98,7 +99,9 @@ def resume_folder(arg: str, runs: Path) -> Path:
             return folder
     except (OSError, ValueError):  # a name too long for the file system, a NUL byte
         pass
-    raise UserError(f"no run to resume in {arg if arg != 'latest' else runs}; start one with `shotbench bench`.")
+    raise UserError(
+        f"no run to resume in {shorten(arg if arg != 'latest' else runs)}; start one with `shotbench bench`."
+    )
 
 
 def _resumed_config(resume_dir: Path, meta: dict[str, Any]) -> profiles.BenchConfig:
@@ -215,16 +218,23 @@ def check_bytes(cfg: profiles.BenchConfig, backends: list[str], wl: Any) -> list
     return verdicts
 
 
+# What a run folder may grow to (a few thousand case rows, their task rows, run.json's plan), on
+# top of diskspace.HEADROOM: checked before the work starts, so a full disk is refused up front.
+RUN_FOLDER_BYTES = 16 * 2**20
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     runs = Path(args.runs_dir) if args.runs_dir else runs_dir()
     if getattr(args, "dry_run", False):
         return dry_run(args, runs)
-    if args.resume is None:
-        from shotbench.diskspace import writable
+    from shotbench.diskspace import require, writable
 
+    if args.resume is None:
         writable(runs, "runs folder")
+        require(runs, RUN_FOLDER_BYTES, "a run folder", "free space there or pass --runs-dir on another disk")
         return _bench(args, runs, None)
     resume_dir = resume_folder(args.resume, runs)
+    require(resume_dir, RUN_FOLDER_BYTES, "finishing this run", "free space there first")
     with run_lock(resume_dir):
         return _bench(args, runs, resume_dir)
 
@@ -414,6 +424,8 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
                         f"finish the run with `shotbench bench --resume {folder.path}`.",
                         exit_code=interrupt_exit(exc),
                     ) from None
+                except DiskFull:
+                    raise  # interrupted: the sentence says how much to free and how to resume
                 except UserError:
                     status = "failed"
                     raise

@@ -9,7 +9,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shotbench.errors import UserError
+from shotbench.diskspace import atomic_write
+from shotbench.errors import UserError, refuse_repeats
 from shotbench.runs import kind_of
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
                 raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
         keys = stats.CASE_KEYS[1:]
         return side.where(args.a), side.where(args.b), keys, f"{args.b} vs {args.a} ({run.name})"
+    for label, arg in (("A", args.a), ("B", args.b)):  # a run pooled twice would count its tasks twice
+        refuse_repeats([p for p in arg.split(",") if p], f"side {label}", lambda p: Path(p).resolve())
     groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
     for p in groups[0] + groups[1]:
         if kind_of(p) != "read":
@@ -76,7 +79,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "compare.csv", index=False)
+    atomic_write(out / "compare.csv", table.to_csv(index=False))
     how = "Holm" if args.correction == "holm" else "FDR"
     gates = " ".join(
         g

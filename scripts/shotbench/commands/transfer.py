@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from shotbench.errors import UserError
+from shotbench.errors import UserError, refuse_repeats
 from shotbench.paths import cache_dir, transfer_runs_dir
 from shotbench.transfer.cases import TRANSFER_PROFILES, get_profile, parse_rows
 from shotbench.transfer.programs import DEFAULT_TOOLS, TOOL_CLASSES
@@ -37,7 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="s3://bucket/prefix",
         help="use this S3 location with your AWS credentials instead of the embedded server",
     )
-    p.add_argument("--rows", help="override the profile's rows, e.g. 1000x1MiB,10x100MiB")
+    p.add_argument(
+        "--rows",
+        help="replace every row of the profile (main matrix, concurrency and latency sweeps), e.g. 1000x1MiB,10x100MiB",
+    )
     p.add_argument("--tools", help=f"comma-separated subset of: {', '.join(TOOL_CLASSES)}")
     p.add_argument("--concurrency", help="comma-separated thread/worker counts to sweep, e.g. 4,16,64")
     p.add_argument("--trials", type=int, help="repeats of every case (interleaved)")
@@ -83,6 +86,12 @@ def build_plan(args: argparse.Namespace):
 
     prof = get_profile(args.profile)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else list(DEFAULT_TOOLS)
+    refuse_repeats(tools, "--tools")  # a tool twice would time every one of its cases twice under one id
+    if args.rows:
+        parse_rows(args.rows)  # a malformed row is its own sentence first
+        refuse_repeats([t.strip() for t in args.rows.split(",") if t.strip()], "--rows", lambda t: parse_rows(t)[0])
+    if args.concurrency:
+        refuse_repeats([str(c) for c in _ints(args.concurrency, "concurrency")], "--concurrency")
     if args.trials is not None and args.trials < 1:
         raise UserError("--trials must be at least 1.")
     networks = list(prof.latency_networks)
@@ -115,7 +124,8 @@ def build_plan(args: argparse.Namespace):
         latency_networks=networks,
         latency_tools=[t for t in prof.latency_tools if t in tools],
         latency_concurrency=list(prof.latency_concurrency),
-        latency_rows=list(prof.latency_rows),
+        # --rows replaces every row of the profile, the latency sweep's too (it kept 1 x 256 MiB)
+        latency_rows=list(parse_rows(args.rows)) if args.rows else list(prof.latency_rows),
         latency_trials=prof.latency_trials,
     )
 
@@ -234,6 +244,7 @@ def main(args: argparse.Namespace) -> int:
     from shotbench.provenance import new_run_id
     from shotbench.runs import read_meta
     from shotbench.transfer.execute import RunContext, TransferPlan, check_disk, run_transfer
+    from shotbench.transfer.plansummary import describe
     from shotbench.transfer.programs import make_tools
     from shotbench.transfer.results import terminal_summary, threshold_text
 
@@ -256,9 +267,16 @@ def main(args: argparse.Namespace) -> int:
             ) from None
     else:
         plan = build_plan(args)
-        from shotbench.diskspace import writable
+        from shotbench.diskspace import require, writable
 
         writable(args.out or transfer_runs_dir(), "output folder")
+        # the run folder's tables and run.json (the test files are checked by check_disk below)
+        require(
+            args.out or transfer_runs_dir(),
+            16 * 2**20,
+            "a transfer run folder",
+            "free space there or pass --out on another disk",
+        )
         run_dir = (args.out or transfer_runs_dir()) / new_run_id()
     binaries = {
         k: v for k, v in {"aws-s3-sync": args.aws_bin, "aws-s3-cp": args.aws_bin, "s5cmd": args.s5cmd_bin}.items() if v
@@ -268,8 +286,8 @@ def main(args: argparse.Namespace) -> int:
     check_disk(plan, files_root)
     with s3_target(args.data) as (cfg, bucket, prefix, info):
         print(
-            f"shotbench transfer: profile {plan.profile}, {len(plan.rows)} rows, {len(tools)} tools, "
-            f"concurrency {plan.concurrency}, {plan.trials} trial(s), {info['location']} -> {run_dir}",
+            f"shotbench transfer: profile {plan.profile}, {len(tools)} tools, {describe(plan, tools)}, "
+            f"{info['location']} -> {run_dir}",
             file=sys.stderr,
         )
         scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=cache_dir() / "transfer"))

@@ -302,7 +302,7 @@ def collapse_duplicates(cfg: BenchConfig) -> list[str]:
             seen.setdefault(key, v)
         if len(seen) < len(values):
             repeated = sorted({str(v) for v in values if values.count(v) > 1} or {str(v) for v in values})
-            notes.append(f"{name.replace('_', '-')}: {', '.join(repeated)} given more than once; measured once each.")
+            notes.append(f"{shown(name)}: {', '.join(repeated)} given more than once; measured once each.")
             setattr(cfg, name, list(seen.values()))
     return notes
 
@@ -369,8 +369,43 @@ def _check_types(cfg: BenchConfig) -> None:
             want = "a string"
         if not ok:
             raise UserError(
-                f"setting {f.name.replace('_', '-')} = {value!r} must be {want}; fix it in the config or command line."
+                f"setting {shown(f.name)} = {value!r} must be {want}; fix it in the config or command line."
             )
+
+
+# Settings `shotbench bench` also takes on its command line (as --page-buffers, ...; chunk_caches is
+# --chunk-cache); tests/test_bad_inputs.py checks this against the parser.
+COMMAND_LINE = frozenset(
+    {
+        "profile",
+        "backends",
+        "modes",
+        "workers",
+        "page_buffers",
+        "block_caches",
+        "chunk_caches",
+        "trials",
+        "signals_files",
+        "signals_names",
+        "shots_files",
+        "margin",
+        "budget_minutes",
+        "seed",
+        "shots",
+        "precision",
+        "max_trials",
+        "max_minutes",
+    }
+)
+
+
+def shown(name: str) -> str:
+    """A setting as the user wrote it: `page-buffers` for one the command line takes (the TOML key
+    is the same words), `task_timeout` for one only a TOML file sets, so the message names a key
+    the user can find."""
+    if name == "chunk_caches":
+        return "chunk-cache (chunk_caches in TOML)"
+    return name.replace("_", "-") if name in COMMAND_LINE else name
 
 
 def check_local_workers(cfg: BenchConfig) -> None:
@@ -401,7 +436,7 @@ def validate(cfg: BenchConfig) -> None:
         raise UserError("worker counts must be positive integers, e.g. --workers 1 2 4.")
     for name in SIZE_SETTINGS:
         if not isinstance(getattr(cfg, name), list):
-            raise UserError(f'setting {name.replace("_", "-")} must be a list of sizes, "off" or "default".')
+            raise UserError(f'setting {shown(name)} must be a list of sizes, "off" or "default".')
     pbs = [size_setting(pb, "page_buffers") for pb in cfg.page_buffers]
     for bc in cfg.block_caches:
         size_setting(bc, "block_caches")
@@ -415,10 +450,10 @@ def validate(cfg: BenchConfig) -> None:
         raise UserError("chunk cache sizes cannot be negative; use 0 or a size like 1048576.")
     for name in ("signals_files", "signals_names", "seed", "task_timeout"):
         if getattr(cfg, name) < 0:
-            raise UserError(f"{name.replace('_', '-')} cannot be negative; use 0 or more.")
+            raise UserError(f"{shown(name)} cannot be negative; use 0 or more.")
     for name in ("shots", "file_size", "page_size", "signals", "max_live_workers"):
         if getattr(cfg, name) < 1:
-            raise UserError(f"{name.replace('_', '-')} must be at least 1.")
+            raise UserError(f"{shown(name)} must be at least 1.")
     if int(cfg.trials) < 1:
         raise UserError("trials must be at least 1.")
     for name in (
@@ -429,9 +464,9 @@ def validate(cfg: BenchConfig) -> None:
         "family_many_page_size",
     ):
         if getattr(cfg, name) < 1:
-            raise UserError(f"{name.replace('_', '-')} must be at least 1.")
+            raise UserError(f"{shown(name)} must be at least 1.")
     if any(v < 0 for v in cfg.family_many_page_buffers):
-        raise UserError("family-many-page-buffers cannot be negative; use 0 or a size like 8000000.")
+        raise UserError("family_many_page_buffers cannot be negative; use 0 or a size like 8000000.")
     _check_bounds(cfg, pbs)
     if cfg.shots_files < 1:
         raise UserError(f"shots_files is the number of files a shots case reads, at least 1, not {cfg.shots_files}.")
@@ -476,7 +511,7 @@ def _check_bounds(cfg: BenchConfig, pbs: list[int]) -> None:
             size = size_setting(v, f.name) if f.name in SIZE_SETTINGS else v
             if isinstance(size, (int, float)) and not isinstance(size, bool) and abs(size) > LARGEST:
                 raise UserError(
-                    f"setting {f.name.replace('_', '-')} = {v!r} is too large (at most {LARGEST}); fix it in the config or command line."
+                    f"setting {shown(f.name)} = {v!r} is too large (at most {LARGEST}); fix it in the config or command line."
                 )
     if max(cfg.workers) > MAX_WORKERS:
         raise UserError(f"{max(cfg.workers)} workers is more than {MAX_WORKERS}; give fewer --workers.")

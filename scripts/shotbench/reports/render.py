@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from shotbench.analyse import analysis, multishot, readerdecision
+from shotbench.diskspace import atomic_write, full_disk, is_full, require, writable
 from shotbench.errors import UserError
 from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir, transfer_runs_dir
 from shotbench.reports.htmlcheck import external_resources
@@ -124,8 +125,27 @@ def _quiet_kernel_manager(log: IO[bytes]) -> type:
     return QuietKernelManager
 
 
+# A report's notebook, HTML (BokehJS inline) and tables: a few MB; checked before rendering.
+REPORT_BYTES = 16 * 2**20
+AGAIN = "render the report again"
+
+
 def execute(notebook: Path, params: dict, out_ipynb: Path) -> None:
-    """Run the notebook with papermill; a UserError inside it stays one sentence."""
+    """Run the notebook with papermill; a UserError inside it stays one sentence. papermill
+    writes the notebook as it goes, so it writes a temporary file that replaces `out_ipynb`
+    only when the run succeeded; a disk that fills, here or in the kernel, is one sentence."""
+    partial = out_ipynb.with_name(out_ipynb.name + ".tmp")
+    try:
+        _execute(notebook, params, partial)
+        os.replace(partial, out_ipynb)
+    except BaseException as exc:
+        partial.unlink(missing_ok=True)
+        if is_full(exc) or (getattr(exc, "ename", "") == "OSError" and "[Errno 28]" in str(getattr(exc, "evalue", ""))):
+            raise full_disk(out_ipynb.parent, REPORT_BYTES, AGAIN) from None
+        raise
+
+
+def _execute(notebook: Path, params: dict, out_ipynb: Path) -> None:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -167,7 +187,7 @@ def export_html(nb_path: Path, out_html: Path, hide_code: bool, title: str) -> P
     exporter.exclude_output_prompt = hide_code
     nb = nbformat.read(str(nb_path), as_version=4)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
-    out_html.write_text(body, encoding="utf-8")
+    atomic_write(out_html, body, AGAIN)  # a full disk leaves no truncated page that looks like a report
     return out_html
 
 
@@ -175,9 +195,8 @@ def render_notebook(notebook: Path, params: dict, out_dir: Path, name: str, hide
     """Execute `notebook` with `params` into out_dir/<name>.ipynb and export out_dir/<name>.html."""
     if not notebook.is_file():
         raise UserError(f"Notebook {notebook} does not exist; restore it from git or pass another notebook.")
-    from shotbench.diskspace import writable
-
     writable(out_dir, "report folder")
+    require(out_dir, REPORT_BYTES, "a report", "free space there or pass --output on another disk")
     params = {**params, "output_dir": str(out_dir.resolve()), "hide_code": hide_code}
     out_ipynb = out_dir / f"{name}.ipynb"
     execute(notebook, params, out_ipynb)
@@ -400,7 +419,8 @@ def write_index(entries: list[IndexEntry], path: Path | None = None) -> Path:
         for x in entries
     )
     empty = "" if entries else "<p>No runs yet: run <code>make bench-ros3</code>, then <code>make reports</code>.</p>"
-    path.write_text(
+    atomic_write(
+        path,
         f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>shotbench reports</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
@@ -413,7 +433,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f4
 {rows}
 </tbody></table></body></html>
 """,
-        encoding="utf-8",
+        "render the reports again",
     )
     return path
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
 from shotbench.locks import exclusive
 from shotbench.paths import state_dir
@@ -356,8 +357,8 @@ def _start_locked(
             terminate(proc.pid, "versitygw")
             terminate(counter.pid, STATSD_MODULE)
             raise
-    (st / "server.json").write_text(json.dumps(rec, indent=1) + "\n")
-    (st / "versitygw.pid").write_text(f"{proc.pid}\n")
+    atomic_write(st / "server.json", json.dumps(rec, indent=1) + "\n")  # never half a record to `status`
+    atomic_write(st / "versitygw.pid", f"{proc.pid}\n")
     info = status(st)
     if info is None:
         raise UserError(f"the embedded S3 server stopped right after starting; see {st / 'versitygw.log'}.")

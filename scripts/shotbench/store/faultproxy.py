@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from shotbench.childargs import parse_or_exit
+from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
 from shotbench.processes import die_with_parent, free_port, terminate
 from shotbench.units import MiB
@@ -144,9 +145,7 @@ def error_body(code: str, message: str, resource: str, request_id: str) -> bytes
 
 
 def write_stats(path: Path, stats: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(stats) + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(stats) + "\n")
 
 
 def read_stats(path: Path) -> dict[str, int]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from shotbench.errors import UserError
+from shotbench.errors import UserError, one_line
 from shotbench.hdf5.shotfile import HDF5_SIGNATURE, looks_like_hdf5
 from shotbench.redact import mask
 
@@ -66,10 +66,24 @@ class S3Config:
 
     @classmethod
     def from_env(cls, anonymous: bool = False) -> S3Config:
-        """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles.
+        """The standard AWS chain: env vars, AWS_PROFILE / shared config, instance roles; a
+        configuration mistake is one sentence (`awsconfig.translate`), never botocore's traceback.
 
         The keys found here serve the checks before a run (preflight, listing); the cases get a
         set fetched when each starts (`shotbench.store.credentials.CredentialSource`)."""
+        from shotbench.store import awsconfig
+
+        awsconfig.check_files()
+        try:
+            cfg = cls._from_session(anonymous)
+        except Exception as exc:  # noqa: BLE001 - translate() keeps what is not a configuration mistake
+            raise (awsconfig.translate(exc) or exc) from None
+        if cfg.endpoint_url:
+            _check_endpoint(cfg.endpoint_url)  # botocore's ValueError would come later, as a traceback
+        return cfg
+
+    @classmethod
+    def _from_session(cls, anonymous: bool = False) -> S3Config:
         import boto3
 
         session = boto3.session.Session()
@@ -186,6 +200,9 @@ def parse_location(text: str) -> Location:
     if "://" in text:
         scheme = text.split("://", 1)[0]
         raise UserError(f"'{scheme}://' locations are not supported; give s3://bucket/prefix or a local folder.")
+    from shotbench.diskspace import check_path
+
+    check_path(text, "data folder")
     return Location(kind="local", path=Path(text).expanduser().resolve())
 
 
@@ -245,14 +262,25 @@ def check_reachable(cfg: S3Config) -> None:
     _check_reachable(cfg)
 
 
+def _check_endpoint(url: str) -> None:
+    """An endpoint URL botocore can use (http or https with a host and a valid port), or one sentence."""
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UserError(
+            f"the S3 endpoint '{one_line(url)}' is not an http(s) URL; set AWS_ENDPOINT_URL_S3 like http://host:port."
+        )
+
+
 def _check_reachable(cfg: S3Config) -> None:
     if not cfg.endpoint_url:
         return
+    _check_endpoint(cfg.endpoint_url)
     parts = urlsplit(cfg.endpoint_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(
-            f"the S3 endpoint '{cfg.endpoint_url}' is not an http(s) URL; set AWS_ENDPOINT_URL_S3 like http://host:port."
-        )
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT):
@@ -318,7 +346,12 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
             f"{where} refused the secret key for access key {key}; check AWS_SECRET_ACCESS_KEY "
             "(for the embedded server: `source .shotbench/env.sh`)."
         )
-    if code in ("ExpiredToken", "TokenRefreshRequired", "InvalidToken"):
+    if code in ("InvalidToken", "InvalidSecurity"):  # malformed or unknown, not expired: refreshing may not help
+        return UserError(
+            f"{where} does not accept the AWS session token as valid; check AWS_SESSION_TOKEN (unset it for "
+            "long-term keys) or get new temporary credentials."
+        )
+    if code in ("ExpiredToken", "TokenRefreshRequired"):
         return UserError(
             "the AWS session token has expired; refresh your credentials (e.g. `aws sso login`) and retry."
         )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from shotbench.diskspace import DiskFull
 from shotbench.errors import UserError
 from shotbench.provenance import git_commit, machine_info, utc_iso
 from shotbench.redact import scrub
@@ -412,8 +413,11 @@ def run_transfer(
                 f"{case.row.label:20}{net} {cell}"
             )
         meta["status"] = "finished"
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, DiskFull):  # resumable where it stopped
         meta["status"] = "interrupted"
+        raise
+    except Exception:
+        meta["status"] = "failed"  # never left at `running`
         raise
     finally:
         meta["finished"] = utc_iso()

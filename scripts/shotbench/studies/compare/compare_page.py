@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from shotbench.diskspace import atomic_write
 from shotbench.studies.compare.comparison import flags
 
 
@@ -51,10 +52,10 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "", cor
         f"case runtimes; <code>vs-copy</code> = B's runtime ÷ the raw-GET time of the same bytes. "
         f"{html.escape(gates)}</p>"
     )
-    path.write_text(
+    atomic_write(
+        path,
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>{setup}'
         "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;white-space:nowrap}</style></head>"
         f"<body><h1>shotbench compare</h1>{intro}{body}{figures.show(fig).text}</body></html>\n",
-        encoding="utf-8",
     )
     return path

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
 from shotbench.paths import data_dir
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
@@ -426,9 +427,7 @@ def markdown(folder: Path, c: pd.DataFrame) -> str:
 
 def write_meta(folder: Path, meta: DirectionRun) -> None:
     """run.json replaced whole, so a killed run never leaves half a file."""
-    tmp = folder / "run.json.tmp"
-    tmp.write_text(json.dumps(asdict(meta), indent=2))
-    tmp.replace(folder / "run.json")
+    atomic_write(folder / "run.json", json.dumps(asdict(meta), indent=2))
 
 
 @dataclass(frozen=True)
@@ -486,12 +485,12 @@ def run_ablation(args: AblationSettings) -> Path:
     if not args.groups:  # what one open sends, by the minimal reproducer (open-cost.csv)
         opencost_run.measure(folder)
     c = cells(folder)
-    c.to_csv(folder / "cells.csv", index=False)
-    knob_table(c).to_csv(folder / "knobs.csv", index=False)
+    atomic_write(folder / "cells.csv", c.to_csv(index=False))
+    atomic_write(folder / "knobs.csv", knob_table(c).to_csv(index=False))
     meta.status, meta.finished, meta.load_end = "complete", utc_iso(), load_average()
     write_meta(folder, meta)
     text = markdown(folder, c)
-    (folder / "direction.md").write_text(text)
+    atomic_write(folder / "direction.md", text)
     print(text)
     print(f"[direction] {folder} in {time.monotonic() - started:.0f} s", flush=True)
     return folder

@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from shotbench.errors import UserError
+from shotbench.diskspace import atomic_write
+from shotbench.errors import UserError, refuse_repeats
 from shotbench.paths import runs_dir
 from shotbench.runs import kind_of
 from shotbench.studies.repeat import repeatability as repeat
@@ -31,6 +32,7 @@ class Scored:
 
 def checked_runs(paths: list[str]) -> list[Path]:
     """Existing read runs to score, at least two of them."""
+    refuse_repeats(paths, "--runs", lambda p: Path(p).resolve())  # a run compared with itself says nothing
     folders = [Path(p) for p in paths]
     bad = [p for p in folders if kind_of(p) != "read"]
     if bad:
@@ -86,7 +88,7 @@ def score_runs(folders: list[Path], baseline: str, unit: str, first_trials: int 
         text += "\n" + repeat.summary_line(others, "the rest of each round (--baseline others)")
         meta[repeat.OTHERS] = asdict(others)
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "ratios.csv", index=False)
-    cases.to_csv(out / "repeat.csv", index=False)
-    (out / "repeat.json").write_text(json.dumps(meta, indent=2) + "\n")
+    atomic_write(out / "ratios.csv", table.to_csv(index=False))
+    atomic_write(out / "repeat.csv", cases.to_csv(index=False))
+    atomic_write(out / "repeat.json", json.dumps(meta, indent=2) + "\n")
     return Scored(text, out)

@@ -53,7 +53,7 @@ def ensure_awscli(quiet: bool = False) -> Path:
     aws = home / "bin" / "aws"
     if aws.is_file():
         return aws
-    uv = str(which.uv())
+    uv = which.uv_command()
     if not quiet:
         print(f"shotbench: installing awscli {AWSCLI_VERSION} into {home}", file=sys.stderr)
     home.parent.mkdir(parents=True, exist_ok=True)
@@ -61,8 +61,8 @@ def ensure_awscli(quiet: bool = False) -> Path:
     env.pop("UV_PROJECT_ENVIRONMENT", None)
     # the `aws` entry point is written last, so its presence means a complete install
     for argv in (
-        [uv, "venv", "-q", "--allow-existing", "--python", sys.executable, str(home)],
-        [uv, "pip", "install", "-q", "--python", str(home / "bin" / "python"), f"awscli=={AWSCLI_VERSION}"],
+        [*uv, "venv", "-q", "--allow-existing", "--python", sys.executable, str(home)],
+        [*uv, "pip", "install", "-q", "--python", str(home / "bin" / "python"), f"awscli=={AWSCLI_VERSION}"],
     ):
         proc = subprocess.run(argv, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
