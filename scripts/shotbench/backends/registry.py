@@ -28,6 +28,7 @@ BACKENDS: dict[str, str] = {
     "virtualizarr": "shotbench.backends.virtualizarr:VirtualizarrBackend",
     "h5coro-hidefix": "shotbench.backends.hidefix:HidefixBackend",
     "icechunk-virtual": "shotbench.backends.icechunk:IcechunkVirtualBackend",
+    "hsds": "shotbench.backends.hsds:HsdsBackend",
 }
 
 
