@@ -52,7 +52,7 @@ def test_indexed_readers_are_registered_opt_in() -> None:
     assert not set(INDEXED) & set(BenchConfig().backends)
 
 
-def run_case(name: str, source: Source, cfg, files, tmp_path: Path, workers: int = 2):
+def run_case(name: str, source: Source, cfg, files, tmp_path: Path, workers: int = 2, env: dict | None = None):
     """One verified `signals` case of `name` through the real driver and Dask workers."""
     from shotbench.backends.base import child_env
     from shotbench.plan import matrix as plan
@@ -63,7 +63,7 @@ def run_case(name: str, source: Source, cfg, files, tmp_path: Path, workers: int
     drv = DriverProc(
         cls.env_key(),
         cls.python(),
-        child_env({**cfg.env_vars(), **cls.process_env(cfg)}),
+        child_env(env if env is not None else {**cfg.env_vars(), **cls.process_env(cfg)}),
         tmp_path / f"{name}.log",
         None,
     )
@@ -122,3 +122,50 @@ def test_indexed_reader_through_dask_matches_h5py(name, shape, compat_shots, sta
         meta = json.loads(m.read_text())
         assert meta["index-gets"] >= 1 and 0 < meta["index-get-bytes"] <= max(o.size for o in objs)
     assert all(p.stat().st_mtime < out.started for p in index.iterdir())
+
+
+def processes_naming(text: str) -> list[int]:
+    """Live processes whose command line holds `text`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if text.encode() in cmdline and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.server
+def test_hsds_loads_linked_files_reads_them_through_dask_and_stops(compat_shots, tmp_path) -> None:
+    """A real HSDS (one service node, one data node) on the embedded server: `--link` loads, reads
+    through h5pyd in Dask workers with h5py's bytes, and after the block no HSDS process is left."""
+    from shotbench.read.checksums import Checksums
+    from shotbench.read.inventory import inventory as list_files
+    from shotbench.store import hsds as service
+
+    loc, cfg, objs, folder = compat_shots
+    cls = registry.get("hsds")
+    state = tmp_path / "hsds-state"
+    source = Source("s3", loc.bucket, loc.prefix, str(folder))
+    files = list_files(source, objs, cfg)
+    with service.hsds_server(state, cfg, cls.python()) as info:
+        sockets = json.loads((state / "hsds.json").read_text())["socket_dir"]
+        assert len(processes_naming(Path(sockets).name)) == 2  # its service node and its data node
+        assert info.password() not in (state / "hsds.out").read_text()
+        out = run_case("hsds", source, cfg, files, tmp_path, env={**cfg.env_vars(), **info.client_env()})
+    assert processes_naming(Path(sockets).name) == [] and not Path(sockets).exists()
+    assert service.status(state) is None
+    rows = out.rows
+    assert rows and not [r["error"] for r in rows if r["error"]]
+    want = expected_totals(folder, files)
+    assert [sum(r["dsets"] for r in rows), sum(r["bytes"] for r in rows)] == want
+    checks = Checksums(source)
+    assert {checks.verdict(r) for r in rows} == {("yes", "")}
+    metas = [json.loads(m.read_text()) for m in (tmp_path / "index" / "hsds").glob("*.meta.json")]
+    assert len(metas) == len(objs) and all(m["index-time"] > 0 and m["index-bytes"] > 100 for m in metas)

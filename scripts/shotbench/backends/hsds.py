@@ -14,8 +14,10 @@ bucket. Runs in `.envs/hsds`: HSDS's own pins (aiohttp, numcodecs) are not the r
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,6 +28,29 @@ from shotbench.backends.unsupported import translate
 ENV = "hsds"
 TOP = "/shotbench/"
 _STARTED: list[Path] = []  # state folders whose service this process started (stopped at exit)
+
+
+@contextlib.contextmanager
+def fixed_maxshape(group_cls: Any) -> Iterator[None]:
+    """During a load, a dataset whose maximum shape is its shape is created without one.
+
+    hsload copies every dataset's `maxshape`, and h5pyd 1.0 sends it as `maxdims`, which its
+    h5json refuses for any layout but chunked ("Only datasets with 'H5D_CHUNKED' layout can be
+    resizable"): every contiguous dataset, linked or not, fails to load. A fixed-size dataset
+    means the same without a maximum shape, so the load goes through; the service is unchanged."""
+    original = group_cls.create_dataset
+
+    def create_dataset(self: Any, name: Any, shape: Any = None, dtype: Any = None, data: Any = None, **kw: Any) -> Any:
+        most = kw.get("maxshape")
+        if most is not None and shape is not None and tuple(most) == tuple(shape):
+            kw["maxshape"] = None
+        return original(self, name, shape, dtype, data, **kw)
+
+    group_cls.create_dataset = create_dataset
+    try:
+        yield
+    finally:
+        group_cls.create_dataset = original
 
 
 class HsdsBackend(ReadersBackend):
@@ -108,7 +133,11 @@ class HsdsBackend(ReadersBackend):
         try:
             self._folders()
             fobj = chunkindex.obstore_file(self.store, key, size, meter)
-            with h5py.File(fobj, "r") as fin, h5pyd.File(self.domain(key), "w", **self.login) as fout:
+            with (
+                h5py.File(fobj, "r") as fin,
+                h5pyd.File(self.domain(key), "w", **self.login) as fout,
+                fixed_maxshape(h5pyd.Group),
+            ):
                 sv = chunkindex.survey(fin)
                 utillib.load_file(fin, fout, dataload="link", s3path=f"s3://{self.source.bucket}/{key}")
                 root = str(fout.id.id)

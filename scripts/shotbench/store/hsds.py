@@ -1,14 +1,15 @@
 """A real HSDS (The HDF Group's HDF5 REST service) beside the embedded S3 server, started and stopped
 the way versitygw is (`shotbench.store.server`).
 
-HSDS runs from `.envs/hsds` as its own `hsds` launcher: one service node and one data node (the
-smallest it runs with), speaking over Unix sockets in a short folder under /tmp, so it opens no TCP
+HSDS runs from `.envs/hsds`: one service node and one data node (the smallest it runs with), started
+here as `hsds-node` processes rather than through the `hsds` launcher, whose fixed 10 s start limit
+a busy machine misses (each node imports aiohttp, botocore and numpy), speaking over Unix sockets in a short folder under /tmp, so it opens no TCP
 port at all and only this machine's processes reach it. It stores its domains in the S3 bucket the
 benchmark reads (each request names the bucket); linked datasets (`hsload --link`) leave the chunks
 in the original HDF5 objects, which its data node fetches by range. The admin password and the S3
 credentials go into the state folder, 0600 (`password.txt`, `override.yml`), and into the
-environment, never argv nor logs. The launcher leads its own process group, so `stop` ends the
-launcher and its nodes together; started with `private=True`, they also end with the process that
+environment, never argv nor logs. The service node leads a process group the data node joins, so
+`stop` ends both together; started with `private=True`, they also end with the process that
 started them.
 """
 
@@ -33,10 +34,9 @@ from shotbench.processes import die_with_parent, pid_alive
 from shotbench.store.s3 import DEFAULT_REGION, S3Config
 
 ADMIN = "admin"
-START_TIMEOUT = 90.0  # the launcher imports aiohttp, botocore and numpy in three processes
+START_TIMEOUT = 120.0  # each node imports aiohttp, botocore and numpy: 15 s each on a busy machine
 STOP_TIMEOUT = 10.0
-READY = "READY! use endpoint:"
-DEFAULT_BUCKET = "shotbench-hsds"  # the launcher insists on one; every request names its own
+DEFAULT_BUCKET = "shotbench-hsds"  # the nodes insist on one; every request names its own
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class HsdsInfo:
     """How a client reaches the running service (the password stays in the state folder)."""
 
     endpoint: str  # http+unix://… (the service node's socket)
-    pid: int  # the launcher, leader of the process group of all HSDS processes
+    pid: int  # the service node, leader of the process group of both HSDS processes
     state: str
 
     def password(self) -> str:
@@ -61,8 +61,8 @@ def _write_private(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _socket_url(folder: str) -> str:
-    return "http+unix://" + (folder.rstrip("/") + "/").replace("/", "%2F") + "sn_1.sock"
+def _socket_url(folder: str, name: str) -> str:
+    return "http+unix://" + (folder.rstrip("/") + "/").replace("/", "%2F") + name
 
 
 def _read(state: Path) -> HsdsInfo | None:
@@ -132,49 +132,78 @@ def _start_locked(st: Path, s3: S3Config, python: Path, private: bool) -> HsdsIn
     if s3.ca_bundle:
         env["AWS_CA_BUNDLE"] = s3.ca_bundle
     env.pop("PYTHONPATH", None)
-    hsds = Path(python).parent / "hsds"
-    cmd = [
-        str(hsds),
-        "--socket_dir",
-        sock,
-        "--count",
-        "1",
-        "--password_file",
-        str(st / "password.txt"),
-        "--config_dir",
-        str(config),
-        "--logfile",
-        str(st / "hs.log"),
-        "--loglevel",
-        "WARN",
+    node = Path(python).parent / "hsds-node"
+    sn_url, dn_url = _socket_url(sock, "sn_1.sock"), _socket_url(sock, "dn_1.sock")
+    common = [
+        "--standalone",
+        f"--dn_urls={dn_url}",
+        f"--hsds_endpoint={sn_url}",
+        "--use_socket",
+        f"--config_dir={config}",
+        "--log_level=WARN",
     ]
-    out = open(st / "hsds.out", "wb")
+    sn_args = [str(python), str(node), "--node_type=sn", "--log_prefix=sn ", f"--admin_user={ADMIN}"]
+    sn_args += [f"--password_file={st / 'password.txt'}", f"--sn_url={sn_url}", "--logfile=sn1.log", *common]
+    dn_args = [str(python), str(node), "--node_type=dn", "--log_prefix=dn1 ", f"--dn_urls={dn_url}"]
+    dn_args += ["--node_number=0", "--logfile=dn1.log", *common]
+    out = open(st / "hsds.out", "ab")
     try:
-        proc = subprocess.Popen(
-            cmd,
+        # The service node leads a new process group; the data node joins it, so one killpg ends both.
+        sn = subprocess.Popen(
+            sn_args,
             env=env,
             cwd=st,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            process_group=0,  # a group of its own in this session (a new session would bar the data node)
+            preexec_fn=die_with_parent() if private else None,
+        )
+        dn = subprocess.Popen(
+            dn_args,
+            env=env,
+            cwd=st,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            process_group=sn.pid,
             preexec_fn=die_with_parent() if private else None,
         )
     finally:
         out.close()
-    info = HsdsInfo(_socket_url(sock), proc.pid, str(st))
-    (st / "hsds.json").write_text(json.dumps({"endpoint": info.endpoint, "pid": proc.pid, "socket_dir": sock}))
+    info = HsdsInfo(sn_url, sn.pid, str(st))
+    (st / "hsds.json").write_text(json.dumps({"endpoint": sn_url, "pid": sn.pid, "socket_dir": sock}))
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
+        if sn.poll() is not None or dn.poll() is not None:
             tail = (st / "hsds.out").read_text(errors="replace").strip().splitlines()[-3:]
             _cleanup(st)
             raise UserError(f"HSDS exited at start ({' '.join(tail)[-300:]}); see {st / 'hsds.out'}.")
-        if READY in (st / "hsds.out").read_text(errors="replace"):
+        if _ready(Path(sock) / "sn_1.sock"):
             return info
-        time.sleep(0.2)
+        time.sleep(0.25)
     _cleanup(st)
     raise UserError(f"HSDS did not become ready within {START_TIMEOUT:.0f} s; see {st / 'hsds.out'}.")
+
+
+def _ready(path: Path) -> bool:
+    """The service node answers `GET /about` with 200 and reports itself ready (its data node joined)."""
+    import socket
+
+    if not path.exists():
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(2.0)
+            s.connect(str(path))
+            s.sendall(b"GET /about HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+    except OSError:
+        return False
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head.startswith(b"HTTP/1.") and b" 200 " in head.split(b"\r\n", 1)[0] and b'"READY"' in body
 
 
 def _group_alive(pgid: int) -> bool:
@@ -188,7 +217,7 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _cleanup(st: Path) -> None:
-    """End the launcher's whole process group (launcher, service node, data node), then its files."""
+    """End the whole process group (service node, data node), then the socket folder and the record."""
     try:
         rec: dict[str, Any] = json.loads((st / "hsds.json").read_text())
     except (OSError, ValueError):
