@@ -82,7 +82,8 @@ class VirtualizarrBackend(ReadersBackend):
         if not self.folder.built(key):
             self.build_index(key, size)  # only when the untimed pass could not (its error is here)
         datasets, inline = self.folder.read_survey(key)
-        group = pickle.loads(self.folder.path(key, ".manifest.pickle").read_bytes())  # this run's own index, written by build_index
+        # this run's own index, written by build_index
+        group = pickle.loads(self.folder.path(key, ".manifest.pickle").read_bytes())
         store = ManifestStore(registry=self.registry, group=group)
         return Handle((zarr.open_group(store, mode="r", zarr_format=3), datasets, inline))
 
