@@ -169,3 +169,61 @@ def test_hsds_loads_linked_files_reads_them_through_dask_and_stops(compat_shots,
     assert {checks.verdict(r) for r in rows} == {("yes", "")}
     metas = [json.loads(m.read_text()) for m in (tmp_path / "index" / "hsds").glob("*.meta.json")]
     assert len(metas) == len(objs) and all(m["index-time"] > 0 and m["index-bytes"] > 100 for m in metas)
+
+
+@pytest.mark.slow
+@pytest.mark.server
+@pytest.mark.parametrize(
+    ("name", "feature", "reason"),
+    [
+        ("virtualizarr", "virtual", "virtualizarr: virtual layout of /shots/1/signals/vds"),
+        ("h5coro-hidefix", "lzf", "h5coro-hidefix: filter [32000] of /shots/1/signals/lzf"),
+        ("h5coro-hidefix", "virtual", "h5coro-hidefix: virtual layout of /shots/1/signals/vds"),
+    ],
+)
+def test_indexed_reader_says_unsupported_with_the_reason(name, feature, reason, s3_server, s3_bucket, tmp_path) -> None:
+    """A layout or filter the reader cannot read is an `unsupported: <reader>: <what>` cell for every
+    signal of that file, never wrong bytes and never a crash."""
+    import h5py
+    import numpy as np
+
+    from shotbench.backends.base import child_env
+    from shotbench.store.s3 import list_shot_files, parse_location
+    from shotbench.store.stage import stage
+
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    with h5py.File(folder / "1.h5", "w") as fh:
+        sig = fh.create_group("shots/1/signals")
+        sig["plain"] = np.arange(100, dtype="f4")
+        if feature == "lzf":
+            sig.create_dataset("lzf", data=np.arange(5000, dtype="f8"), chunks=(1000,), compression="lzf")
+        else:
+            layout = h5py.VirtualLayout(shape=(100,), dtype="f4")
+            layout[:] = h5py.VirtualSource(".", "/shots/1/signals/plain", shape=(100,))
+            sig.create_virtual_dataset("vds", layout)
+    cfg = s3_server.s3config()
+    loc = parse_location(f"s3://{s3_bucket}/odd-{name}-{feature}/")
+    stage(folder, loc, cfg, jobs=1, progress=False)
+    (obj,) = list_shot_files(loc, cfg)
+    cls = registry.get(name)
+    req = {
+        "backend": name,
+        "source": Source("s3", loc.bucket, loc.prefix, str(folder)).to_dict(),
+        "files": [{"key": obj.key, "size": obj.size, "shot": "1", "signals": ["plain"]}],
+        "options": {"index_dir": str(tmp_path / "index")},
+    }
+    import subprocess
+
+    proc = subprocess.run(
+        [str(cls.python()), "-m", "shotbench.backends.readcheck"],
+        input=json.dumps(req),
+        text=True,
+        capture_output=True,
+        env=child_env({**cfg.env_vars(), **cls.process_env(cfg)}),
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got == {f"{obj.key}/plain": f"unsupported: {reason} ({obj.key})"}
