@@ -6,9 +6,9 @@ here as `hsds-node` processes rather than through the `hsds` launcher, whose fix
 a busy machine misses (each node imports aiohttp, botocore and numpy), speaking over Unix sockets in a short folder under /tmp, so it opens no TCP
 port at all and only this machine's processes reach it. It stores its domains in the S3 bucket the
 benchmark reads (each request names the bucket); linked datasets (`hsload --link`) leave the chunks
-in the original HDF5 objects, which its data node fetches by range. The admin password and the S3
-credentials go into the state folder, 0600 (`password.txt`, `override.yml`), and into the
-environment, never argv nor logs. The service node leads a process group the data node joins, so
+in the original HDF5 objects, which its data node fetches by range. The admin password goes into the
+state folder (`password.txt`, 0600) and the S3 credentials into the nodes' environment only: never
+argv, data/ or the logs. The service node leads a process group the data node joins, so
 `stop` ends both together; started with `private=True`, they also end with the process that
 started them.
 """
