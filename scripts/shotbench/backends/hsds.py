@@ -141,8 +141,10 @@ class HsdsBackend(ReadersBackend):
                 sv = chunkindex.survey(fin)
                 utillib.load_file(fin, fout, dataload="link", s3path=f"s3://{self.source.bucket}/{key}")
                 root = str(fout.id.id)
-            # what HSDS wrote for this domain: its objects under db/<root id>/ and its domain record
-            prefix = f"db/{root[2:]}" if root[:2] == "g-" else f"db/{root}"
+            # what HSDS wrote for this domain: every object of it lives under db/<first part of the root id>/
+            from h5json.objid import getS3Key
+
+            prefix = "/".join(getS3Key(root).split("/")[:2]) + "/"
             stored = sum(int(m["size"]) for batch in obstore.list(self.store, prefix) for m in batch)
         except Exception as exc:
             raise translate(self.reader, exc) from exc
