@@ -27,6 +27,7 @@ from shotbench.backends.unsupported import translate
 
 ENV = "hsds"
 TOP = "/shotbench/"
+PERSIST_TIMEOUT = 30.0  # seconds to wait for the data node to write a loaded domain to S3
 _STARTED: list[Path] = []  # state folders whose service this process started (stopped at exit)
 
 
@@ -145,12 +146,26 @@ class HsdsBackend(ReadersBackend):
             from h5json.objid import getS3Key
 
             prefix = "/".join(getS3Key(root).split("/")[:2]) + "/"
-            stored = sum(int(m["size"]) for batch in obstore.list(self.store, prefix) for m in batch)
+            stored = self._persisted(obstore, prefix)
         except Exception as exc:
             raise translate(self.reader, exc) from exc
         stored += self.folder.write_survey(key, sv)
         counts = meter.drain()
         self.folder.write_meta(key, watch.seconds(), stored, counts.gets, counts.bytes)
+
+    def _persisted(self, obstore: Any, prefix: str) -> int:
+        """Bytes of HSDS's objects under `prefix` once its data node has written them: it writes
+        back dirty objects every second, so the load is done when the listing stops growing."""
+        import time
+
+        last, deadline = -1, time.monotonic() + PERSIST_TIMEOUT
+        while time.monotonic() < deadline:
+            now = sum(int(m["size"]) for batch in obstore.list(self.store, prefix) for m in batch)
+            if now and now == last:
+                return now
+            last = now
+            time.sleep(1.0)
+        return max(last, 0)
 
     def index_stats(self, key: str) -> tuple[float, int] | None:
         return self.folder.stats(key)
