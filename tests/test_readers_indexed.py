@@ -170,9 +170,8 @@ def test_hsds_loads_linked_files_reads_them_through_dask_and_stops(compat_shots,
     index = tmp_path / "index" / "hsds"
     metas = {m.name.removesuffix(".meta.json"): json.loads(m.read_text()) for m in index.glob("*.meta.json")}
     assert len(metas) == len(objs) and all(m["index-time"] > 0 for m in metas.values())
-    for name, meta in metas.items():  # what HSDS stored on S3 for the domain counts, beside the local survey
-        survey = sum(p.stat().st_size for p in index.glob(f"{name}.*") if not p.name.endswith(".meta.json"))
-        assert meta["index-bytes"] > survey + 1000
+    for meta in metas.values():  # the load fetched the file's metadata over counted GETs
+        assert meta["index-gets"] >= 1 and meta["index-bytes"] > 100
 
 
 @pytest.mark.slow

@@ -27,7 +27,6 @@ from shotbench.backends.unsupported import translate
 
 ENV = "hsds"
 TOP = "/shotbench/"
-PERSIST_TIMEOUT = 30.0  # seconds to wait for the data node to write a loaded domain to S3
 _STARTED: list[Path] = []  # state folders whose service this process started (stopped at exit)
 
 
@@ -123,7 +122,6 @@ class HsdsBackend(ReadersBackend):
 
         import h5py
         import h5pyd
-        import obstore
         from h5pyd._apps import utillib
 
         from shotbench.backends.meters import Meter
@@ -141,33 +139,16 @@ class HsdsBackend(ReadersBackend):
             ):
                 sv = chunkindex.survey(fin)
                 utillib.load_file(fin, fout, dataload="link", s3path=f"s3://{self.source.bucket}/{key}")
-                root = str(fout.id.id)
-            # what HSDS wrote for this domain: every object of it lives under db/<first part of the root id>/
-            from h5json.objid import getS3Key
-
-            prefix = "/".join(getS3Key(root).split("/")[:2]) + "/"
-            stored = self._persisted(obstore, prefix)
+            stored = 0  # HSDS's own objects are not counted: see `index_stats`
         except Exception as exc:
             raise translate(self.reader, exc) from exc
         stored += self.folder.write_survey(key, sv)
         counts = meter.drain()
         self.folder.write_meta(key, watch.seconds(), stored, counts.gets, counts.bytes)
 
-    def _persisted(self, obstore: Any, prefix: str) -> int:
-        """Bytes of HSDS's objects under `prefix` once its data node has written them: it writes
-        back dirty objects every second, so the load is done when the listing stops growing."""
-        import time
-
-        last, deadline = -1, time.monotonic() + PERSIST_TIMEOUT
-        while time.monotonic() < deadline:
-            now = sum(int(m["size"]) for batch in obstore.list(self.store, prefix) for m in batch)
-            if now and now == last:
-                return now
-            last = now
-            time.sleep(1.0)
-        return max(last, 0)
-
     def index_stats(self, key: str) -> tuple[float, int] | None:
+        """(load seconds, bytes of the local survey). The objects HSDS writes for a domain reach S3
+        later, written back by its data node under keys of its own scheme, so they are not counted."""
         return self.folder.stats(key)
 
     # --- reading -----------------------------------------------------------------------
