@@ -24,12 +24,26 @@ BACKENDS: dict[str, str] = {
     "h5coro": "shotbench.backends.h5coro:H5coroBackend",
     "remfile": "shotbench.backends.remfile:RemfileBackend",
     "kerchunk": "shotbench.backends.kerchunk:KerchunkBackend",
+    # the readers that skip libhdf5 on the read path or move it to a server (issue 49)
+    "virtualizarr": "shotbench.backends.virtualizarr:VirtualizarrBackend",
+    "h5coro-hidefix": "shotbench.backends.hidefix:HidefixBackend",
+    "icechunk-virtual": "shotbench.backends.icechunk:IcechunkVirtualBackend",
+    "hsds": "shotbench.backends.hsds:HsdsBackend",
 }
 
 
 # Selected only by name (--backends, CONFIG): the profiles' default matrix leaves them out, so
 # `make bench-ros3` neither installs the readers' environment nor grows longer.
-OPT_IN = ("fsspec-tuned", "pyfive", "h5coro", "remfile", "kerchunk")
+OPT_IN = (
+    "fsspec-tuned",
+    "pyfive",
+    "h5coro",
+    "remfile",
+    "kerchunk",
+    "virtualizarr",
+    "h5coro-hidefix",
+    "icechunk-virtual",
+)
 # Backends whose build the default matrix does not need: made the first time a run selects them.
 NOT_DEFAULT = ("ros3-2.2", "ros3-2.0-zlibng")
 

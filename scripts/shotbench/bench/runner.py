@@ -75,6 +75,7 @@ HEALTH_TIMEOUT = 5.0  # the server's answer to one HEAD between cases
 HEALTH_ATTEMPTS = 3  # one reset connection is a fault, not a dead server
 HEALTH_STALL_ATTEMPTS = 2  # a check that got no answer in HEALTH_TIMEOUT is tried once more, not twice
 DEADLINE_SLACK = 10.0  # seconds past the task deadline for the driver to report back
+INDEX_SECONDS_PER_FILE = 120.0  # an index, repository or HSDS load, built before the clock (HSDS: ~30 s a file here)
 
 
 @dataclass
@@ -234,6 +235,8 @@ class Runner:
             # the mark: after the byte counts of every GET so far (the raw-get ceiling's come ~0.1 s late)
             _, mark = accesslog.counted_window(log, self._log_end, bucket)
         limit = self.deadline(tasks)
+        if getattr(cls, "builds_index", False):  # the untimed index build runs inside this request
+            limit += INDEX_SECONDS_PER_FILE * len({it.key for t in tasks for p in t.parts for it in p.items})
         out = drv.request(Run(tasks, park_timeout=PREPARE_TIMEOUT), timeout=limit + DEADLINE_SLACK)
         if log is not None:
             if self.late_lines:
