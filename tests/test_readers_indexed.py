@@ -21,9 +21,9 @@ INDEXED = ["virtualizarr", "h5coro-hidefix", "icechunk-virtual"]
 @pytest.fixture(scope="module")
 def compat_shots(s3_server, s3_bucket, tmp_path_factory):
     """Two files shaped as the `compat` family (libver earliest, unpaged), staged under their own prefix."""
-    from shotbench.hdf5.synth import make_dataset
+    from shotbench.hdf5.synthesis import make_dataset
     from shotbench.store.s3 import list_shot_files, parse_location
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     folder = tmp_path_factory.mktemp("compat-shape")
     make_dataset(
@@ -55,9 +55,9 @@ def test_indexed_readers_are_registered_opt_in() -> None:
 def run_case(name: str, source: Source, cfg, files, tmp_path: Path, workers: int = 2, env: dict | None = None):
     """One verified `signals` case of `name` through the real driver and Dask workers."""
     from shotbench.backends.base import child_env
+    from shotbench.bench.drivers import DriverProc
+    from shotbench.bench.protocol import Prepare, Run, Spec
     from shotbench.plan import matrix as plan
-    from shotbench.read.drivers import DriverProc
-    from shotbench.read.protocol import Prepare, Run, Spec
 
     cls = registry.get(name)
     drv = DriverProc(
@@ -98,8 +98,8 @@ def expected_totals(folder: Path, files) -> list[int]:
 def test_indexed_reader_through_dask_matches_h5py(name, shape, compat_shots, staged_shots, shot_dir, tmp_path) -> None:
     """Every row error-free, datasets and bytes as h5py reads them, each signal's CRC-32 equal to
     the local copy's; the index was built before the clock and its one-time cost is recorded."""
-    from shotbench.read.checksums import Checksums
-    from shotbench.read.inventory import inventory as list_files
+    from shotbench.bench.checksums import Checksums
+    from shotbench.bench.inventory import inventory as list_files
 
     if shape == "compat":
         loc, cfg, objs, folder = compat_shots
@@ -145,9 +145,9 @@ def processes_naming(text: str) -> list[int]:
 def test_hsds_loads_linked_files_reads_them_through_dask_and_stops(compat_shots, tmp_path) -> None:
     """A real HSDS (one service node, one data node) on the embedded server: `--link` loads, reads
     through h5pyd in Dask workers with h5py's bytes, and after the block no HSDS process is left."""
-    from shotbench.read.checksums import Checksums
-    from shotbench.read.inventory import inventory as list_files
-    from shotbench.store import hsds as service
+    from shotbench.bench.checksums import Checksums
+    from shotbench.bench.inventory import inventory as list_files
+    from shotbench.store import hsds_service as service
 
     loc, cfg, objs, folder = compat_shots
     cls = registry.get("hsds")
@@ -192,7 +192,7 @@ def test_indexed_reader_says_unsupported_with_the_reason(name, feature, reason, 
 
     from shotbench.backends.base import child_env
     from shotbench.store.s3 import list_shot_files, parse_location
-    from shotbench.store.stage import stage
+    from shotbench.store.staging import stage
 
     folder = tmp_path / "odd"
     folder.mkdir()

@@ -11,7 +11,7 @@ This module holds what they share, so their one-time costs are measured the same
 - the stored index beside the run, `<index_dir>/<reader>/<key>.*`, with `<key>.meta.json` holding
   the build's seconds, the index's stored bytes, and the GETs and bytes the build fetched.
 
-Built untimed before a case's clock (`shotbench.read.driver`), as kerchunk's index is.
+Built untimed before a case's clock (`shotbench.bench.driver`), as kerchunk's index is.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 into HSDS, chunks left in the original HDF5 objects on S3) and read through h5pyd, the h5py-like
 REST client; HSDS's data node fetches the chunk bytes by range and decodes them.
 
-The service (`shotbench.store.hsds`: one service node, one data node, Unix sockets only) is started
+The service (`shotbench.store.hsds_service`: one service node, one data node, Unix sockets only) is started
 on the orchestrator the first time a run or a byte check asks for this backend's worker
 environment, and stopped when that process ends (it cannot outlive it). The load is the one-time
 cost, built untimed per file: h5pyd's `load_file(..., dataload="link")` reading the file with h5py
@@ -71,7 +71,7 @@ class HsdsBackend(ReadersBackend):
     def process_env(cls, s3: Any) -> dict[str, str]:
         """Start (once per process) the service the workers talk to; its endpoint and login."""
         from shotbench.paths import state_dir
-        from shotbench.store import hsds as service
+        from shotbench.store import hsds_service as service
 
         state = state_dir() / "hsds"
         info = service.status(state)

@@ -1,5 +1,5 @@
 """A real HSDS (The HDF Group's HDF5 REST service) beside the embedded S3 server, started and stopped
-the way versitygw is (`shotbench.store.server`).
+the way versitygw is (`shotbench.store.embedded`).
 
 HSDS runs from `.envs/hsds`: one service node and one data node (the smallest it runs with), started
 here as `hsds-node` processes rather than through the `hsds` launcher, whose fixed 10 s start limit
