@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from shotbench.backends import meters as accounting
-from shotbench.backends import registry
-from test_runner import TINY as RUNNER_TINY
-from test_runner import bench_cmd, bench_env, only_run, read_csv, secret_of
+from support.bench import TINY as RUNNER_TINY
+from support.bench import available as _available
+from support.bench import bench_cmd, bench_env, read_csv, secret_of
+from support.runfolder import only_run
 
 BODY = b"x" * 50_000
 
@@ -101,13 +102,6 @@ S3_BACKENDS = ["fsspec", "obstore", "download", "raw-get", "ros3-1.14", "ros3-2.
 TINY = RUNNER_TINY.replace("workers = [1, 2]", "workers = [2]")  # one case per backend and mode
 
 
-def _available(names: list[str]) -> list[str]:
-    missing = [n for n in names if not Path(registry.get(n).python()).exists()]
-    if missing:
-        pytest.fail(f"environments missing for {missing}: run `make envs` before the slow tests")
-    return names
-
-
 def _run(
     tmp_path: Path, shot_dir: Path, backends: list[str], env_extra: dict[str, str], *args: str, config: str = TINY
 ) -> Path:
@@ -146,6 +140,7 @@ LARGER = (
 
 
 @pytest.mark.slow
+@pytest.mark.optional_build
 def test_client_counts_agree_with_the_access_log(tmp_path: Path) -> None:
     # over http: 1.14 counts requests as TCP segments, which TLS flights blur (see the https test)
     run = _run(tmp_path, tmp_path / "shots", _available(S3_BACKENDS), {}, "--no-tls", config=LARGER)

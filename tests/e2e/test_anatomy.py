@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from shotbench.anatomy import strace
-from test_accounting import _available
-from test_runner import bench_env
+from support.bench import available as _available
+from support.bench import bench_env
 
 TRACE = """\
 7899  1795450617.086896 newfstatat(AT_FDCWD</tmp>, "/.shotbench-mark/open-1", 0x7ffd2a538a50, 0) = -1 ENOENT (No such file or directory) <0.000007>
@@ -48,6 +48,7 @@ def test_strace_phases_of_one_open(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.optional_build
 def test_anatomy_runs_through_every_ros3_build(tmp_path: Path) -> None:
     backends = _available(["ros3-1.14", "ros3-2.0", "ros3-2.2", "obstore"])
     out = tmp_path / "anatomy"

@@ -2,40 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from shotbench.store.s3 import without_s3_settings
-
-
-def run_bench(
-    args: list[str], tmp_path: Path, env_extra: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = without_s3_settings()
-    env["SHOTBENCH_STATE"] = str(tmp_path / "state")
-    env.update(env_extra or {})
-    return subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(tmp_path / "runs"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def assert_one_sentence(proc: subprocess.CompletedProcess[str], tmp_path: Path, *words: str) -> None:
-    assert proc.returncode == 2, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("shotbench: "), proc.stderr
-    assert "Traceback" not in proc.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
-    runs = tmp_path / "runs"
-    assert not runs.exists() or not any(runs.iterdir()), "a failed start left a run folder"
+from support.bench import assert_one_sentence, run_bench
 
 
 def test_missing_bucket_fails_fast(s3_server, tmp_path: Path) -> None:

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from golden import (
+from shotbench.reports.htmlcheck import figure_count
+from support.golden import (
     REFERENCE_REPORT_FIGURES,
     RUN_REPORT_FIGURES,
     SINGLE_NEW,
     SINGLE_OLD,
     assert_published,
 )
-from golden import (
+from support.golden import (
     RUN_FIXTURE as RUN,
 )
-from shotbench.reports.htmlcheck import figure_count
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runfolder import bench_proc, case_rows, only_run, wait_for_cases
-from tests.test_bench_cli import assert_one_sentence, run_bench
 
-from shotbench.store.s3 import without_s3_settings
+from support.bench import assert_one_sentence, run_bench
+from support.bench import state_env as _env
+from support.proxies import StallingProxy
+from support.runfolder import bench_proc, case_rows, only_run, wait_for_cases
 
 SLOW_TOML = """backends = ["local"]
 modes = ["signals", "shots"]
@@ -29,12 +30,6 @@ chunk_caches = [1048576, 2097152]
 trials = 2
 """
 SLOW_CASES = 2 * 2 * 2 * 2  # modes x workers x chunk caches x trials
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = without_s3_settings()
-    env["SHOTBENCH_STATE"] = str(tmp_path / "state")
-    return env
 
 
 def _leftovers(state: Path) -> list[str]:
@@ -129,7 +124,7 @@ def test_old_run_folders_with_text_errors_still_load(tmp_path: Path) -> None:
     """Before the status column, `errors` held text; such a case is failed, never a runtime."""
     from shotbench.analyse import analysis
 
-    src = Path(__file__).parent / "data" / "run-fixture"
+    src = Path(__file__).parents[1] / "data" / "run-fixture"
     run = tmp_path / "old"
     shutil.copytree(src, run)
     with open(run / "cases.csv", newline="") as fh:
@@ -249,7 +244,13 @@ READ_ONLY = Path("/sys/shotbench-out")  # sysfs refuses new folders even to root
     "args",
     [
         ["bench", "--runs-dir", str(READ_ONLY), "--backends", "local", "--data", "."],
-        ["report", "--input", f"fixture={Path(__file__).parent / 'data' / 'run-fixture'}", "--output", str(READ_ONLY)],
+        [
+            "report",
+            "--input",
+            f"fixture={Path(__file__).parents[1] / 'data' / 'run-fixture'}",
+            "--output",
+            str(READ_ONLY),
+        ],
         ["transfer", "--out", str(READ_ONLY)],
     ],
 )
@@ -340,51 +341,6 @@ def test_synth_refuses_what_the_disk_cannot_hold(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "free" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not list((tmp_path / "big").glob("*.h5"))
-
-
-class StallingProxy:
-    """A real TCP proxy in front of the S3 server that, once `stall` is set, stops moving bytes
-    on every connection (old and new) while keeping them open: a server that accepts and hangs."""
-
-    def __init__(self, upstream_port: int) -> None:
-        import socket
-        import threading
-
-        self.upstream = upstream_port
-        self.stall = threading.Event()
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        import socket
-        import threading
-
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            if self.stall.is_set():
-                continue  # accepted, never answered (kept open by the reference below)
-            upstream = socket.create_connection(("127.0.0.1", self.upstream))
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    def _pump(self, src: Any, dst: Any) -> None:
-        while True:
-            try:
-                data = src.recv(65536)
-            except OSError:
-                return
-            if not data:
-                return
-            while self.stall.is_set():
-                time.sleep(0.5)
-            try:
-                dst.sendall(data)
-            except OSError:
-                return
 
 
 @pytest.mark.server

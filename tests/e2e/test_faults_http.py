@@ -13,13 +13,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from tests.runfolder import bench_proc, only_run
-from tests.test_bench_cli import assert_one_sentence, run_bench
-from tests.test_failures import _env
 
 from shotbench.processes import terminate
 from shotbench.store import faultproxy as fp
 from shotbench.store.s3 import S3Config
+from support.bench import assert_one_sentence, run_bench
+from support.bench import state_env as _env
+from support.runfolder import bench_proc, only_run
 
 BIG = 24 * 1024 * 1024
 

@@ -11,8 +11,10 @@ import math
 from pathlib import Path
 
 import pytest
-from tests.runfolder import case_rows, only_run
-from tests.test_bench_cli import assert_one_sentence, run_bench
+
+from support.bench import assert_one_sentence, run_bench
+from support.proxies import OneStall
+from support.runfolder import case_rows, only_run
 
 TINY = ["--backends", "local", "--modes", "shots", "--page-buffers", "0", "--trials", "1"]
 
@@ -346,57 +348,6 @@ def test_a_case_far_slower_than_its_other_trials_is_set_apart(tmp_path: Path) ->
 
     (row,) = reliability.table(folder.path)
     assert row["stalls"] == 1 and row["failed"] == 0
-
-
-class OneStall:
-    """A real TCP proxy in front of the S3 server that, when armed, holds the answer to the next
-    object GET for `seconds` (a stalled connection, as toxiproxy's `timeout` toxic makes one)."""
-
-    def __init__(self, upstream_port: int, seconds: float) -> None:
-        import socket
-        import threading
-
-        self.upstream, self.seconds = upstream_port, seconds
-        self.armed = threading.Event()
-        self.fired = threading.Event()
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        import socket
-        import threading
-
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.upstream))
-            hold = threading.Event()
-            threading.Thread(target=self._pump, args=(client, upstream, hold, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, hold, False), daemon=True).start()
-
-    def _pump(self, src: object, dst: object, hold: object, request_side: bool) -> None:
-        import time
-
-        while True:
-            try:
-                data = src.recv(65536)  # type: ignore[attr-defined]
-            except OSError:
-                return
-            if not data:
-                return
-            if request_side and data.startswith(b"GET /") and self.armed.is_set() and not self.fired.is_set():
-                self.fired.set()
-                hold.set()  # type: ignore[attr-defined]
-            if not request_side and hold.is_set():  # type: ignore[attr-defined]
-                time.sleep(self.seconds)
-                hold.clear()  # type: ignore[attr-defined]
-            try:
-                dst.sendall(data)  # type: ignore[attr-defined]
-            except OSError:
-                return
 
 
 @pytest.mark.slow

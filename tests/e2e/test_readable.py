@@ -13,9 +13,9 @@ import holoviews as hv
 import pandas as pd
 import pytest
 
-from golden import RUN_FIXTURE as RUN
 from shotbench.figures import plots
 from shotbench.reports.htmlcheck import figures, legend_problems
+from support.golden import RUN_FIXTURE as RUN
 
 
 def _two_lines(**opts: object) -> str:

@@ -13,7 +13,10 @@ import nbformat
 import pandas as pd
 import pytest
 
-from golden import (
+from shotbench.cli import main
+from shotbench.errors import UserError
+from shotbench.reports.htmlcheck import external_resources, figure_count
+from support.golden import (
     MANY_SHOT_GROUPS,
     MANY_SHOT_REPORT_FIGURES,
     REFERENCE_REPORT_FIGURES,
@@ -21,15 +24,12 @@ from golden import (
     RUN_REPORT_FIGURES,
     assert_published,
 )
-from golden import (
+from support.golden import (
     RUN_FIXTURE as RUN,
 )
-from golden import (
+from support.golden import (
     SINGLE_OLD as OLD,
 )
-from shotbench.cli import main
-from shotbench.errors import UserError
-from shotbench.reports.htmlcheck import external_resources, figure_count
 
 RUN_ID = "20261122T000000Z-fixture"
 OLD_L, NEW_L = "old-ros3-1.14", "new-ros3-2.0dev"  # labels of `report --reference`

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from golden import ROOT
-from golden import RUN_FIXTURE as RUN
 from shotbench.cli import main
+from support.golden import ROOT
+from support.golden import RUN_FIXTURE as RUN
 
 RUN_ID = "20261122T000000Z-fixture"
 # the main page's sections, in the order a reader needs them

@@ -6,7 +6,6 @@ exactly once even after the process is killed mid-run, GETs counted, and no secr
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
@@ -20,62 +19,10 @@ from pathlib import Path
 import pytest
 
 from shotbench.records.schema import CASE_COLUMNS, UPSTREAM_COLUMNS, WORKER_COLUMNS
-from shotbench.store.s3 import without_s3_settings
+from support.bench import TINY, bench_cmd, bench_env, read_csv, secret_of
+from support.runfolder import only_run
 
 pytestmark = pytest.mark.slow
-
-TINY = """
-shots = 4
-signals = 12
-file_size = 2000000
-page_size = 1000000
-signals_files = 3
-page_buffers = [0]
-workers = [1, 2]
-trials = 1
-backends = {backends}
-"""
-
-
-def bench_env(state: Path) -> dict[str, str]:
-    env = without_s3_settings()
-    env["SHOTBENCH_STATE"] = str(state)
-    return env
-
-
-def bench_cmd(config: Path, shots: Path, runs: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "shotbench.cli",
-        "bench",
-        "--config",
-        str(config),
-        "--shots-dir",
-        str(shots),
-        "--runs-dir",
-        str(runs),
-        *extra,
-    ]
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def secret_of(state: Path) -> str:
-    """The embedded server's secret: https by default (bench-server-tls), http with --no-tls."""
-    folder = state / "bench-server-tls"
-    if not (folder / "credentials.json").exists():
-        folder = state / "bench-server"
-    return json.loads((folder / "credentials.json").read_text())["secret_key"]
-
-
-def only_run(runs: Path) -> Path:
-    folders = [p for p in runs.iterdir() if p.is_dir()]
-    assert len(folders) == 1, folders
-    return folders[0]
 
 
 def holders(shot_dir: Path, keys: list[str]) -> Counter:

@@ -17,7 +17,7 @@ import pytest
 from shotbench.builds import build, envs, specs
 from shotbench.errors import UserError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHOTBENCH = [sys.executable, "-m", "shotbench.cli"]
 
 
@@ -160,6 +160,7 @@ def test_failed_build_names_step_log_and_fix(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.optional_build
 def test_envs_list_shows_each_build_with_ros3_and_its_h5py() -> None:
     proc = _run("envs", "--json", timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -259,6 +260,7 @@ def test_second_envs_build_takes_seconds() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.optional_build
 def test_env_runs_shotbench_and_dask() -> None:
     python = envs.env_python("hdf5-2.2")
     proc = subprocess.run(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "data" / "fixtures" / "mdsplusbench"
 SINGLE_OLD = REF / "single-shot-ec2-s3.csv.gz"  # libhdf5 1.14 ROS3
 SINGLE_NEW = REF / "single-shot-ec2-s3-libaws.csv.gz"  # the 2.0 development ROS3 on aws-c-s3

@@ -1,9 +1,13 @@
-"""Upstream-schema worker rows made up at scale, for the tests that check summaries stay vectorised."""
+"""Made-up data: upstream-schema worker rows at scale (summaries stay vectorised), case datasets from given times."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+
+from shotbench.analyse import analysis
 
 
 def synthetic_workers(rows: int, seed: int = 0) -> pd.DataFrame:
@@ -29,4 +33,19 @@ def synthetic_workers(rows: int, seed: int = 0) -> pd.DataFrame:
             "tot-num-obj": np.where(mode == "shots", 500, 61),
             "total-runtime": runtime,
         }
+    )
+
+
+def case_dataset(times: dict[str, list[float]]) -> analysis.Dataset:
+    """A dataset of one-worker shot cases: for each backend, one case per trial with the given runtime."""
+    rows = [
+        [1, "o", t, 1, t, 1, t, 0, 1, "shots", 1, t] + [name, k] for name, ts in times.items() for k, t in enumerate(ts)
+    ]
+    df = pd.DataFrame(rows, columns=[*analysis.UPSTREAM_COLUMNS, "backend", "trial"])
+    return analysis._assemble(
+        [analysis.Input("x", Path("<x>"), "run")],
+        [df],
+        [df[["backend", "obj-type", "pb-size", "num-workers", "trial", "total-runtime"]].copy()],
+        [],
+        {},
     )

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from golden import RUN_FIXTURE as RUN
 from shotbench import stats
 from shotbench.analyse import analysis, decision
+from support.golden import RUN_FIXTURE as RUN
+from support.synthetic import case_dataset as _cases
 
 
 @pytest.fixture(scope="module")
@@ -42,20 +41,6 @@ def test_costs_follow_the_price_table(table: pd.DataFrame) -> None:
     assert row[decision.cost_column("internet")] == pytest.approx(1000 * per_read)
     assert row[decision.cost_column("same region")] == pytest.approx(720 * prices.get_per_1000)
     assert prices.as_of and prices.source.startswith("https://")
-
-
-def _cases(times: dict[str, list[float]]) -> analysis.Dataset:
-    rows = [
-        [1, "o", t, 1, t, 1, t, 0, 1, "shots", 1, t] + [name, k] for name, ts in times.items() for k, t in enumerate(ts)
-    ]
-    df = pd.DataFrame(rows, columns=[*analysis.UPSTREAM_COLUMNS, "backend", "trial"])
-    return analysis._assemble(
-        [analysis.Input("x", Path("<x>"), "run")],
-        [df],
-        [df[["backend", "obj-type", "pb-size", "num-workers", "trial", "total-runtime"]].copy()],
-        [],
-        {},
-    )
 
 
 def test_overlapping_trials_are_no_clear_difference() -> None:

@@ -17,7 +17,7 @@ from shotbench.hdf5.shotfile import read_signal, shot_ids, signal_names
 from shotbench.plan import matrix as plan
 from shotbench.plan import profiles
 from shotbench.records.schema import WORKER_COLUMNS
-from synthetic import synthetic_workers
+from support.synthetic import synthetic_workers
 
 
 @pytest.fixture(scope="module")

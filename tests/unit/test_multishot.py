@@ -17,14 +17,14 @@ import pandas as pd
 import pytest
 from bokeh.models import Legend
 
-from golden import MANY_SHOT_GROUPS, MANY_SHOT_HEADLINE, ROOT, SINGLE_OLD
-from golden import MULTI_NEW as NEW
-from golden import MULTI_OLD as OLD
 from shotbench.analyse import multishot
 from shotbench.cli import main
 from shotbench.errors import UserError
 from shotbench.figures import multishot as multishot_plots
 from shotbench.figures import plots
+from support.golden import MANY_SHOT_GROUPS, MANY_SHOT_HEADLINE, ROOT, SINGLE_OLD
+from support.golden import MULTI_NEW as NEW
+from support.golden import MULTI_OLD as OLD
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

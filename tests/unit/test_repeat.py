@@ -79,7 +79,7 @@ def test_bad_input_is_one_sentence(args: list[str], words: str, tmp_path) -> Non
     assert len(done.stderr.strip().splitlines()) == 1
 
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "runs" / "20261126T155000Z-a62e9a"
+PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "runs" / "20261126T155000Z-a62e9a"
 
 
 def _case_times(run: Path) -> dict[tuple[str, int, int, str, int], float]:

@@ -21,7 +21,7 @@ from shotbench.transfer import runner as transfer
 from shotbench.transfer.matrix import MiB, Row
 from shotbench.transfer.schema import case_trial
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CASES, DETAILS = ["run-id", "case-id", "trial", "total"], ["case-id", "trial", "bytes"]
 READ = RunKind("read", CASES, DETAILS)
 TRANSFER = RunKind("transfer", CASES, DETAILS, key=case_trial)

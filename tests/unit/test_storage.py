@@ -7,47 +7,15 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
-from h5py import h5d, h5o
+from h5py import h5d
 
 from shotbench.backends.meters import case_columns
 from shotbench.hdf5 import storage
 from shotbench.hdf5.synth import make_shot_file
 from shotbench.plan import matrix as plan
 from shotbench.read import inventory as runner
-
-
-def _chunk_bytes(d: h5py.Dataset) -> int:
-    """Every chunk's stored (compressed) bytes as read_direct_chunk returns them."""
-    total = 0
-    for sel in d.iter_chunks():
-        _, raw = d.id.read_direct_chunk(tuple(s.start for s in sel))
-        total += len(raw)
-    return total
-
-
-def _stored(d: h5py.Dataset) -> int:
-    """Header plus data outside it, independently of hdf5/storage.py."""
-    layout = d.id.get_create_plist().get_layout()
-    data = 0 if layout == h5d.COMPACT else _chunk_bytes(d) if d.chunks else d.dtype.itemsize * int(d.size)
-    return int(h5o.get_info(d.id).hdr.space.total) + data
-
-
-def _expected(path, shot: str, signals: list[str]) -> int:
-    """Superblock (its version byte read off the file) + root, /shots, /shots/<id>, signals headers
-    + each dataset the signals touch, shared scales once."""
-    version = path.read_bytes()[8]
-    total = {0: 96, 1: 100, 2: 48, 3: 48}[version]
-    with h5py.File(path) as f:
-        for g in (f, f["shots"], f[f"shots/{shot}"], f[f"shots/{shot}/signals"]):
-            total += int(h5o.get_info(g.id).hdr.space.total)
-        seen: dict[str, int] = {}
-        for name in signals:
-            d = f[f"shots/{shot}/signals/{name}"]
-            seen[d.name] = _stored(d)
-            for dim in d.dims:
-                for s in dim.values():
-                    seen[s.name] = _stored(s)
-        return total + sum(seen.values())
+from support.stored import chunk_bytes as _chunk_bytes
+from support.stored import expected_bytes as _expected
 
 
 @pytest.fixture(scope="module")
@@ -140,40 +108,3 @@ def test_the_readme_example(tmp_path) -> None:
 
 
 # ------------------------------------------------------------------ slow: a real bench run
-
-
-@pytest.mark.slow
-def test_a_fresh_run_needs_what_the_files_say_and_moves_at_least_that(tmp_path) -> None:
-    """The real server, real Dask workers: `local`'s bytes-needed for a whole shot is the file's
-    stored bytes plus metadata as computed here, and no backend's amplification is below 1."""
-    import json
-    import subprocess
-
-    from test_runner import TINY, bench_cmd, bench_env, only_run, read_csv
-
-    cfg = tmp_path / "tiny.toml"
-    cfg.write_text(TINY.format(backends=json.dumps(["local", "fsspec", "obstore", "raw-get"])))
-    shots = tmp_path / "shots"
-    proc = subprocess.run(
-        bench_cmd(cfg, shots, tmp_path / "runs"),
-        env=bench_env(tmp_path / "state"),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run = only_run(tmp_path / "runs")
-    cases = read_csv(run / "cases.csv")
-    assert cases and all(c["status"] == "ok" for c in cases)
-    picked = json.loads((run / "run.json").read_text())["selection"]["shots"]
-    for c in cases:
-        assert int(c["bytes-needed"]) > 0 and int(c["bytes-returned"]) > 0, c
-        if c["amplification"] != "":
-            assert float(c["amplification"]) >= 1.0, c
-        if c["backend"] == "local" and c["obj-type"] == "shots" and c["num-workers"] == "1":
-            path = next(shots.rglob(picked[f"t{c['trial']}-w1"].rsplit("/", 1)[-1]))
-            with h5py.File(path) as f:
-                (shot_id,) = list(f["shots"])
-                names = list(f[f"shots/{shot_id}/signals"])
-            assert int(c["bytes-needed"]) == _expected(path, shot_id, names)
-    assert {c["backend"] for c in cases if c["amplification"] != ""} == {"fsspec", "obstore", "raw-get"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from shotbench.analyse.upstream_section import published_ablation, study_ratios, upstream_section
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "data" / "runs" / "20261124T065219Z-b7936b"  # a published default run (http, loopback)
 
 
