@@ -21,7 +21,7 @@ from shotbench.analyse import reliability
 from shotbench.backends.meters import aws_retry_delta, is_aws_log_line
 from shotbench.records.schema import CASE_COLUMNS, WORKER_COLUMNS
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _retries(name: str) -> int:
@@ -62,7 +62,7 @@ print(json.dumps({"before": before, "after": after, "gets": counts.gets,
 def test_debug_meter_counts_retries_and_keeps_log_lines_private() -> None:
     """A real process whose fd 2 the meter takes over: aws-c-s3 lines are counted, never passed on,
     while other stderr lines still reach the original stderr."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "scripts")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "scripts")}
     proc = subprocess.run(
         [sys.executable, "-c", METER_SCRIPT, str(DATA / "aws-c-s3-retries-exhausted.log")],
         capture_output=True,
@@ -252,7 +252,7 @@ def test_ros3_2x_retries_are_counted_under_slowdowns(backend: str, resetting_ser
     except Exception as exc:  # noqa: BLE001 - the build is not installed in this checkout
         pytest.skip(f"{backend} is not built here ({exc}); `make envs` installs it")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HDF5_ROS3"))}
-    env.update(ros3_env(cfg), PYTHONPATH=str(Path(__file__).parents[1] / "scripts"))
+    env.update(ros3_env(cfg), PYTHONPATH=str(Path(__file__).parents[2] / "scripts"))
     proc = subprocess.run(
         [str(python), "-c", READ_SCRIPT, backend, "resets", *keys], capture_output=True, text=True, env=env, timeout=240
     )
