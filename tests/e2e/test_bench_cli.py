@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from support.bench import assert_one_sentence, run_bench
+from support.bench import assert_one_sentence, refuse, run_bench
 
 
 def test_missing_bucket_fails_fast(s3_server, tmp_path: Path) -> None:
@@ -37,7 +37,7 @@ def test_unreachable_endpoint_fails_fast(tmp_path: Path) -> None:
 
 
 def test_missing_local_folder(tmp_path: Path) -> None:
-    proc = run_bench(["--data", str(tmp_path / "nope"), "--backends", "local"], tmp_path)
+    proc = refuse(["--data", str(tmp_path / "nope"), "--backends", "local"], tmp_path)
     assert_one_sentence(proc, tmp_path)
 
 
@@ -52,7 +52,7 @@ def test_missing_local_folder(tmp_path: Path) -> None:
     ],
 )
 def test_bad_arguments(args: list[str], word: str, tmp_path: Path) -> None:
-    proc = run_bench(args, tmp_path)
+    proc = refuse(args, tmp_path)
     assert_one_sentence(proc, tmp_path)
     assert word in proc.stderr.lower()
 
@@ -60,7 +60,7 @@ def test_bad_arguments(args: list[str], word: str, tmp_path: Path) -> None:
 def test_bad_toml_names_the_setting(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text("wrokers = [1, 2]\n")
-    proc = run_bench(["--config", str(cfg)], tmp_path)
+    proc = refuse(["--config", str(cfg)], tmp_path)
     assert_one_sentence(proc, tmp_path, "wrokers")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from support.bench import assert_one_sentence, run_bench
+from support.bench import assert_one_sentence, refuse, run_bench
 from support.bench import state_env as _env
 from support.proxies import StallingProxy
 from support.runfolder import bench_proc, case_rows, only_run, wait_for_cases
@@ -210,7 +210,7 @@ def test_no_process_outlives_a_killed_run(sig: int, shot_dir: Path, tmp_path: Pa
 def test_bad_config_values(toml: str, words: list[str], tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(toml)
-    assert_one_sentence(run_bench(["--config", str(cfg)], tmp_path), tmp_path, *words)
+    assert_one_sentence(refuse(["--config", str(cfg)], tmp_path), tmp_path, *words)
 
 
 @pytest.mark.parametrize(
@@ -224,7 +224,7 @@ def test_bad_config_values(toml: str, words: list[str], tmp_path: Path) -> None:
 )
 def test_refused_before_any_work(args: list[str], word: str, tmp_path: Path) -> None:
     t0 = time.time()
-    assert_one_sentence(run_bench(args, tmp_path), tmp_path, word)
+    assert_one_sentence(refuse(args, tmp_path), tmp_path, word)
     assert time.time() - t0 < 20
 
 
@@ -232,7 +232,7 @@ def test_corrupt_run_json_under_resume(tmp_path: Path) -> None:
     run = tmp_path / "runs" / "20260101T000000Z-abcdef"
     run.mkdir(parents=True)
     (run / "run.json").write_text('{"run_id": "x", "config": {')
-    proc = run_bench(["--resume", str(run)], tmp_path)
+    proc = refuse(["--resume", str(run)], tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "damaged" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 

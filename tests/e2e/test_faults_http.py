@@ -17,7 +17,7 @@ import pytest
 from shotbench.processes import terminate
 from shotbench.store import faultproxy as fp
 from shotbench.store.s3 import S3Config
-from support.bench import assert_one_sentence, run_bench
+from support.bench import assert_one_sentence, refuse
 from support.bench import state_env as _env
 from support.runfolder import bench_proc, only_run
 
@@ -254,7 +254,7 @@ def test_same_seed_gives_the_same_failed_requests_against_the_server(proxy, big_
 
 
 def test_http_faults_over_tls_are_refused_in_one_sentence(tmp_path: Path) -> None:
-    proc = run_bench(["--faults", "slowdown-5pc", "--tls"], tmp_path)
+    proc = refuse(["--faults", "slowdown-5pc", "--tls"], tmp_path)
     assert_one_sentence(proc, tmp_path, "--tls")
 
 

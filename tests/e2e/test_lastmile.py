@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from support.bench import assert_one_sentence, run_bench
+from support.bench import assert_one_sentence, refuse, run_bench
 from support.proxies import OneStall
 from support.runfolder import case_rows, only_run
 
@@ -51,7 +51,7 @@ def test_non_finite_settings_are_refused(value: str, tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"task_timeout = {value}\n")
     assert_one_sentence(
-        run_bench(["--config", str(cfg), "--backends", "local"], tmp_path), tmp_path, "task-timeout", "finite"
+        refuse(["--config", str(cfg), "--backends", "local"], tmp_path), tmp_path, "task-timeout", "finite"
     )
 
 
@@ -82,7 +82,7 @@ def test_config_that_is_not_a_file(kind: str, tmp_path: Path) -> None:
         path.write_bytes(b"\xff\xfe\x00bad")
     elif kind.startswith("missing"):
         path = path / "nope.toml"
-    assert_one_sentence(run_bench(["--config", str(path)], tmp_path), tmp_path, "config")
+    assert_one_sentence(refuse(["--config", str(path)], tmp_path), tmp_path, "config")
 
 
 @pytest.mark.slow

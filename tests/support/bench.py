@@ -72,6 +72,43 @@ def run_bench(
     )
 
 
+def refuse(
+    args: list[str], tmp_path: Path, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`shotbench bench --runs-dir tmp_path/runs ARGS` called in this process, as `run_bench` runs
+    it in another: the same environment (no S3 settings of the caller, state under tmp_path), exit
+    code and stderr. For refusals, which are decided before any process or server starts, so the
+    process boundary is not what such a test tests; a traceback fails the test as an exception."""
+    import contextlib
+    import io
+    import os
+    import signal
+
+    from shotbench import cli
+
+    env = without_s3_settings()
+    env["SHOTBENCH_STATE"] = str(tmp_path / "state")
+    env.update(env_extra or {})
+    argv = ["bench", "--runs-dir", str(tmp_path / "runs"), *args]
+    saved_env, saved_term = dict(os.environ), signal.getsignal(signal.SIGTERM)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(argv)
+            except SystemExit as exc:  # argparse's own refusals
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        signal.signal(signal.SIGTERM, saved_term)
+    return subprocess.CompletedProcess(
+        [sys.executable, "-m", "shotbench.cli", *argv], code, out.getvalue(), err.getvalue()
+    )
+
+
 def assert_one_sentence(proc: subprocess.CompletedProcess[str], tmp_path: Path, *words: str) -> None:
     assert proc.returncode == 2, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
