@@ -22,7 +22,7 @@ bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(D
              $(if $(FAULTS),--faults $(FAULTS) --keep-going) $(if $(TRIALS),--trials $(TRIALS))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status doctor bench-ros3 bench-direction bench-readers bench-repeat \
-        bench-harness anatomy bench-transfer report reports report-reference compare columns lab lint test test-fast fuzz bench-chaos rehearse clean
+        bench-harness anatomy bench-transfer report reports report-reference compare columns lab lint test test-all test-fast fuzz bench-chaos rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -107,16 +107,24 @@ lint: venv ## Layering contract (import-linter), ruff check, mypy, then ruff for
 	@.venv/bin/ruff format --check scripts/shotbench tests
 
 TEST_JOBS ?= 3
-test: venv envs tools lint ## Run make lint, then the whole test suite (what CI runs): TEST_JOBS=3 files at a time, then the tests a busy machine disturbs, alone
+# most tests wait on servers, timeouts and subprocesses, so 3 processes keep 2 cores busy; one file per
+# process keeps module fixtures shared. Tests that time runs against each other or count TCP segments
+# (marked `alone`) run after, with the machine to themselves.
+pytest_parallel = $(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not alone"
+pytest_alone    = $(PY) -m pytest -m alone
+
+test: venv envs tools lint ## Run make lint, then the suite on what `make bench-ros3` builds (1.14.6, 2.0, the wheel); lists the tests that need optional builds
+	@$(SB) server install --all
+	@$(pytest_parallel) --without-optional-builds
+	@$(pytest_alone) --without-optional-builds
+
+test-all: venv envs tools lint ## What CI runs: build the optional builds too (2.2, 2.0 + zlib-ng), then every test
 	@$(SB) envs build --all
 	@$(SB) server install --all
-	@# most tests wait on servers, timeouts and subprocesses, so 3 processes keep 2 cores busy;
-	@# one file per process keeps module fixtures shared. Tests that time runs against each other
-	@# or count TCP segments (marked `alone`) run after, with the machine to themselves.
-	@$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not alone"
-	@$(PY) -m pytest -m alone
+	@$(pytest_parallel)
+	@$(pytest_alone)
 
-test-fast: venv ## Unit tests only: no builds, no server, no notebook, no browser (< 1 min)
+test-fast: venv ## Fast tests only: no builds, no server, no notebook, no browser (< 1 min; all of tests/unit and the fast tests of the other tiers)
 	@# against an empty, offline build cache: a test that would build or start a server fails here
 	@empty=$$(mktemp -d) && SHOTBENCH_CACHE=$$empty/shotbench UV_CACHE_DIR=$$empty/uv UV_OFFLINE=1 GOPROXY=off SHOTBENCH_FUZZ_EXAMPLES=50 \
 	  $(PY) -m pytest -n auto -m "not slow and not browser and not server and not notebook"; rc=$$?; rm -rf "$$empty"; exit $$rc
@@ -125,7 +133,7 @@ bench-chaos: envs tools ## Quick matrix under mixed faults (resets, stalls, 503s
 	@$(SB) chaos --profile $(PROFILE) $(if $(CONFIG),--config $(CONFIG))
 
 fuzz: venv ## Fuzz bench's arguments and TOML configs with many generated inputs (FUZZ_EXAMPLES=5000 per property)
-	@SHOTBENCH_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),5000) $(PY) -m pytest tests/test_fuzz_inputs.py -p no:cacheprovider -q
+	@SHOTBENCH_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),5000) $(PY) -m pytest tests/unit/test_fuzz_inputs.py -p no:cacheprovider -q
 
 rehearse: ## A fresh clone, empty HOME, stock PATH: run `make bench-ros3` and `make test` as a new user (REHEARSE=warm|cold)
 	@scripts/rehearse.sh $(or $(REHEARSE),warm)

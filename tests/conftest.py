@@ -7,29 +7,104 @@ Every fixture here talks to real processes and real files: a private embedded S3
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from shotbench.store.s3 import Location, S3Config, ShotObject
 
+# No test asks the real EC2 metadata address (169.254.169.254 is not on this machine): botocore's
+# credential chain and the instance-type probe skip it. The instance-role emulator's variables
+# turn it back on, pointed at the emulator.
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
 SERVER_FIXTURES = {"s3_server", "s3_bucket", "staged_shots", "resetting_server"}
 NOTEBOOK_FIXTURES = {"reference_report"}
+TIERS = ("unit", "integration", "e2e")
+HEAVY = ("slow", "server", "notebook", "browser")
+OPTIONAL_BUILDS = "hdf5-2.2, hdf5-2.0-zlibng"
+# a test parametrised over one of these needs an optional build, whatever the test is
+OPTIONAL_NAMES = {"hdf5-2.2", "hdf5-2.0-zlibng", "ros3-2.2", "ros3-2.0-zlibng"}
+_NOT_RUN = pytest.StashKey[list[str]]()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tier by what a test really starts: any test using a server fixture is a `server` test and
-    any using a rendered report a `notebook` test, so `make test-fast` (which deselects them)
-    builds and starts nothing. `make test-fast` runs against an empty, offline build cache, so a
-    test that starts a server without saying so fails there instead of building one."""
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--without-optional-builds",
+        action="store_true",
+        help=f"do not run tests marked optional_build ({OPTIONAL_BUILDS}); list them in the summary instead",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tier by folder and by what a test really starts.
+
+    - The folder a test lives in (tests/unit, tests/integration, tests/e2e) is its marker, so a new
+      file falls into its tier by where it is put. A test in tests/unit that is `slow`, `server`,
+      `notebook` or `browser` is an error: it belongs in integration or e2e.
+    - Any test using a server fixture is a `server` test and any using a rendered report a
+      `notebook` test, so `make test-fast` (which deselects them) builds and starts nothing. It runs
+      against an empty, offline build cache, so a test that starts a server without saying so fails.
+    - A test parametrised over an optional build's name is `optional_build`, as is one marked so.
+      With --without-optional-builds (`make test`) those are not run and are listed at the end,
+      never passed silently.
+    """
+    root = Path(__file__).parent
+    misplaced = []
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if SERVER_FIXTURES & names:
             item.add_marker(pytest.mark.server)
         if NOTEBOOK_FIXTURES & names:
             item.add_marker(pytest.mark.notebook)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if any(isinstance(v, str) and v in OPTIONAL_NAMES for v in params.values()):
+            item.add_marker(pytest.mark.optional_build)
+        parts = item.path.relative_to(root).parts if item.path.is_relative_to(root) else ()
+        tier = parts[0] if parts and parts[0] in TIERS else None
+        if tier:
+            item.add_marker(getattr(pytest.mark, tier))
+        if tier == "unit" and any(item.get_closest_marker(m) for m in HEAVY):
+            misplaced.append(item.nodeid)
+    if misplaced:
+        raise pytest.UsageError(
+            "tests in tests/unit that start a server, a build, a notebook or a browser (move them to "
+            "tests/integration or tests/e2e):\n  " + "\n  ".join(misplaced)
+        )
+    if config.getoption("--without-optional-builds"):
+        skipped = [item for item in items if item.get_closest_marker("optional_build")]
+        if skipped:
+            config.hook.pytest_deselected(items=skipped)
+            items[:] = [item for item in items if not item.get_closest_marker("optional_build")]
+        config.stash[_NOT_RUN] = [item.nodeid for item in skipped]
+        if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the summary
+            config.workeroutput["optional_build_not_run"] = config.stash[_NOT_RUN]
+
+
+if importlib.util.find_spec("xdist") is not None:
+
+    def pytest_testnodedown(node: Any, error: object) -> None:
+        """xdist's controller collects nothing itself: it gathers what its workers left out."""
+        config = node.config
+        seen = config.stash.get(_NOT_RUN, [])
+        more = getattr(node, "workeroutput", {}).get("optional_build_not_run", [])
+        config.stash[_NOT_RUN] = sorted(set(seen) | set(more))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    not_run = config.stash.get(_NOT_RUN, [])
+    if not_run:
+        terminalreporter.section("not run: optional builds")
+        for nodeid in not_run:
+            terminalreporter.write_line(nodeid)
+        terminalreporter.write_line(
+            f"{len(not_run)} tests need optional builds ({OPTIONAL_BUILDS}), not run: run `make test-all`", yellow=True
+        )
 
 
 @pytest.fixture(scope="session")

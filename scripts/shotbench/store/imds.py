@@ -359,7 +359,11 @@ class Emulator:
 
     def env(self) -> dict[str, str]:
         """What a shell on the emulated instance has: the metadata endpoint and the S3 endpoint."""
-        return {"AWS_EC2_METADATA_SERVICE_ENDPOINT": self.imds_endpoint, "AWS_ENDPOINT_URL_S3": self.gate_endpoint}
+        return {
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT": self.imds_endpoint,
+            "AWS_EC2_METADATA_DISABLED": "false",  # the emulator is the metadata service to ask
+            "AWS_ENDPOINT_URL_S3": self.gate_endpoint,
+        }
 
     def close(self) -> None:
         self.stop_event.set()

@@ -1,0 +1,158 @@
+"""Inputs named twice or too long, and messages that must name the real cause (issue 51). Each
+test is the exact input a user gave, the one sentence it must end in, and its exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shotbench.store.s3 import without_s3_settings
+
+FIXTURE_RUN = Path(__file__).parents[1] / "data" / "run-fixture"
+LONG_NAME = "/tmp/" + "a" * 5000  # one name far over NAME_MAX
+LONG_PATH = "/tmp/" + "/".join(["b" * 100] * 50)  # short names, the whole over PATH_MAX
+
+
+def cli(args: list[str], tmp_path: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**without_s3_settings(), "SHOTBENCH_STATE": str(tmp_path / "state")}
+    return subprocess.run(
+        [sys.executable, "-m", "shotbench.cli", *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def one_sentence(done: subprocess.CompletedProcess[str], *words: str, code: int = 2) -> str:
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == code, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("shotbench: ") and lines[0].endswith("."), done.stderr
+    assert len(lines[0]) < 400, lines[0]  # a path of 5,000 characters is shortened, not echoed
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [[str(FIXTURE_RUN), str(FIXTURE_RUN)], [str(FIXTURE_RUN), str(FIXTURE_RUN) + "/"]],
+    ids=["same spelling", "trailing slash"],
+)
+def test_repeat_with_the_same_run_twice(runs: list[str], tmp_path: Path) -> None:
+    done = cli(["repeat", "--runs", *runs, "--baseline", "others", "--output", str(tmp_path / "out")], tmp_path)
+    one_sentence(done, "--runs", "twice")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow  # bench makes any missing backend environment before it reads --data
+@pytest.mark.parametrize("path", [LONG_NAME, LONG_PATH], ids=["5000-character name", "5000-character path"])
+def test_a_local_data_path_too_long(path: str, tmp_path: Path) -> None:
+    done = cli(["bench", "--data", path, "--backends", "local", "--runs-dir", str(tmp_path / "runs")], tmp_path)
+    one_sentence(done, "data folder", "shorter path")
+
+
+@pytest.mark.parametrize("flag", ["--runs-dir", "--resume"])
+def test_other_paths_too_long(flag: str, tmp_path: Path) -> None:
+    args = ["bench", flag, LONG_NAME] + (["--data", str(tmp_path)] if flag == "--runs-dir" else [])
+    done = cli(args, tmp_path)
+    one_sentence(done)
+
+
+def test_report_output_too_long(tmp_path: Path) -> None:
+    done = cli(["report", "--run", str(FIXTURE_RUN), "--output", LONG_NAME], tmp_path)
+    one_sentence(done, "shorter path")
+
+
+def test_check_path_names_the_input() -> None:
+    from shotbench.diskspace import check_path
+    from shotbench.errors import UserError
+
+    with pytest.raises(UserError, match="data folder .* name of 5000 bytes"):
+        check_path(LONG_NAME, "data folder")
+    with pytest.raises(UserError, match="longer than the 4096 bytes"):
+        check_path(LONG_PATH, "data folder")
+    check_path("/tmp/" + "c" * 200, "data folder")  # long but legal: no refusal
+
+
+def test_a_percent_in_a_key_is_named_as_such() -> None:
+    """`%` was refused for "spaces or non-ASCII"."""
+    from shotbench.bench.keycheck import describe_encoded
+
+    assert describe_encoded("shots/100%.h5") == "the character '%'"
+    assert describe_encoded("shots/a b é.h5") == "the characters a space, non-ASCII 'é'"
+
+
+@pytest.mark.parametrize(
+    ("code", "words", "not_words"),
+    [
+        ("InvalidToken", ["not accept the AWS session token", "AWS_SESSION_TOKEN"], ["expired"]),
+        ("ExpiredToken", ["expired"], []),
+    ],
+)
+def test_session_token_messages_name_the_real_cause(code: str, words: list[str], not_words: list[str]) -> None:
+    from botocore.exceptions import ClientError
+
+    from shotbench.store.s3 import S3Config, explain, parse_location
+
+    exc = ClientError(
+        {
+            "Error": {"Code": code, "Message": "x"},
+            "ResponseMetadata": {"HTTPStatusCode": 400, "HTTPHeaders": {"x-amz-request-id": "1"}},
+        },
+        "ListObjectsV2",
+    )
+    text = str(explain(exc, parse_location("s3://bkt/shots/"), S3Config(endpoint_url="http://127.0.0.1:1")))
+    assert all(w in text for w in words) and not any(w in text for w in not_words), text
+
+
+def test_a_toml_only_setting_is_named_by_its_toml_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("task_timeout = -1\n")
+    done = cli(["bench", "--config", str(cfg), "--dry-run"], tmp_path)
+    line = one_sentence(done, "task_timeout")
+    assert "task-timeout" not in line
+
+
+def test_settings_named_for_the_command_line_are_its_flags() -> None:
+    """profiles.COMMAND_LINE must match the flags `shotbench bench` takes."""
+    from shotbench.cli import build_parser
+    from shotbench.plan.profiles import COMMAND_LINE, BenchConfig
+
+    parser = build_parser("bench")
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    flags = {o for a in sub.choices["bench"]._actions for o in a.option_strings}
+    fields = {f for f in BenchConfig.__dataclass_fields__}
+    has_flag = {f for f in fields if f"--{f.replace('_', '-')}" in flags} | ({"chunk_caches"} & fields)
+    assert has_flag == set(COMMAND_LINE)
+
+
+@pytest.mark.slow
+def test_bench_data_finds_a_running_servers_credentials(shot_dir: Path, tmp_path: Path) -> None:
+    """`stage` found a running `shotbench server start` server's credentials by itself; `bench
+    --data` said "no AWS credentials". Now both do."""
+    try:
+        assert cli(["server", "start"], tmp_path, timeout=180).returncode == 0
+        staged = cli(["stage", str(shot_dir), "s3://found/shots/"], tmp_path, timeout=180)
+        assert staged.returncode == 0, staged.stderr
+        args = ["--backends", "obstore", "--modes", "shots", "--workers", "1", "--trials", "1"]
+        done = cli(["bench", "--data", "s3://found/shots/", "--runs-dir", str(tmp_path / "runs"), *args], tmp_path, 600)
+        assert done.returncode == 0, done.stderr
+        assert "credentials" not in done.stderr
+    finally:
+        cli(["server", "stop"], tmp_path, timeout=60)
+
+
+def test_compare_with_a_run_pooled_twice(tmp_path: Path) -> None:
+    """`compare A,A B` pooled A's tasks twice, halving its interval for nothing."""
+    pooled = f"{FIXTURE_RUN},{FIXTURE_RUN}/"
+    done = cli(["compare", pooled, str(FIXTURE_RUN), "--output", str(tmp_path / "out")], tmp_path)
+    one_sentence(done, "side A", "twice")
+    assert not (tmp_path / "out").exists()

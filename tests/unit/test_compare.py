@@ -1,0 +1,91 @@
+"""`shotbench compare`: the statistics are right, and a slowed run fails the gate by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shotbench.studies.compare.comparison import CASE_KEYS, TASK_TIME, Side, compare
+
+
+def _side(times: dict[str, list[float]], copy: float = 0.1, tasks: dict[str, list[float]] | None = None) -> Side:
+    keys = {"obj-type": "shots", "num-workers": 1, "pb-size": 0}
+    cases = pd.DataFrame(
+        [{"backend": b, **keys, "total-runtime": t, "copy": copy} for b, ts in times.items() for t in ts]
+    )
+    rows = [{"backend": b, **keys, TASK_TIME: t} for b, ts in (tasks or {}).items() for t in ts]
+    return Side(cases, pd.DataFrame(rows, columns=CASE_KEYS + [TASK_TIME]))
+
+
+def test_only_significant_slowdowns_fail() -> None:
+    a = _side({"x": [1.0, 1.1, 0.9, 1.05, 0.95, 1.02], "y": [1.0, 1.2, 0.8, 1.1, 0.9, 1.0]})
+    b = _side({"x": [1.5, 1.6, 1.4, 1.55, 1.45, 1.52], "y": [1.3, 0.8, 1.0, 1.25, 0.9, 1.1]})
+    t = compare(a, b, CASE_KEYS, threshold=1.10, limit=12.0).set_index("case")
+    assert t.loc["x shots w1 pb off", "slower"] and not t.loc["y shots w1 pb off", "slower"]
+    assert (t["unit"] == "trial").all()  # no task rows: the trial runtimes are the samples
+    assert t.loc["x shots w1 pb off", "p-value"] == pytest.approx(2 / 924)  # exact: fully separated, 6 v 6
+    assert t.loc["x shots w1 pb off", "p-adjusted"] == pytest.approx(2 * 2 / 924)  # Holm over 2 cases
+    assert t.loc["x shots w1 pb off", "over-limit"]  # 1.5 s against a 0.1 s copy: 15× > 12×
+    assert not t.loc["y shots w1 pb off", "over-limit"]
+
+
+def test_tasks_are_the_unit_so_two_trials_can_fire() -> None:
+    """Two trials a side can never give p < 0.05 on trial runtimes (the smallest is 1/3); the 24
+    task times of those trials can, and a 15 % slowdown of one backend is named alone."""
+    rng = np.random.default_rng(5)
+    task = {"x": list(rng.normal(1.0, 0.05, 24)), "y": list(rng.normal(1.0, 0.05, 24))}
+    slowed = {"x": list(rng.normal(1.15, 0.05, 24)), "y": list(rng.normal(1.0, 0.05, 24))}
+    a = _side({"x": [10.0, 10.1], "y": [10.0, 10.1]}, tasks=task)
+    b = _side({"x": [11.5, 11.6], "y": [10.0, 10.1]}, tasks=slowed)
+    t = compare(a, b, CASE_KEYS).set_index("case")  # the default gate: 10 %
+    assert (t["unit"] == "task").all() and (t["n-a"] == 24).all()
+    assert list(t.index[t["slower"]]) == ["x shots w1 pb off"]
+    assert t.loc["x shots w1 pb off", "ci-low"] > 1.1
+    assert t.loc["y shots w1 pb off", "ci-low"] < 1 < t.loc["y shots w1 pb off", "ci-high"]
+    assert not compare(a, a, CASE_KEYS)["slower"].any()
+
+
+def test_two_backends_of_one_run_are_paired_by_round() -> None:
+    """Rounds that move everyone (1 s, then 2 s, …) divide out when both backends ran in them: a
+    backend 10 % slower in every round is slower, one within 1 % is equivalent; unpaired, the same
+    numbers overlap and decide nothing."""
+    rounds = [1.0, 2.0, 1.0, 2.0]
+
+    def run(factors: dict[str, list[float]]) -> Side:
+        cases = pd.DataFrame(
+            [
+                {
+                    "backend": b,
+                    "obj-type": "shots",
+                    "num-workers": 1,
+                    "pb-size": 0,
+                    "trial": i + 1,
+                    "total-runtime": r * f,
+                    "copy": 0.1,
+                }
+                for b, fs in factors.items()
+                for i, (r, f) in enumerate(zip(rounds, fs))
+            ]
+        )
+        return Side(cases, pd.DataFrame(columns=CASE_KEYS + [TASK_TIME]))
+
+    a = run({"x": [1.0] * 4, "y": [1.0] * 4})
+    b = run({"x": [1.10, 1.11, 1.09, 1.10], "y": [1.01, 0.99, 1.0, 1.005]})
+    paired = compare(a, b, CASE_KEYS, paired=True).set_index("case")["verdict"]
+    assert (paired["x shots w1 pb off"], paired["y shots w1 pb off"]) == ("slower", "equivalent")
+    unpaired = compare(a, b, CASE_KEYS).set_index("case")["verdict"]
+    assert (unpaired == "undecided").all()
+
+
+def test_a_slowdown_below_the_threshold_is_not_a_regression() -> None:
+    rng = np.random.default_rng(6)
+    a = _side({"x": [1.0, 1.0]}, tasks={"x": list(rng.normal(1.0, 0.01, 50))})
+    b = _side({"x": [1.0, 1.0]}, tasks={"x": list(rng.normal(1.05, 0.01, 50))})
+    t = compare(a, b, CASE_KEYS)
+    assert t.loc[0, "p-adjusted"] < 1e-6 and t.loc[0, "ci-low"] > 1  # significant, but 5 % < 10 %
+    assert not t.loc[0, "slower"]
+    assert compare(a, b, CASE_KEYS, threshold=1.03).loc[0, "slower"]
+
+
+# --- real runs: the embedded S3 server, Dask workers, toxiproxy for the slowed one ------------
