@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "anatomy": "shotbench.anatomy.cli",
     "direction": "shotbench.read.direction",
     "chaos": "shotbench.read.chaos",
+    "site": "shotbench.reports.site",
 }
 
 
