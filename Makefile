@@ -22,7 +22,7 @@ bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(D
              $(if $(FAULTS),--faults $(FAULTS) --keep-going) $(if $(TRIALS),--trials $(TRIALS))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status doctor bench-ros3 bench-direction bench-readers bench-repeat \
-        bench-harness anatomy bench-transfer report reports report-reference compare columns lab lint test test-all test-fast fuzz bench-chaos rehearse clean
+        bench-harness anatomy bench-transfer report reports site report-reference compare columns lab lint test test-all test-fast fuzz bench-chaos rehearse clean
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -82,6 +82,9 @@ bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PR
 
 report: venv ## Render the report of the latest run (or RUN=data/runs/<id>) into reports/
 	@$(SB) report $(if $(RUN),--run $(RUN),--latest) $(code)
+
+site: venv ## Build docs/ (Sphinx), every published report and the run folders into site/: static, offline, ready for GitHub Pages
+	@$(SB) site
 
 reports: report-reference ## Re-render every run and the upstream study; write reports/index.html
 	@$(SB) reports $(code)

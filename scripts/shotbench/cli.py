@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "shotbench.commands.doctor",
     "imds": "shotbench.commands.instance_role",
     "cluster": "shotbench.commands.cluster",
+    "site": "shotbench.commands.site",
 }
 
 

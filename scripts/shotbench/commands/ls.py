@@ -14,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ls = subparsers.add_parser(
         "ls",
         help="list the shot files of a data location (s3://bucket/prefix or a folder)",
-        description="List the shot files (*.h5, *.hdf5) of a location with their sizes. " + WHICH_S3,
+        description="List the shot files (.h5 and .hdf5) of a location with their sizes. " + WHICH_S3,
     )
     ls.add_argument("location", metavar="LOCATION", help="s3://bucket/prefix or a local folder")
     ls.add_argument("--embedded", action="store_true", help="use the embedded server, starting it if needed")

@@ -34,30 +34,34 @@ from shotbench.units import MiB
 class BenchConfig:
     """Everything that defines what a run measures (recorded in run.json, reused on resume)."""
 
-    profile: str = "quick"
+    profile: str = "quick"  # the named profile the other keys start from (see the table below)
+    # the ways of reading compared (`shotbench bench --help` lists them)
     backends: list[str] = field(default_factory=registry.default_names)
+    # access patterns: `shots` (every signal of a file), `signals` (one signal across files)
     modes: list[str] = field(default_factory=lambda: list(MODES))
-    workers: list[int] = field(default_factory=lambda: [1, 2])
+    workers: list[int] = field(default_factory=lambda: [1, 2])  # Dask worker counts, one case each
+    # libhdf5 page-buffer sizes in bytes ("default": the library's own, 0: none)
     page_buffers: list[int] = field(default_factory=lambda: [0, UPSTREAM_PAGE_BUFFER])
     # the backends whose cases vary the page buffer (fnmatch patterns); the others run without one.
     # Page buffers given in a config or on the command line apply to every backend unless this is given too.
     page_buffer_backends: list[str] = field(default_factory=lambda: ["*"])
-    chunk_caches: list[int] = field(default_factory=lambda: [1 * MiB])
+    chunk_caches: list[int] = field(default_factory=lambda: [1 * MiB])  # h5py raw-data chunk cache sizes in bytes
     # 2.2 ROS3 block cache (ros3-2.2 only): "default" (16 MiB blocks, 128 MiB), "off"/0, or bytes
     block_caches: list[Any] = field(default_factory=lambda: ["default"])
-    trials: int = 1
+    trials: int = 1  # interleaved rounds of every case
     signals_files: int = 4  # files read in `signals` mode (seeded sample; 0 = every file)
     signals_names: int = 0  # signal names read in `signals` mode (seeded sample; 0 = every signal)
     shots_files: int = 1  # files each `shots` case reads (seeded; every signal of each), for a long enough case
-    seed: int = 0
+    seed: int = 0  # seeds the synthetic files, the samples of `signals` mode and the case order
     shots: int = 24  # synthetic shot files made when no --data is given
-    file_size: int = 16_000_000
-    page_size: int = 8_000_000
-    signals: int = 61
+    file_size: int = 16_000_000  # bytes of each synthetic single-shot file (exact)
+    page_size: int = 8_000_000  # file-space page size of the synthetic files (paged aggregation)
+    signals: int = 61  # signals per synthetic shot (upstream files hold up to 61)
     max_live_workers: int = 16  # idle warm worker processes kept across cases before evicting
     task_timeout: float = 0.0  # seconds a case's tasks may run before they are recorded `timeout`; 0 = derived
     verify: bool = False  # check every signal read against a checksum of the local copy (on with --faults)
     readcheck: bool = True  # before the cases: each backend's bytes against h5py's, one file per family (bytecheck.py)
+    # per-backend options, `[options.<backend>]` in TOML
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # file families measured side by side (families.py); [] = the one synthetic workload
     families: list[str] = field(default_factory=list)

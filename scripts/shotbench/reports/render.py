@@ -260,6 +260,15 @@ def many_shot_inputs(specs: list[str]) -> bool:
     return kinds == {True}
 
 
+def render_reference(hide_code: bool, out: Path | None = None) -> Path:
+    """The upstream single-shot and many-shot studies into reports/mdsplusbench/ (or `out`)."""
+    out = out or reports_dir() / REFERENCE_DIR
+    kind = KINDS["ros3"]
+    html_path = render_notebook(kind.notebook_path, {"inputs": reference_inputs()}, out, kind.stem, hide_code)
+    render_reference_many_shot(hide_code, out)
+    return html_path
+
+
 def render_reference_many_shot(hide_code: bool, out: Path | None = None) -> Path:
     """The upstream many-shot study into reports/mdsplusbench/multi-shot.html (or `out`)."""
     out = out or reports_dir() / REFERENCE_DIR
