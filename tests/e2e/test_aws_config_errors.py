@@ -1,4 +1,4 @@
-"""AWS configuration mistakes end every command in one sentence (issue 51): a profile that does
+"""AWS configuration mistakes end every command in one sentence: a profile that does
 not exist, a config file that does not parse, a credentials file that cannot be read or holds
 half a key pair. Each test runs the real CLI as a user would, with a private HOME so the
 machine's own ~/.aws never leaks in, and checks the exit status, that stderr is one sentence

@@ -1,4 +1,4 @@
-"""Inputs named twice or too long, and messages that must name the real cause (issue 51). Each
+"""Inputs named twice or too long, and messages that must name the real cause. Each
 test is the exact input a user gave, the one sentence it must end in, and its exit status.
 """
 

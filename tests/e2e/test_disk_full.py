@@ -1,4 +1,4 @@
-"""A full disk is a user error (issue 51): one sentence naming the folder and how much to free,
+"""A full disk is a user error: one sentence naming the folder and how much to free,
 and nothing left half-written. Each test mounts a small tmpfs, a real filesystem that really
 fills, as root may (CI runs as root); where mounting is impossible the test is skipped with
 the reason.

@@ -1,4 +1,4 @@
-"""Every uv call the package makes trusts the machine's CA store, as `make` does (issue 51).
+"""Every uv call the package makes trusts the machine's CA store, as `make` does.
 
 Behind a TLS-inspecting proxy whose CA is in the system store, the Makefile's uv calls worked
 (UV_SYSTEM_CERTS=1) while the same installs started from the CLI failed with uv's "invalid peer

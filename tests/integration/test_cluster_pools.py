@@ -1,4 +1,4 @@
-"""Worker pools per build on a cluster the run did not start (`bench --scheduler`, issue 46).
+"""Worker pools per build on a cluster the run did not start (`bench --scheduler`).
 
 Real parts throughout: a real `dask scheduler`, workers started from the libhdf5 environments with
 the commands `shotbench cluster workers` prints, the embedded S3 server, and `shotbench bench`

@@ -1,4 +1,4 @@
-"""The readers that skip libhdf5 on the read path (issue 49) return h5py's exact bytes through real
+"""The readers that skip libhdf5 on the read path return h5py's exact bytes through real
 Dask workers against the real embedded S3 server, with their one-time index built before the clock.
 
 The files are the `compat` family's shape (libver earliest, unpaged) and the default shape (v110,

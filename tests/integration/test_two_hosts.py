@@ -1,4 +1,4 @@
-"""Two hosts on this machine: network namespaces, each with a worker pool per environment (issue 46).
+"""Two hosts on this machine: network namespaces, each with a worker pool per environment.
 
 Host A (its own namespace) runs the Dask scheduler and one worker of each of the main, hdf5-1.14
 and hdf5-2.0 pools; host B the same pools. The S3 server (versitygw) listens on the bridge's

@@ -1,4 +1,4 @@
-"""Property tests of the inputs that are not arguments (issue 51): AWS_* environment variables and
+"""Property tests of the inputs that are not arguments: AWS_* environment variables and
 the files they point at, path lengths, and arguments named more than once. Each generated input
 either works or is refused with one `UserError` sentence; never another exception, never a
 secret in the message.

@@ -1,4 +1,4 @@
-"""`shotbench transfer`'s header says what the run will do (issue 51): `--rows 1x0MiB` printed
+"""`shotbench transfer`'s header says what the run will do: `--rows 1x0MiB` printed
 "1 rows" while 484 cases were planned, the profile's sweep and latency rows kept unseen. The
 header is counted from the cases the runner orders, so the two cannot disagree."""
 

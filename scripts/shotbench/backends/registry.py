@@ -24,7 +24,7 @@ BACKENDS: dict[str, str] = {
     "h5coro": "shotbench.backends.h5coro:H5coroBackend",
     "remfile": "shotbench.backends.remfile:RemfileBackend",
     "kerchunk": "shotbench.backends.kerchunk:KerchunkBackend",
-    # the readers that skip libhdf5 on the read path or move it to a server (issue 49)
+    # the readers that skip libhdf5 on the read path or move it to a server (env: their own, made on first use)
     "virtualizarr": "shotbench.backends.virtualizarr:VirtualizarrBackend",
     "h5coro-hidefix": "shotbench.backends.hidefix:HidefixBackend",
     "icechunk-virtual": "shotbench.backends.icechunk:IcechunkVirtualBackend",
@@ -43,6 +43,7 @@ OPT_IN = (
     "virtualizarr",
     "h5coro-hidefix",
     "icechunk-virtual",
+    "hsds",
 )
 # Backends whose build the default matrix does not need: made the first time a run selects them.
 NOT_DEFAULT = ("ros3-2.2", "ros3-2.0-zlibng")

@@ -81,7 +81,7 @@ class BenchConfig:
     # the equivalence margin of the verdicts (stats.verdict_of): a configuration whose ratio to the
     # fastest is shown to lie within [1/(1+margin), 1+margin] is equivalent to it
     margin: float = 0.10
-    # stop when answered (read/rounds.py): after `trials` rounds, more interleaved rounds only for the
+    # stop when answered (bench/rounds.py): after `trials` rounds, more interleaved rounds only for the
     # (mode, workers) groups with a pair still undecided, while the run's cases fit this many minutes
     # (0: exactly `trials`); max_trials caps the rounds (0: rounds.DEFAULT_CAP); precision, when set, is
     # the stopping rule instead
@@ -200,7 +200,7 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
         "trials": 2,
         "backends": [
             "ros3-1.14",
-            "ros3-2.0",  # the baseline the one-time costs are repaid against (issue 49)
+            "ros3-2.0",  # the baseline the one-time costs are repaid against
             "fsspec",
             "fsspec-tuned",
             "remfile",

@@ -143,7 +143,7 @@ def ratios(run: Path, baseline: str, unit: str = "case", first_trials: int | Non
 
 def versus(per: pd.Series, baseline: str) -> pd.DataFrame:
     """One row per case of the run whose `case_times` these are: backend ÷ baseline, with the
-    interval that should hold the next run's ratio (stats.next_run_intervals).
+    interval that should hold the next run's ratio (stats.paired_ratios).
 
     Per trial the ratio is the case's time ÷ the baseline's in the same trial, an interleaved
     round (with `others`: ÷ the geometric mean of the round's other configurations); the case's

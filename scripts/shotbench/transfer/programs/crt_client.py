@@ -101,7 +101,7 @@ class AwsCrt(Tool):
 
 
 class AwsCrtSha256(AwsCrt):
-    """awscrt making the check `shotbench stage` made until issue 48 (it now makes a CRC64NVME, as
+    """awscrt making the check `shotbench stage` made before it checked with CRC64NVME (it now makes a CRC64NVME, as
     awscrt-crc64nvme does; kept to measure what SHA-256 costs): the client computes each object's SHA-256
     (per part, then the composite, for multipart) while it sends, and the server verifies it and
     refuses a body that differs. Uploads only: the time of the same check on the fastest engine,
