@@ -135,8 +135,8 @@ def _crc64_b64(data: bytes) -> str:
 
 
 def test_every_object_carries_the_files_crc64nvme(s3_server, s3_bucket: str, tmp_path: Path) -> None:
-    """One PUT and a multipart upload alike: the server's CRC64NVME is the whole file's (issue 48:
-    FULL_OBJECT for parts, not a composite)."""
+    """One PUT and a multipart upload alike: the server's CRC64NVME is the whole file's (a
+    FULL_OBJECT value for parts, not a composite)."""
     src = tmp_path / "src"
     src.mkdir()
     small, big = os.urandom(300_000), os.urandom(12 * 1024 * 1024)
