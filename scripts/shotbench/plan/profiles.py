@@ -141,8 +141,9 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
     # h5py's page buffer over fsspec, obstore, a downloaded or a local file (2-14x slower in
     # signals mode, never a leader in the quick runs of 2026-11-25/26, about 40 % of a run's case
     # time) is measured by `full`.
-    # A `shots` case reads 3 seeded files (until 2026-11-27 one: 0.13-0.19 s, so short that the
-    # fixed costs of a case made its ratios move 10-20 % between rounds); two rounds of everything,
+    # A `shots` case reads 6 seeded files, about a second (until 2026-11-27 one: 0.13-0.19 s). In the
+    # quiet default runs of 2026-11-26 a pair's ratio moved 8-18 % between rounds when its cases
+    # took under 0.3 s, 10 % at 0.6-1.2 s and 5-7 % above 1.2 s; two rounds of everything,
     # then rounds only for the (mode, workers) groups with a pair still undecided, while the cases
     # fit 2.75 minutes (warm, about 3 minutes with the setup): docs/guides/decisions.md.
     "quick": {
@@ -151,7 +152,7 @@ BENCH_PROFILES: dict[str, dict[str, Any]] = {
         "signals_files": 2,
         "signals_names": 16,
         "shots": 24,
-        "shots_files": 3,
+        "shots_files": 6,
         "budget_minutes": 2.75,
         "page_buffer_backends": ["ros3-*"],
     },
