@@ -251,7 +251,7 @@ def test_a_disk_that_fills_while_a_report_renders_leaves_no_report(
 
     def fill_when_rendering() -> None:
         while not stop.is_set():
-            if list(out.glob("*.tmp")):
+            if list(out.glob("*.tmp")) or list(out.glob("*.partial.ipynb")):
                 fill(disk)
                 return
             time.sleep(0.05)

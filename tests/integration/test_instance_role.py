@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from test_runner import TINY, bench_cmd, bench_env, only_run, read_csv
 
 from shotbench.backends import registry
+from support.bench import TINY, bench_cmd, bench_env, read_csv
+from support.runfolder import only_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 

@@ -196,7 +196,7 @@ def test_two_hosts_run_each_build_on_its_own_pool(
 
     config = tmp_path / "bench.toml"
     config.write_text(
-        'page_buffers = [0]\nworkers = [1, 2]\ntrials = 1\nverify = true\nmodes = ["shots"]\n'
+        'page_buffers = [0]\nworkers = [1, 2]\ntrials = 1\nshots_files = 1\nbudget_minutes = 0\nverify = true\nmodes = ["shots"]\n'
         f"backends = {json.dumps(list(BACKENDS))}\n"
     )
     env = without_s3_settings()

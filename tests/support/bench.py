@@ -24,6 +24,8 @@ signals_files = 3
 page_buffers = [0]
 workers = [1, 2]
 trials = 1
+shots_files = 1
+budget_minutes = 0
 backends = {backends}
 """
 

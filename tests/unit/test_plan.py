@@ -186,3 +186,13 @@ def test_a_shots_case_can_read_several_files_each_split_across_the_workers() -> 
     assert plan.tot_num_obj("shots", files, 3) == 3
     case = plan.Case("t1-x-shots-w2-pb0-cc0", 1, 1, "x", "shots", 2, 0, 0, files=3)
     assert plan.case_tasks(case, files, 0, reads_hdf5=True) == tasks
+
+
+def test_trials_given_by_number_run_exactly_unless_a_budget_is_given_too() -> None:
+    """The `quick` profile adds rounds where a verdict is open, within its budget; a run that asks
+    for a number of trials gets exactly that many, unless it names a budget as well."""
+    from shotbench.plan import profiles
+
+    assert profiles.load("quick").budget_minutes > 0
+    assert profiles.load("quick", overrides={"trials": 4}).budget_minutes == 0
+    assert profiles.load("quick", overrides={"trials": 4, "budget_minutes": 1.5}).budget_minutes == 1.5

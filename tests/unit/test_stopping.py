@@ -7,7 +7,12 @@ import numpy as np
 import pandas as pd
 
 from shotbench.analyse import decision, stopping
-from support.synthetic import case_dataset as _cases
+from support.synthetic import case_dataset
+
+
+def _cases(times: dict[str, list[float]]):  # -> analysis.Dataset
+    """One-worker shots cases, one per trial."""
+    return case_dataset({(name, 1): ts for name, ts in times.items()})
 
 
 def test_group_is_the_case_id_without_its_trial() -> None:

@@ -47,9 +47,13 @@ class CaseSettings:
 
 def case_settings(environ: dict[str, str] | None = None) -> CaseSettings:
     """What every task of this driver's cases carries: the variables the orchestrator named in
-    SHOTBENCH_CASE_VARS (S3 endpoint, region, credentials, a backend's own variables)."""
+    SHOTBENCH_CASE_VARS (S3 endpoint, region, a backend's own variables; the credentials travel
+    in the case's Spec), or, for a driver started without that list, its AWS_* variables."""
     env = os.environ if environ is None else environ
-    names = [n for n in env.get(CASE_VARS, "").split(",") if n]
+    if CASE_VARS in env:
+        names = [n for n in env[CASE_VARS].split(",") if n]
+    else:  # a driver started by hand (or by a test) with the S3 settings in its environment
+        names = [n for n in env if n.startswith(_S3_PREFIXES)]
     return CaseSettings({n: env[n] for n in names if n in env})
 
 

@@ -349,6 +349,8 @@ def load(
     given = {k.replace("-", "_") for k in data} | {k for k, v in (overrides or {}).items() if v is not None}
     if "page_buffers" in given and "page_buffer_backends" not in given:
         cfg.page_buffer_backends = ["*"]  # page buffers asked for by name are measured on every backend
+    if "trials" in given and "budget_minutes" not in given:
+        cfg.budget_minutes = 0.0  # trials asked for by number are run exactly, with no rounds added
     _check_types(cfg)
     said = collapse_duplicates(cfg)
     if notes is not None:

@@ -134,7 +134,7 @@ def execute(notebook: Path, params: dict, out_ipynb: Path) -> None:
     """Run the notebook with papermill; a UserError inside it stays one sentence. papermill
     writes the notebook as it goes, so it writes a temporary file that replaces `out_ipynb`
     only when the run succeeded; a disk that fills, here or in the kernel, is one sentence."""
-    partial = out_ipynb.with_name(out_ipynb.name + ".tmp")
+    partial = out_ipynb.with_name(out_ipynb.stem + ".partial.ipynb")  # papermill wants the suffix
     try:
         _execute(notebook, params, partial)
         os.replace(partial, out_ipynb)
