@@ -373,7 +373,10 @@ def reference_entries() -> list[IndexEntry]:
 
 
 # pages a run's report folder may hold besides the main one: the other questions it answers
-QUESTION_PAGES = {Path(MULTI_SHOT_NOTEBOOK).stem: "many-shot files: storage layout × reading order"}
+QUESTION_PAGES = {
+    Path(MULTI_SHOT_NOTEBOOK).stem: "many-shot files: storage layout × reading order",
+    Path(READERS_NOTEBOOK).stem: "which reader to pick",
+}
 
 
 def rendered_entries() -> list[IndexEntry]:
