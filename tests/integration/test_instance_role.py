@@ -21,10 +21,11 @@ from support.runfolder import only_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
-PERIOD = 20.0  # seconds between sets: a run of the default backends outlives several
+PERIOD = 15.0  # seconds between sets: a run of the default backends (about 2 minutes) outlives several
 # A replaced set still works this long: a case is given one set, so the grace must outlast the
-# longest case with its prepare (up to ~40 s on a busy 2-core machine: obstore, signals, 1 worker).
-GRACE = 90.0
+# longest case with its prepare (up to ~40 s on a busy 2-core machine: obstore, signals, 1 worker),
+# and be short enough that a quiet run of about 2 minutes sees at least two sets revoked.
+GRACE = 60.0
 
 
 def _default_backends() -> list[str]:
