@@ -101,6 +101,14 @@ def test_indexed_reader_through_dask_matches_h5py(name, shape, compat_shots, sta
     from shotbench.bench.checksums import Checksums
     from shotbench.bench.inventory import inventory as list_files
 
+    if name == "icechunk-virtual":
+        from shotbench.backends.readers_env import python_at_least
+        from shotbench.errors import UserError
+
+        try:
+            python_at_least("3.12")  # Icechunk 2.x wheels need it; uv downloads no interpreter
+        except UserError as exc:
+            pytest.skip(f"icechunk-virtual needs Python >= 3.12 on the machine: {exc}")
     if shape == "compat":
         loc, cfg, objs, folder = compat_shots
     else:
