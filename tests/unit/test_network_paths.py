@@ -20,9 +20,9 @@ def _config(tmp_path: Path, text: str) -> Path:
 def test_the_network_option_names_a_path_and_leaves_the_readers_options(tmp_path: Path) -> None:
     cfg = profiles.load(
         "quick",
-        _config(tmp_path, '[options."download@slow"]\ntarget = "memory"\nnetwork = "latency-40ms"\n'),
+        _config(tmp_path, '[options."download@slow"]\ntarget = "memory"\nnetwork = "latency-50ms"\n'),
     )
-    assert cfg.networks == {"download@slow": "latency-40ms"}
+    assert cfg.networks == {"download@slow": "latency-50ms"}
     assert cfg.options["download@slow"] == {"target": "memory"}  # the reader never sees `network`
     assert profiles.BenchConfig(**cfg.to_dict()).networks == cfg.networks  # run.json keeps it for --resume
 
@@ -31,7 +31,7 @@ def test_the_network_option_names_a_path_and_leaves_the_readers_options(tmp_path
     ("table", "words"),
     [
         ('[options."download@slow"]\nnetwork = "latency-3ms"\n', "is not a network profile"),
-        ('[options.local]\nnetwork = "latency-40ms"\n', "does not send its reads to the S3 endpoint"),
+        ('[options.local]\nnetwork = "latency-50ms"\n', "does not send its reads to the S3 endpoint"),
         ('[options."download@slow"]\nnetwork = 40\n', "network profile's name per backend"),
     ],
 )

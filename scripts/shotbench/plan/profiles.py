@@ -14,7 +14,7 @@ A TOML config may set any key of `BenchConfig` at top level, start from a profil
     cache_type = "readahead"
 
 Any backend's table also takes `network`, the network profile on that backend's own path to the
-embedded server (`[options."download@slow"] network = "latency-40ms"`); it is kept apart from the
+embedded server (`[options."download@slow"] network = "latency-50ms"`); it is kept apart from the
 reader's options, in `networks`.
 """
 
@@ -397,7 +397,7 @@ def _check_types(cfg: BenchConfig) -> None:
             want = f"a list of {'integers' if kind is int else 'names'}"
         elif f.name == "networks":
             ok = isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
-            want = 'a network profile\'s name per backend ([options."<backend>"] network = "latency-40ms")'
+            want = 'a network profile\'s name per backend ([options."<backend>"] network = "latency-50ms")'
         elif isinstance(default, dict):
             ok = isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
             want = "a table of [options.<backend>] tables"
