@@ -1,13 +1,17 @@
 """Real runs that the verdicts must get right: the same backend measured twice (an A/A pair) comes
-out equivalent, not undecided and never slower.
+out equivalent, not undecided and never slower; the same backend slowed by about 10 % on purpose
+comes out slower.
 
 A twin (`download@b`, backends/registry.py) is the same reader measured again as its own
-configuration in every interleaved round, so the true ratio of the pair is 1. These runs measure
-timing, so they need the machine to themselves (`alone`) and the embedded server (`server`).
+configuration in every interleaved round, so the true ratio of the pair is 1. A twin with a network
+of its own (`[options."download@slow"] network = ...`) is the same reader through a slower path
+to the server, in the same rounds. These runs measure timing, so they need the machine to
+themselves (`alone`) and the embedded server (`server`).
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -33,15 +37,52 @@ AA = {
 }
 
 
-def _run(tmp_path: Path, config: dict) -> Path:
+# The slowed twin. Every path goes through toxiproxy (the run's `latency-20ms`, the slowed twin's own
+# `latency-50ms`), so the proxy's own cost is on both sides and the pair differs by 30 ms per
+# response: one GET per file for `download`, whose file takes ~0.2 s here (0.3 s on a busy machine):
+# measured 1.18-1.21x (three runs at load average 1-7); latency-40ms (20 ms) gave 1.06-1.08x,
+# too close to the margin to be called slower under load. The proxy's pipeline under load makes the
+# slowdown vary from run to run (one trial run at 45 ms gave 1.30x).
+# Copies in memory, not on disk: the disk writes were most of the round-to-round noise. Ten files a
+# case. Eight rounds before the first look: every look at an A/A pair may call it slower by chance
+# (2.5 %), so the run should decide at its first look, not after many; with the budget, a loaded
+# machine gets more rounds.
+SLOWED = {
+    "backends": ["download", "download@b", "download@slow"],
+    "modes": ["shots"],
+    "workers": [1],
+    "page_buffers": [0],
+    "trials": 8,
+    "max_trials": 40,
+    "shots": 10,
+    "shots_files": 10,
+    "budget_minutes": 4.0,
+    "readcheck": False,
+}
+IN_MEMORY = {"target": "memory"}
+SLOWED_OPTIONS = {
+    "download": IN_MEMORY,
+    "download@b": IN_MEMORY,
+    "download@slow": {**IN_MEMORY, "network": "latency-50ms"},
+}
+
+
+def _toml(config: dict, options: dict[str, dict] | None = None) -> str:
+    lines = [f"{k} = {json.dumps(v)}" for k, v in config.items()]
+    for name, opts in (options or {}).items():
+        lines += [f"[options.{json.dumps(name)}]", *(f"{k} = {json.dumps(v)}" for k, v in opts.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _run(tmp_path: Path, config: dict, options: dict[str, dict] | None = None, args: tuple[str, ...] = ()) -> Path:
     cfg = tmp_path / "run.toml"
-    cfg.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in config.items()) + "\n")
+    cfg.write_text(_toml(config, options))
     env = without_s3_settings()
     env["SHOTBENCH_STATE"] = str(tmp_path / "state")
     runs = tmp_path / "runs"
     done = subprocess.run(
         [sys.executable, "-m", "shotbench.cli", "bench", "--config", str(cfg), "--shots-dir", str(tmp_path / "shots"),
-         "--runs-dir", str(runs)],
+         "--runs-dir", str(runs), *args],
         env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
@@ -61,3 +102,31 @@ def test_the_same_backend_twice_is_equivalent(tmp_path: Path) -> None:
     assert stop["reason"] == "decided" and stop["rounds"] >= AA["trials"] and 0 < stop["spread"] < 0.1
     (answer,) = decision.answer_records(table)
     assert answer.decided == answer.pairs == 1
+
+
+def test_a_backend_slowed_on_its_own_path_is_slower_and_its_twin_equivalent(tmp_path: Path) -> None:
+    folder = _run(tmp_path, SLOWED, SLOWED_OPTIONS, ("--network", "latency-20ms"))
+    ds = analysis.load([f"{folder.name}={folder}"])
+    table = decision.decision_table(ds)
+    verdicts = dict(zip(table["name"], table["verdict"]))
+    assert verdicts["download@slow"] == decision.SLOWER, table.to_string()
+    assert sorted([verdicts["download"], verdicts["download@b"]]) == [decision.EQUIVALENT, decision.FASTEST], (
+        table.to_string()
+    )
+    slow = float(table.loc[table["name"] == "download@slow", "vs-fastest"].iloc[0])
+    assert 1.0 < slow < 1.35, table.to_string()  # about 10 %: a broken path would cost far more
+    meta = json.loads((folder / "run.json").read_text())
+    paths = {"download": "latency-20ms", "download@b": "latency-20ms", "download@slow": "latency-50ms"}
+    assert meta["data"]["paths"] == paths
+    assert {r["backend"]: r["network"] for r in folder_cases(folder)} == paths
+    assert meta["config"]["bench"]["networks"] == {"download@slow": "latency-50ms"}
+    assert "network" not in meta["config"]["backend_options"]["download@slow"]
+    (stop,) = meta["stop"].values()
+    assert stop["reason"] == "decided", stop
+    (answer,) = decision.answer_records(table)  # the answer: the leader, its twin equivalent, one slower
+    assert answer.decided == answer.pairs == 2 and answer.slower == 1 and len(answer.equivalent) == 1, answer
+
+
+def folder_cases(folder: Path) -> list[dict[str, str]]:
+    with (folder / "cases.csv").open(newline="") as fh:
+        return list(csv.DictReader(fh))

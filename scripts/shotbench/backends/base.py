@@ -61,6 +61,9 @@ class Backend:
     has_block_cache: ClassVar[bool] = False  # the case matrix varies the 2.2 ROS3 block cache
     needs_s3: ClassVar[bool] = True  # False: reads local copies, works for any data location
     reads_unsigned: ClassVar[bool] = True  # False: `--anonymous` refuses it (it can only sign)
+    # its workers send their reads to the S3 endpoint, so a network path of its own (a run's
+    # `[options.<backend>] network`) slows them; False for a local disk or a service reading S3 for it
+    via_endpoint: ClassVar[bool] = True
     description: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     choices: ClassVar[dict[str, tuple[str, ...]]] = {}  # string options that take one of a few values

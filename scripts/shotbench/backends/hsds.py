@@ -58,6 +58,7 @@ class HsdsBackend(ReadersBackend):
     reader = "hsds"
     env: ClassVar[str | None] = ENV
     builds_index: ClassVar[bool] = True
+    via_endpoint: ClassVar[bool] = False  # its service reads S3, started once with the run's endpoint
     description = "HSDS server (1 SN + 1 DN) with files loaded by hsload --link (untimed), read through h5pyd"
     defaults = {"index_dir": ""}
 

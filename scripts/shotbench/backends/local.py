@@ -10,6 +10,7 @@ from shotbench.backends.base import Backend
 class LocalBackend(Backend):
     name = "local"
     needs_s3 = False
+    via_endpoint = False
     description = "h5py on local copies of the same files (no network)"
 
     @classmethod

@@ -33,6 +33,13 @@ class Workload:
     bucket: str | None
     families: dict[str, Any] = field(default_factory=dict)  # name -> families.Family (`layouts` runs)
     family_files: dict[str, tuple[list[ShotFile], list[ShotFile]]] = field(default_factory=dict)
+    network: str = "none"  # the network profile on the run's path to the server (`--network`)
+    # backend -> (network profile, endpoint URL) of a backend whose path to the server is its own
+    paths: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def path_of(self, backend: str) -> tuple[str, str | None]:
+        """(network profile, endpoint) a backend's requests take; None: the run's endpoint."""
+        return self.paths.get(backend, (self.network, None))
 
     def files_for(self, mode: str, family: str = "") -> list[ShotFile]:
         """The files a case reads; a family's own files (and signals sample) in a `layouts` run."""

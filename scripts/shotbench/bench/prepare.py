@@ -69,9 +69,10 @@ def prepare(
         fault_stats: Path | None = None
         s3: S3Config | None
         made: set[str] | None = None  # the files a `layouts` run made (its keys below the prefix)
+        paths: dict[str, tuple[str, str]] = {}  # backend -> (network, endpoint) of its own path
         if data is None:
             from shotbench.hdf5.synthesis import make_dataset
-            from shotbench.store.embedded import embedded_server
+            from shotbench.store.embedded import embedded_server, network_paths
             from shotbench.store.staging import stage
 
             stack.enter_context(
@@ -99,6 +100,11 @@ def prepare(
                 embedded_server(state_dir() / ("bench-server-tls" if tls else "bench-server"), network=network, tls=tls)
             )
             say(f"embedded S3 server: {info.endpoint_url} (network: {network})")
+            own = {b: cfg.networks[b] for b in backends if b in cfg.networks}
+            endpoints = stack.enter_context(network_paths(info, own.values()))
+            paths = {b: (net, endpoints[net]) for b, net in own.items()}
+            for b, (net, url) in paths.items():
+                say(f"  {b}: its own path to the server, {url} (network: {net})")
             s3 = info.s3config()
             loc = parse_location(f"s3://{EMBEDDED_BUCKET}/{'layouts/' if cfg.families else EMBEDDED_PREFIX}")
             stage(shots_dir, loc, s3, jobs=8, progress=False, create_bucket=True)
@@ -109,6 +115,11 @@ def prepare(
             if network != "none":
                 raise UserError(
                     "--network emulates latency in front of the embedded server only; drop --network or --data."
+                )
+            if any(b in cfg.networks for b in backends):
+                raise UserError(
+                    "a backend's network option emulates a network in front of the embedded server only; "
+                    "drop it from [options] or drop --data."
                 )
             if tls:
                 raise UserError(
@@ -156,7 +167,8 @@ def prepare(
         signal_files = planmod.sample_signals(
             planmod.sample_files(files, cfg.signals_files, cfg.seed), cfg.signals_names, cfg.seed
         )
-        workload = Workload(source, files, signal_files, s3, access_log, loc.bucket if loc.kind == "s3" else None)
+        workload = Workload(source, files, signal_files, s3, access_log, loc.bucket if loc.kind == "s3" else None,
+                            network=network, paths={b: p for b, p in paths.items() if b in backends})  # fmt: skip
         if cfg.families:
             workload.families = cfg.family_shapes()
             workload.family_files = split_families(files, workload.families, cfg)
@@ -164,6 +176,8 @@ def prepare(
             "location": loc.uri(),
             "embedded": data is None,
             "network": network,
+            # what each backend's requests went through: the run's network, or its own
+            "paths": {b: workload.path_of(b)[0] for b in backends},
             "files": len(files),
             "bytes": sum(f.size for f in files),
             "signals": len(planmod.all_signals(files)),

@@ -19,7 +19,7 @@ from shotbench.backends.base import Source
 from shotbench.errors import UserError
 from shotbench.plan.matrix import Item, Part, Task, task_from_json, task_to_json
 
-PROTOCOL_VERSION = 3  # raise it with any change to a message below
+PROTOCOL_VERSION = 4  # raise it with any change to a message below
 
 M = TypeVar("M", bound="Message")
 R = TypeVar("R", bound="Reply")
@@ -111,6 +111,10 @@ class Spec(Message):
     # with the case's tasks, so a worker the run did not start signs with the current set too.
     # `CaseCredentials.to_json()`; None: the worker keeps what its environment holds. Never printed.
     credentials: dict[str, Any] | None = field(default=None, repr=False)
+    # The S3 endpoint of this backend's own network path (`[options.<backend>] network`); None: the
+    # run's endpoint, which the worker's environment holds. It travels with the case, like the
+    # credentials, so one driver and its warm workers serve a backend and its slowed twin alike.
+    endpoint: str | None = None
 
     @classmethod
     def _decode(cls, data: dict[str, Any]) -> dict[str, Any]:

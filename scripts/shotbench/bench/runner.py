@@ -172,12 +172,18 @@ class Runner:
             block_cache=case.block_cache if backend is None else None,
             verify=self.checksums is not None and backend is None,
             credentials=None if creds is None else creds.to_json(),
+            endpoint=self.workload.path_of(case.backend)[1],  # the raw-get ceiling too: the case's path
         )
 
     def _labelled(self, row: CaseRow, cls: type[Backend]) -> CaseRow:
-        """`row` with the case's credential-source (see `credential_label`)."""
+        """`row` with the case's credential-source (see `credential_label`) and the network
+        profile its requests went through (the run's, or its backend's own path)."""
         opts = self.options.get(cls.name, {})
-        return replace(row, credential_source=credential_label(cls, opts, self._case_creds))
+        return replace(
+            row,
+            credential_source=credential_label(cls, opts, self._case_creds),
+            network=self.workload.path_of(str(row.backend))[0] if self.workload.s3 is not None else "",
+        )
 
     def _index_option(self, name: str) -> dict[str, str]:
         """Readers with a per-file index keep it beside the run, shared by all its cases."""

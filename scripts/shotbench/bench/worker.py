@@ -63,6 +63,8 @@ def backend_for(spec: Spec) -> Any:
     from shotbench.store import credentials
 
     credentials.apply(credentials.spec_credentials(spec.credentials))  # before anything reads AWS_*
+    if spec.endpoint:  # the backend's own network path; the next task's case settings put the run's back
+        os.environ["AWS_ENDPOINT_URL_S3"] = os.environ["AWS_ENDPOINT_URL"] = spec.endpoint
     cls = registry.get(spec.backend)
     settings = ReadSettings(
         int(spec.pb_size),

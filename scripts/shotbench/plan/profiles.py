@@ -12,6 +12,10 @@ A TOML config may set any key of `BenchConfig` at top level, start from a profil
     [options.fsspec]
     block_size = 5242880
     cache_type = "readahead"
+
+Any backend's table also takes `network`, the network profile on that backend's own path to the
+embedded server (`[options."download@slow"] network = "latency-50ms"`); it is kept apart from the
+reader's options, in `networks`.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from shotbench.backends import registry
 from shotbench.errors import UserError
 from shotbench.plan import families as fammod
 from shotbench.plan.matrix import ALL_MODES, MODES, UPSTREAM_PAGE_BUFFER, Matrix
+from shotbench.store.network import NETWORK_PROFILES
 from shotbench.units import MiB
 
 
@@ -63,6 +68,9 @@ class BenchConfig:
     readcheck: bool = True  # before the cases: each backend's bytes against h5py's, one file per family (bytecheck.py)
     # per-backend options, `[options.<backend>]` in TOML
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # backend -> the network profile on its own path (`network` in its `[options.<backend>]`): the
+    # same reader through another network, measured in the same rounds as the rest of the run
+    networks: dict[str, str] = field(default_factory=dict)
     # file families measured side by side (families.py); [] = the one synthetic workload
     families: list[str] = field(default_factory=list)
     family_shots: int = 8  # files of each single-shot family (the big ones a quarter of that, 2 to 16)
@@ -346,6 +354,7 @@ def load(
         cfg = _apply(cfg, data, str(config))
     if overrides:
         cfg = _apply(cfg, {k: v for k, v in overrides.items() if v is not None}, "command line")
+    split_networks(cfg)
     given = {k.replace("-", "_") for k in data} | {k for k, v in (overrides or {}).items() if v is not None}
     if "page_buffers" in given and "page_buffer_backends" not in given:
         cfg.page_buffer_backends = ["*"]  # page buffers asked for by name are measured on every backend
@@ -357,6 +366,21 @@ def load(
         notes.extend(said)
     validate(cfg)
     return cfg
+
+
+NETWORK_OPTION = "network"  # the key of `[options.<backend>]` that names the backend's network path
+
+
+def split_networks(cfg: BenchConfig) -> None:
+    """Move each backend's `network` out of its options into `cfg.networks`: it says which path
+    the backend's requests take to the server, not how the reader reads, so the reader never sees
+    it (copies: a profile's option tables are shared)."""
+    if not isinstance(cfg.options, dict) or not all(isinstance(o, dict) for o in cfg.options.values()):
+        return  # _check_types words it
+    nets = {n: o[NETWORK_OPTION] for n, o in cfg.options.items() if NETWORK_OPTION in o}
+    if nets:
+        cfg.options = {n: {k: v for k, v in o.items() if k != NETWORK_OPTION} for n, o in cfg.options.items()}
+        cfg.networks = {**cfg.networks, **nets}
 
 
 SIZE_SETTINGS = ("page_buffers", "block_caches")
@@ -374,6 +398,9 @@ def _check_types(cfg: BenchConfig) -> None:
             kind = type(default[0]) if default else (int if "int" in str(f.type) else str)
             ok = isinstance(value, list) and all(isinstance(v, kind) and not isinstance(v, bool) for v in value)
             want = f"a list of {'integers' if kind is int else 'names'}"
+        elif f.name == "networks":
+            ok = isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+            want = 'a network profile\'s name per backend ([options."<backend>"] network = "latency-50ms")'
         elif isinstance(default, dict):
             ok = isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
             want = "a table of [options.<backend>] tables"
@@ -503,6 +530,7 @@ def validate(cfg: BenchConfig) -> None:
             f"with precision set, max-trials ({cfg.max_trials}) is the cap on trials and must be at least "
             f"trials ({cfg.trials}); e.g. --max-trials 8."
         )
+    _check_networks(cfg)
     for name, opts in cfg.options.items():
         known = registry.get(name).defaults
         unknown = sorted(set(opts) - set(known))
@@ -517,6 +545,23 @@ def validate(cfg: BenchConfig) -> None:
                     f"[options.{name}] {key} = {value!r} is not one of {', '.join(map(repr, choices[key]))}; "
                     "fix it in the config."
                 )
+
+
+def _check_networks(cfg: BenchConfig) -> None:
+    """A backend's network path names a known profile, on a backend whose requests go to the S3
+    endpoint (a path in front of a local disk, or of a service that reads S3 for it, would change
+    nothing and still be labelled)."""
+    for name, net in cfg.networks.items():
+        cls = registry.get(name)
+        if net not in NETWORK_PROFILES:
+            raise UserError(
+                f"[options.{name}] network = {net!r} is not a network profile; choose one of: {', '.join(NETWORK_PROFILES)}."
+            )
+        if not cls.via_endpoint:
+            raise UserError(
+                f"[options.{name}] network: {cls.name} does not send its reads to the S3 endpoint, so a network "
+                "path cannot slow it; put the network on another backend."
+            )
 
 
 LARGEST = 2**53  # any count or size above this is a typo (and no longer exact in JSON readers)

@@ -207,6 +207,11 @@ class CaseRow(Table):
         doc="how the case signed and where its credentials came from: `given:iam-role`, `chain:env`, `anonymous`; "
         "empty for local data",
     )
+    network: Cell = column(
+        "network",
+        doc="the network profile the case's requests went through (`store/network.py`): the run's `--network`, "
+        "or its backend's own path (`[options.<backend>] network`); empty for local data",
+    )
 
 
 UPSTREAM_COLUMNS: tuple[str, ...] = tuple(WorkerRow.columns()[:12])

@@ -21,10 +21,11 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
@@ -391,6 +392,39 @@ def _start_proxies(st: Path, upstream: int, profile: network.Profile, private: b
         rec.update(proxy_pid=proxy.pid, proxy_api_port=proxy.api_port)
     rec.update(port=front, endpoint_url=f"{scheme}://127.0.0.1:{front}")
     return rec
+
+
+@contextlib.contextmanager
+def network_paths(info: ServerInfo, names: Iterable[str]) -> Iterator[dict[str, str]]:
+    """The running server's endpoint through each named network profile, for the block: profile
+    -> endpoint URL. Each profile other than the server's own gets proxies of its own in front of
+    the server itself (not in front of its --network), so a backend given that path is the same
+    reader through another network, measured in the same rounds as the rest; "none" is the
+    server with nothing in between."""
+    assert info.state is not None
+    scheme = urlsplit(info.endpoint_url).scheme
+    started: list[tuple[int, str]] = []
+    out: dict[str, str] = {}
+    try:
+        for name in sorted(set(names)):
+            profile = _check_network(name)
+            _network.check_tls(name, bool(info.ca_bundle))
+            if name == info.network:
+                out[name] = info.endpoint_url
+            elif profile is None:
+                out[name] = f"{scheme}://127.0.0.1:{info.upstream_port}"
+            else:
+                st = info.state / "paths" / name
+                st.mkdir(parents=True, exist_ok=True)
+                rec = _start_proxies(st, info.upstream_port, profile, True, scheme)
+                for key, what in (("proxy_pid", "toxiproxy"), ("fault_proxy_pid", FAULT_PROXY_MODULE)):
+                    if key in rec:
+                        started.append((rec[key], what))
+                out[name] = rec["endpoint_url"]
+        yield out
+    finally:
+        for pid, what in started:
+            terminate(pid, what)
 
 
 def _check_network(name: str) -> network.Profile | None:

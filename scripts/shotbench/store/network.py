@@ -47,6 +47,11 @@ NETWORK_PROFILES: dict[str, Profile | None] = {
     "s3-cross-region": Profile(70, 15, 40_000, "~70 ms first byte and ~40 MB/s per connection, like another region"),
     # Latency alone (no bandwidth cap), for the direction ablation's latency knob.
     "latency-70ms": Profile(70, 15, None, "~70 ms first byte, no bandwidth cap (the latency of s3-cross-region alone)"),
+    # A fixed delay and nothing else: the added time per response is the same in every round, so
+    # two of them on two backends' paths differ by a known amount (docs/guides/decisions.md, a slowed
+    # twin). 20 ms is same-region S3's first byte without its jitter.
+    "latency-20ms": Profile(20, 0, None, "20 ms added to every response, no jitter, no bandwidth cap"),
+    "latency-50ms": Profile(50, 0, None, "50 ms added to every response, no jitter, no bandwidth cap"),
     # Bandwidth alone (no added latency), for the direction ablation's bandwidth knob: one S3
     # stream in-region (~90 MB/s) and the cross-region cap (~40 MB/s).
     "bandwidth-90": Profile(0, 0, UPSTREAM_STREAM_KBPS, "~90 MB/s per connection, no added latency"),
