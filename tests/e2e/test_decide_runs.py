@@ -24,15 +24,16 @@ from shotbench.store.s3 import without_s3_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.server, pytest.mark.alone]
 
-AA = {
+AA = {  # as the slowed twin's run below (copies in memory, ten files a case), without the slowed twin
     "backends": ["download", "download@b"],
     "modes": ["shots"],
     "workers": [1],
     "page_buffers": [0],
-    "trials": 4,
-    "shots": 6,
-    "shots_files": 3,
-    "budget_minutes": 2.0,
+    "trials": 8,
+    "max_trials": 40,
+    "shots": 10,
+    "shots_files": 10,
+    "budget_minutes": 4.0,
     "readcheck": False,
 }
 
@@ -91,7 +92,7 @@ def _run(tmp_path: Path, config: dict, options: dict[str, dict] | None = None, a
 
 
 def test_the_same_backend_twice_is_equivalent(tmp_path: Path) -> None:
-    folder = _run(tmp_path, AA)
+    folder = _run(tmp_path, AA, {name: IN_MEMORY for name in AA["backends"]})
     ds = analysis.load([f"{folder.name}={folder}"])
     table = decision.decision_table(ds)
     verdicts = dict(zip(table["name"], table["verdict"]))
