@@ -100,7 +100,7 @@ def test_the_same_backend_twice_is_equivalent(tmp_path: Path) -> None:
     assert sorted(verdicts.values()) == [decision.EQUIVALENT, decision.FASTEST], table.to_string()
     meta = json.loads((folder / "run.json").read_text())
     (stop,) = meta["stop"].values()
-    assert stop["reason"] == "decided" and stop["rounds"] >= AA["trials"] and 0 < stop["spread"] < 0.1
+    assert stop["reason"] == "decided" and stop["rounds"] >= AA["trials"] and 0 < stop["spread"] < 0.2
     (answer,) = decision.answer_records(table)
     assert answer.decided == answer.pairs == 1
 
