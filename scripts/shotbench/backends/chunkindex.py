@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shotbench.backends.unsupported import Unsupported
 from shotbench.units import MiB
 
 SURVEY_BLOCK = MiB  # the survey's read granularity (kerchunk's index_block_size default too)
@@ -81,6 +82,21 @@ def survey(h5file: Any, visit: Any = None) -> Survey:
 
     h5file.visititems(one)
     return Survey(datasets, inline)
+
+
+PLAIN_LAYOUTS = ("compact", "contiguous", "chunked")
+
+
+def plain_layouts_only(reader: str) -> Any:
+    """A `survey` visitor for the readers whose manifests hold only compact, contiguous and chunked
+    datasets (VirtualiZarr's HDFParser, and Icechunk's virtual chunks built from it): any other
+    layout is `unsupported`, named with the dataset."""
+
+    def check(path: str, dset: Any, info: DatasetInfo) -> None:
+        if info.layout not in PLAIN_LAYOUTS:
+            raise Unsupported(f"{reader}: {info.layout} layout of {path}")
+
+    return check
 
 
 def obstore_file(store: Any, key: str, size: int, meter: Any) -> Any:

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from shotbench.backends import chunkindex
 from shotbench.backends.readers import Handle, ReadersBackend, signal_path
-from shotbench.backends.unsupported import Unsupported, translate
+from shotbench.backends.unsupported import translate
 
 ENV = "icechunk"
 MIN_PYTHON = "3.12"
@@ -131,10 +131,7 @@ class IcechunkVirtualBackend(ReadersBackend):
 
         from shotbench.backends.meters import Meter
 
-        def check(path: str, dset: Any, info: chunkindex.DatasetInfo) -> None:
-            if info.layout not in ("compact", "contiguous", "chunked"):
-                raise Unsupported(f"icechunk: {info.layout} layout of {path}")
-
+        check = chunkindex.plain_layouts_only("icechunk")
         meter = Meter()
         watch = chunkindex.Stopwatch()
         try:

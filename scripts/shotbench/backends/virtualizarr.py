@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from shotbench.backends import chunkindex
 from shotbench.backends.readers import Handle, ReadersBackend, signal_path
-from shotbench.backends.unsupported import Unsupported, translate
+from shotbench.backends.unsupported import translate
 
 
 class VirtualizarrBackend(ReadersBackend):
@@ -53,10 +53,7 @@ class VirtualizarrBackend(ReadersBackend):
 
         from shotbench.backends.meters import Meter
 
-        def check(path: str, dset: Any, info: chunkindex.DatasetInfo) -> None:
-            if info.layout not in ("compact", "contiguous", "chunked"):
-                raise Unsupported(f"virtualizarr: {info.layout} layout of {path}")
-
+        check = chunkindex.plain_layouts_only("virtualizarr")
         meter = Meter()
         watch = chunkindex.Stopwatch()
         try:
