@@ -43,7 +43,8 @@ AA = {  # as the slowed twin's run below (copies in memory, ten files a case), w
 # response: one GET per file for `download`, whose file takes ~0.2 s here (0.3 s on a busy machine):
 # measured 1.18-1.21x (three runs at load average 1-7); latency-40ms (20 ms) gave 1.06-1.08x,
 # too close to the margin to be called slower under load. The proxy's pipeline under load makes the
-# slowdown vary from run to run (one trial run at 45 ms gave 1.30x).
+# slowdown vary from run to run (one trial run at 45 ms gave 1.30x; a CI run at 50 ms 1.36x, 71 ms
+# a GET).
 # Copies in memory, not on disk: the disk writes were most of the round-to-round noise. Ten files a
 # case. Eight rounds before the first look: every look at an A/A pair may call it slower by chance
 # (2.5 %), so the run should decide at its first look, not after many; with the budget, a loaded
@@ -114,8 +115,14 @@ def test_a_backend_slowed_on_its_own_path_is_slower_and_its_twin_equivalent(tmp_
     assert sorted([verdicts["download"], verdicts["download@b"]]) == [decision.EQUIVALENT, decision.FASTEST], (
         table.to_string()
     )
-    slow = float(table.loc[table["name"] == "download@slow", "vs-fastest"].iloc[0])
-    assert 1.0 < slow < 1.35, table.to_string()  # about 10 %: a broken path would cost far more
+    # What the slower path adds per response, in seconds: at least the 30 ms the profiles differ by;
+    # the proxy's pipeline under load adds up to about twice that again (measured 36-71 ms a GET over
+    # four runs at load 1-7: 1.18-1.36x). A broken path (a retry after a timeout, a stalled response)
+    # would cost seconds per GET.
+    runtime = dict(zip(table["name"], table["runtime"]))
+    gets = float(table.loc[table["name"] == "download@slow", "gets"].iloc[0])
+    added = (runtime["download@slow"] - min(runtime["download"], runtime["download@b"])) / gets
+    assert 0.025 < added < 0.2, table.to_string()
     meta = json.loads((folder / "run.json").read_text())
     paths = {"download": "latency-20ms", "download@b": "latency-20ms", "download@slow": "latency-50ms"}
     assert meta["data"]["paths"] == paths
