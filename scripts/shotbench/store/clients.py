@@ -43,8 +43,9 @@ def obstore_store(
         kw["secret_access_key"] = cfg.secret_key
         if cfg.session_token:
             kw["session_token"] = cfg.session_token
-    else:
-        kw["skip_signature"] = True
+    else:  # unsigned; empty keys so that obstore, which reads AWS_* from the environment itself,
+        # cannot take half a key pair from there and refuse to build the store ("Missing AccessKeyId")
+        kw.update(skip_signature=True, access_key_id="", secret_access_key="")
     if cfg.ca_bundle:  # a private CA (the embedded server over https)
         with open(cfg.ca_bundle) as fh:
             client["root_certificate"] = fh.read()
