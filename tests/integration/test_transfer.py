@@ -31,6 +31,7 @@ def _ctx(tmp_path: Path, s3_server, bucket: str) -> RunContext:
         bucket=bucket,
         base_prefix=f"t-{uuid.uuid4().hex[:8]}/",
         data_info={"embedded": True, **cfg.public()},
+        server_pids=s3_server.pids(),
     )
 
 
@@ -49,6 +50,9 @@ def test_tiny_matrix_end_to_end_writes_verified_results(tmp_path, s3_server, s3_
     # 2 tools x 2 directions x 2 rows x 2 trials, all verified with a time
     assert len(cases) == 16
     assert all(r["error"] == "" and float(r["seconds"]) > 0 and float(r["mb-per-s"]) > 0 for r in cases), cases
+    # each case is charged the CPU it used on both sides: the client's own, and the server's answering it
+    assert all(float(r["client-cpu-s"]) > 0 and float(r["server-cpu-s"]) > 0 for r in cases), cases
+    assert s3_server.pid in s3_server.pids() and len(s3_server.pids()) >= 2  # versitygw and its byte counter
     transfers = _rows(ctx.run_dir / "transfers.csv")
     assert len(transfers) == 2 * 2 * 2 * (3 + 1)  # tools x directions x trials x files
     assert all(r["verified"] == "True" for r in transfers)

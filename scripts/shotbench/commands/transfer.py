@@ -221,6 +221,7 @@ def s3_target(data: str | None) -> Iterator[tuple]:
                 "versitygw": VERSITYGW_VERSION,
                 "upstream_port": info.upstream_port or info.port,
                 "state": str(state),
+                "pids": list(info.pids()),
             }
             yield cfg, BUCKET, "", {"location": f"s3://{BUCKET}/", "embedded": True, **cfg.public(), "server": server}
     finally:
@@ -299,8 +300,9 @@ def main(args: argparse.Namespace) -> int:
             ) as networks:
                 public = {k: v for k, v in info.items() if k != "server"}
                 if server:
-                    public["server"] = {k: v for k, v in server.items() if k not in ("state", "upstream_port")}
-                ctx = RunContext(run_dir, scratch, files_root, cfg, bucket, prefix, public, networks)
+                    public["server"] = {k: v for k, v in server.items() if k not in ("state", "upstream_port", "pids")}
+                pids = tuple(server.get("pids") or ())
+                ctx = RunContext(run_dir, scratch, files_root, cfg, bucket, prefix, public, networks, pids)
                 run_transfer(ctx, plan, tools, progress=lambda m: print(m, file=sys.stderr, flush=True))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

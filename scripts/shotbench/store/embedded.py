@@ -63,6 +63,11 @@ class ServerInfo:
     state: Path | None = None
     ca_bundle: str | None = None  # https: the private CA clients must trust
     fault_stats: Path | None = None  # HTTP fault profiles: the proxy's count of injected faults
+    helper_pids: tuple[int, ...] = ()  # the byte counter and the fault proxy, when running
+
+    def pids(self) -> tuple[int, ...]:
+        """Every process that serves a request: versitygw, the byte counter, the proxies in front."""
+        return tuple(p for p in (self.pid, self.proxy_pid, *self.helper_pids) if p)
 
     def s3config(self) -> S3Config:
         return S3Config(
@@ -191,6 +196,7 @@ def status(state: Path | None = None) -> ServerInfo | None:
         state=st,
         ca_bundle=rec.get("tls_ca"),
         fault_stats=Path(rec["fault_stats"]) if rec.get("fault_stats") else None,
+        helper_pids=tuple(rec[k] for k in ("counter_pid", "fault_proxy_pid") if rec.get(k)),
     )
 
 

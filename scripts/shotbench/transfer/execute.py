@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from shotbench import cputime
+from shotbench.cputime import CpuSample
 from shotbench.diskspace import DiskFull
 from shotbench.errors import UserError
 from shotbench.provenance import git_commit, machine_info, utc_iso
@@ -204,14 +206,18 @@ class RunContext:
     base_prefix: str  # ends with '/' or is ''
     data_info: dict
     networks: dict[str, S3Config] = field(default_factory=dict)  # the same server over a named network
+    server_pids: tuple[int, ...] = ()  # the embedded server's processes (loopback), whose CPU a case is charged
 
     def cfg_for(self, network: str) -> S3Config:
         return self.cfg if network == LOOPBACK else self.networks[network]
 
 
-def _case_result(case: Case, seconds: float | None, error: str, checks: list[verify.FileCheck]) -> dict:
+def _case_result(
+    case: Case, seconds: float | None, error: str, checks: list[verify.FileCheck], cpu: CpuSample | None = None
+) -> dict:
     ok = sum(c.ok for c in checks)
     mbps = (case.row.total / 1e6 / seconds) if seconds and not error else None
+    timed = cpu is not None and not error
     return {
         "direction": case.direction,
         "tool": case.tool,
@@ -223,6 +229,8 @@ def _case_result(case: Case, seconds: float | None, error: str, checks: list[ver
         "total-bytes": case.row.total,
         "seconds": f"{seconds:.4f}" if seconds is not None and not error else "",
         "mb-per-s": f"{mbps:.2f}" if mbps else "",
+        "client-cpu-s": f"{cpu.client:.4f}" if timed and cpu else "",
+        "server-cpu-s": f"{cpu.server:.4f}" if timed and cpu and cpu.server is not None else "",
         "files-ok": ok,
         "error": error,
     }
@@ -235,17 +243,36 @@ def settle() -> None:
     os.sync()
 
 
+@dataclass
+class Timing:
+    """What one timed transfer took: wall seconds, and CPU on each side once it has ended."""
+
+    seconds: float | None = None
+    cpu: CpuSample | None = None
+
+
 def _timed(
-    tool: Tool, direction: str, files: list[FileSpec], local: Path, target: Target, cfg: S3Config, concurrency: int
-) -> tuple[float, Outcome]:
-    """One timed transfer, with dirty pages written out first."""
+    tool: Tool,
+    direction: str,
+    files: list[FileSpec],
+    local: Path,
+    target: Target,
+    cfg: S3Config,
+    concurrency: int,
+    server_pids: tuple[int, ...],
+    timing: Timing,
+) -> Outcome:
+    """One timed transfer, with dirty pages written out first; fills `timing`."""
     settle()
+    before = cputime.sample(server_pids)
     t0 = time.perf_counter()
     if direction == "upload":
         outcome = tool.upload(files, local, target, cfg, concurrency)
     else:
         outcome = tool.download(files, target, local, cfg, concurrency)
-    return time.perf_counter() - t0, outcome
+    timing.seconds = time.perf_counter() - t0
+    timing.cpu = cputime.spent(before, cputime.sample(server_pids))
+    return outcome
 
 
 def run_case(
@@ -262,14 +289,15 @@ def run_case(
     if unavailable:
         res = _case_result(case, None, unavailable, [])
         return res, []
-    seconds: float | None = None
+    timing = Timing()
     error = ""
     outcome = Outcome()
+    pids = ctx.server_pids if case.network == LOOPBACK else ()  # the sweep's own proxies are not counted
     if case.direction == "upload":
         target = Target(ctx.bucket, f"{ctx.base_prefix}up/{ctx.run_dir.name}/{case.case_id}/t{trial}/")
         src = files[0].path.parent
         try:
-            seconds, outcome = _timed(tool, "upload", files, src, target, cfg, case.concurrency)
+            outcome = _timed(tool, "upload", files, src, target, cfg, case.concurrency, pids, timing)
         except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash of the run
             error = _one_line(exc, cfg)
         try:
@@ -285,7 +313,7 @@ def run_case(
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
         try:
-            seconds, outcome = _timed(tool, "download", files, dest, src_target, cfg, case.concurrency)
+            outcome = _timed(tool, "download", files, dest, src_target, cfg, case.concurrency, pids, timing)
         except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash of the run
             error = _one_line(exc, cfg)
         try:
@@ -311,7 +339,7 @@ def run_case(
         }
         for c in checks
     ]
-    return _case_result(case, seconds, error, checks), per_file
+    return _case_result(case, timing.seconds, error, checks, timing.cpu), per_file
 
 
 def _one_line(exc: BaseException, cfg: S3Config) -> str:

@@ -28,9 +28,15 @@ SAME_CHECK_HOW = "a whole-object CRC64NVME computed by the client, verified by t
 LOOPBACK = "loopback"
 
 
+CPU_COLUMNS = ("client-cpu-s", "server-cpu-s")
+
+
 def load_cases(run_dir: Path) -> pd.DataFrame:
-    df = pd.read_csv(run_dir / "cases.csv", keep_default_na=False, na_values={"seconds": [""], "mb-per-s": [""]})
+    blank = {c: [""] for c in ("seconds", "mb-per-s", *CPU_COLUMNS)}
+    df = pd.read_csv(run_dir / "cases.csv", keep_default_na=False, na_values=blank)
     df["error"] = df["error"].astype(str)
+    for c in CPU_COLUMNS:  # runs written before CPU was counted: unknown
+        df[c] = pd.to_numeric(df[c], errors="coerce") if c in df.columns else float("nan")
     if "network" not in df.columns:  # runs written before the network axis: all on loopback
         df["network"] = LOOPBACK
     df["network"] = df["network"].replace("", LOOPBACK)
@@ -54,7 +60,7 @@ def summarize(cases: pd.DataFrame) -> pd.DataFrame:
     if "network" not in cases.columns:
         cases = cases.assign(network=LOOPBACK)
     if cases.empty:
-        return pd.DataFrame(columns=[*keys, "seconds", "lo", "hi", "mb-per-s", "trials", "good", "error"])
+        return pd.DataFrame(columns=[*keys, "seconds", "lo", "hi", "mb-per-s", *CPU_COLUMNS, "trials", "good", "error"])
     out = []
     for key, g in cases.groupby(keys, sort=False):
         good = g[(g["error"] == "") & g["seconds"].notna()]
@@ -68,6 +74,7 @@ def summarize(cases: pd.DataFrame) -> pd.DataFrame:
                 "lo": lo,
                 "hi": hi,
                 "mb-per-s": good["mb-per-s"].median() if len(good) else float("nan"),
+                **{c: good[c].median() if c in good.columns and len(good) else float("nan") for c in CPU_COLUMNS},
                 "trials": len(g),
                 "good": len(good),
                 "error": "" if len(good) else (errors.iloc[0] if len(errors) else "no result"),
@@ -459,6 +466,38 @@ def _stage_checks(s: pd.DataFrame, threshold: float, among: tuple[str, ...] | No
         )
     order = {"upload": 0, "download": 1}
     return sorted(out, key=lambda c: (order.get(c.direction, 2), c.concurrency, c.test))
+
+
+def cpu_table(cases: pd.DataFrame) -> pd.DataFrame:
+    """Per row of the matrix stage ran: stage and the fastest other tool, with the median CPU each
+    used on this side and on the server's while timed. On one machine the embedded server shares
+    the cores, so the server's work for a tool's check lands on that tool's clock; against S3 it
+    would run on S3's machines. Empty when the run counted no CPU (runs from before it did)."""
+    s = summarize(loopback(cases))
+    if s.empty or s["client-cpu-s"].isna().all():
+        return pd.DataFrame()
+    rows = []
+    for c in _stage_checks(s, THRESHOLD):
+        if c.seconds is None or c.best_seconds is None:
+            continue
+        g = s[(s["direction"] == c.direction) & (s["test"] == c.test) & (s["concurrency"] == c.concurrency)]
+        me, best = (g[g["tool"] == t].iloc[0] for t in (SELF, c.best_tool))
+        rows.append(
+            {
+                "direction": c.direction,
+                "row": c.test,
+                "in flight": c.concurrency,
+                "fastest other": c.best_tool,
+                "time ÷": round(c.ratio or float("nan"), 2),
+                "stage s": round(c.seconds, 3),
+                "other s": round(c.best_seconds, 3),
+                "stage client CPU s": round(me["client-cpu-s"], 3),
+                "other client CPU s": round(best["client-cpu-s"], 3),
+                "stage server CPU s": round(me["server-cpu-s"], 3),
+                "other server CPU s": round(best["server-cpu-s"], 3),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:

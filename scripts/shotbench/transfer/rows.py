@@ -39,6 +39,19 @@ class TransferCaseRow(Table):
     total_bytes: Any = column("total-bytes", "B", "file-count × file-size")
     seconds: Any = SECONDS.field()
     mb_per_s: Any = column("mb-per-s", "MB/s", "total-bytes ÷ seconds, in 10^6 bytes per second")
+    client_cpu_s: Any = column(
+        "client-cpu-s",
+        "s",
+        "CPU time (user + system) of the benchmark process and the tool's programs while the transfer was timed; "
+        "empty when it failed",
+    )
+    server_cpu_s: Any = column(
+        "server-cpu-s",
+        "s",
+        "CPU time of the embedded server's processes (versitygw, its byte counter, the proxy in front) while the "
+        "transfer was timed: work the tool made the server do on the same cores; empty for your own S3 and on the "
+        "sweep's networks",
+    )
     files_ok: Any = column("files-ok", doc="files verified as delivered whole")
     error: Any = ERROR.field()
     started: Any = STARTED.field()

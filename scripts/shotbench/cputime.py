@@ -1,0 +1,53 @@
+"""CPU time spent during a timed step, on this side and on the server's, read from the kernel.
+
+On one machine the embedded server shares the cores with the client, so work a tool makes the
+server do (verifying a checksum, answering a HEAD) lands on that tool's clock; against S3 it runs
+on S3's machines. Counting both sides per case is what lets a report say which side a difference
+in time comes from.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """Cumulative CPU seconds (user + system) at one moment."""
+
+    client: float  # this process, every thread, plus its children that have been waited for
+    server: float | None  # the server's processes; None when there are none to read
+
+
+def _process_clock(pid: int) -> float:
+    """CPU seconds of every thread of `pid`, to the nanosecond (the kernel's per-process CPU clock;
+    /proc's ticks are 10 ms, as long as a small case). OSError when the process is gone."""
+    import ctypes
+
+    clock = ctypes.c_int()
+    if ctypes.CDLL(None, use_errno=True).clock_getcpuclockid(pid, ctypes.byref(clock)) != 0:
+        raise OSError(f"no CPU clock for process {pid}")
+    return time.clock_gettime(clock.value)
+
+
+def sample(server_pids: Iterable[int] = ()) -> CpuSample:
+    """Read both clocks now. A server process that has gone makes the server side unknown."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = time.process_time() + children.ru_utime + children.ru_stime
+    pids = tuple(server_pids)
+    server: float | None = None
+    if pids:
+        try:
+            server = sum(_process_clock(pid) for pid in pids)
+        except OSError:
+            server = None
+    return CpuSample(client, server)
+
+
+def spent(before: CpuSample, after: CpuSample) -> CpuSample:
+    """CPU seconds used between two samples, on each side."""
+    server = after.server - before.server if before.server is not None and after.server is not None else None
+    return CpuSample(after.client - before.client, server)

@@ -1,0 +1,76 @@
+"""The transfer report's CPU table: which side's CPU each row's time went to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from shotbench.transfer import results as analysis
+from shotbench.units import MiB
+
+BASE = {
+    "error": "",
+    "network": "loopback",
+    "test": "128 File/1 MiB ea",
+    "file-count": 128,
+    "file-size": MiB,
+    "total-bytes": 128 * MiB,
+    "direction": "download",
+    "concurrency": 16,
+}
+
+
+def _run(tmp_path: Path, rows: list[dict]) -> pd.DataFrame:
+    (tmp_path / "cases.csv").write_text(pd.DataFrame(rows).to_csv(index=False))
+    return analysis.load_cases(tmp_path)
+
+
+def test_the_cpu_table_sets_stage_beside_the_fastest_other_tool_on_both_sides(tmp_path: Path) -> None:
+    rows = []
+    for trial, (me, other) in enumerate([(0.137, 0.126), (0.140, 0.125), (0.135, 0.128)]):
+        rows += [
+            {
+                **BASE,
+                "trial": trial,
+                "tool": "shotbench",
+                "seconds": me,
+                "mb-per-s": 134 / me,
+                "client-cpu-s": 0.14,
+                "server-cpu-s": 0.08,
+            },
+            {
+                **BASE,
+                "trial": trial,
+                "tool": "obstore",
+                "seconds": other,
+                "mb-per-s": 134 / other,
+                "client-cpu-s": 0.12,
+                "server-cpu-s": 0.05,
+            },
+            {
+                **BASE,
+                "trial": trial,
+                "tool": "raw-get",
+                "seconds": 0.05,
+                "mb-per-s": 2684,
+                "client-cpu-s": 0.05,
+                "server-cpu-s": 0.05,
+            },
+        ]
+    (row,) = analysis.cpu_table(_run(tmp_path, rows)).to_dict("records")
+    assert row["fastest other"] == "obstore" and row["time ÷"] == pytest.approx(0.137 / 0.126, abs=0.01)
+    assert (row["stage client CPU s"], row["other client CPU s"]) == (0.14, 0.12)
+    assert (row["stage server CPU s"], row["other server CPU s"]) == (0.08, 0.05)
+
+
+def test_a_run_from_before_cpu_was_counted_has_no_cpu_table(tmp_path: Path) -> None:
+    rows = [
+        {**BASE, "trial": t, "tool": tool, "seconds": 0.1, "mb-per-s": 1342}
+        for t in range(3)
+        for tool in ("shotbench", "obstore")
+    ]
+    cases = _run(tmp_path, rows)
+    assert cases["server-cpu-s"].isna().all() and analysis.cpu_table(cases).empty
+    assert [c.passed for c in analysis.stage_checks(cases)] == [True]  # the rest of the report still reads it
