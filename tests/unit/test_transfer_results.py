@@ -74,3 +74,19 @@ def test_a_run_from_before_cpu_was_counted_has_no_cpu_table(tmp_path: Path) -> N
     cases = _run(tmp_path, rows)
     assert cases["server-cpu-s"].isna().all() and analysis.cpu_table(cases).empty
     assert [c.passed for c in analysis.stage_checks(cases)] == [True]  # the rest of the report still reads it
+
+
+def test_the_answer_says_which_sides_cpu_a_missed_row_went_to(tmp_path: Path) -> None:
+    rows = []
+    for trial, (me, other) in enumerate([(0.150, 0.120), (0.152, 0.121), (0.149, 0.119)]):
+        rows += [
+            {**BASE, "trial": trial, "tool": "shotbench", "seconds": me, "mb-per-s": 134 / me,
+             "client-cpu-s": 0.16, "server-cpu-s": 0.09},
+            {**BASE, "trial": trial, "tool": "obstore", "seconds": other, "mb-per-s": 134 / other,
+             "client-cpu-s": 0.14, "server-cpu-s": 0.06},
+        ]  # fmt: skip
+    text = analysis.answer(_run(tmp_path, rows))
+    assert "not on download 128 File/1 MiB ea at 16 (1.25×)" in text
+    assert "download 128 File/1 MiB ea at 16 against obstore: +0.020 s here, +0.030 s on the server" in text
+    old = [{k: v for k, v in r.items() if not k.endswith("cpu-s")} for r in rows]
+    assert "Where the misses' time went" not in analysis.answer(_run(tmp_path, old))

@@ -683,6 +683,30 @@ def async_verdicts(cases: pd.DataFrame, pays: float = 1.10) -> list[AsyncVerdict
     return out
 
 
+def _cpu_differences(summary: pd.DataFrame, checks: list[StageCheck]) -> list[str]:
+    """For each check with both tools' CPU counted: stage's CPU minus the fastest other tool's, on
+    this side and on the server's, in a phrase."""
+    out = []
+    for c in checks:
+        if c.ratio is None:
+            continue
+        g = summary[
+            (summary["direction"] == c.direction)
+            & (summary["test"] == c.test)
+            & (summary["concurrency"] == c.concurrency)
+        ]
+        me, best = (g[g["tool"] == t] for t in (SELF, c.best_tool))
+        if me.empty or best.empty:
+            continue
+        client = float(me["client-cpu-s"].iloc[0] - best["client-cpu-s"].iloc[0])
+        server = float(me["server-cpu-s"].iloc[0] - best["server-cpu-s"].iloc[0])
+        if np.isnan(client):
+            continue
+        where = f"{client:+.3f} s here" + ("" if np.isnan(server) else f", {server:+.3f} s on the server")
+        out.append(f"{c.direction} {c.test} at {c.concurrency} against {c.best_tool}: {where}")
+    return out
+
+
 def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
     """The report's first section, in markdown: the fastest tool per row with its ties, whether
     `shotbench stage` met its threshold, and whether async pays."""
@@ -715,6 +739,14 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
         if misses:
             text += f"; not on {'; '.join(misses)}"
         parts.append(text + ".")
+        spent = _cpu_differences(summary, missed)
+        if spent:
+            parts.append(
+                "**Where the misses' time went**, as CPU used while timed, stage's minus the fastest other "
+                "tool's (on one machine the server's CPU is on the clock too; against S3 it is S3's): "
+                + "; ".join(spent)
+                + "."
+            )
     same = _stage_checks(summary, threshold, SAME_CHECK)
     ratios = [c.ratio for c in same if c.ratio is not None]
     if ratios:
