@@ -107,6 +107,35 @@ def obstore_file(store: Any, key: str, size: int, meter: Any) -> Any:
     return ObstoreFile(store, key, size, SURVEY_BLOCK, meter)
 
 
+@dataclass(frozen=True)
+class ParsedFile:
+    """One HDF5 file read once for an index: its survey, VirtualiZarr's manifest of it, the GETs
+    counted, and the build's clock (started before the first byte)."""
+
+    survey: Survey
+    manifest: Any
+    meter: Any
+    watch: Stopwatch
+
+
+def parse_plain(reader: str, store: Any, registry: Any, url: str, key: str, size: int) -> ParsedFile:
+    """Survey `key` (plain layouts only) and parse it with VirtualiZarr's HDFParser over the same
+    counted file object, so the parser fetches no block the survey already did. Raises what the
+    libraries raise; the caller turns it into its reader's sentence."""
+    import h5py
+    from virtualizarr.parsers import HDFParser
+
+    from shotbench.backends.meters import Meter
+
+    meter = Meter()
+    watch = Stopwatch()
+    fobj = obstore_file(store, key, size, meter)
+    with h5py.File(fobj, "r") as fh:
+        sv = survey(fh, plain_layouts_only(reader))
+    manifest = HDFParser(reader_factory=lambda store, path: fobj)(url, registry)
+    return ParsedFile(sv, manifest, meter, watch)
+
+
 class IndexFolder:
     """Where one reader keeps its per-file indexes, and their build costs."""
 

@@ -122,25 +122,16 @@ class IcechunkVirtualBackend(ReadersBackend):
         """Parse `key`, write its virtual repository and commit, unless already built."""
         if self.folder.built(key):
             return
-        import h5py
         import icechunk
         import obstore
         import zarr
-        from virtualizarr.parsers import HDFParser
         from virtualizarr.writers.icechunk import extract_codecs, write_manifest_to_icechunk
 
-        from shotbench.backends.meters import Meter
-
-        check = chunkindex.plain_layouts_only("icechunk")
-        meter = Meter()
-        watch = chunkindex.Stopwatch()
         try:
-            fobj = chunkindex.obstore_file(self.store, key, size, meter)
-            with h5py.File(fobj, "r") as fh:
-                sv = chunkindex.survey(fh, check)
-            manifest = HDFParser(reader_factory=lambda store, path: fobj)(
-                f"s3://{self.source.bucket}/{key}", self.registry
+            parsed = chunkindex.parse_plain(
+                "icechunk", self.store, self.registry, f"s3://{self.source.bucket}/{key}", key, size
             )
+            sv = parsed.survey
             repo = icechunk.Repository.create(
                 self._storage(key), self._config(), authorize_virtual_chunk_access=self._credentials()
             )
@@ -171,16 +162,16 @@ class IcechunkVirtualBackend(ReadersBackend):
                 for name, sub in mgroup.groups.items():
                     write(sub, zgroup.create_group(name), f"{prefix}/{name}")
 
-            write(manifest._group, root, "")
+            write(parsed.manifest._group, root, "")
             session.commit(f"virtual references into s3://{self.source.bucket}/{key}")
             stored = sum(
                 int(m["size"]) for batch in obstore.list(self.store, self.repo_prefix(key) + "/") for m in batch
             )
         except Exception as exc:
             raise translate(self.reader, exc) from exc
-        stored += self.folder.write_survey(key, sv)
-        counts = meter.drain()
-        self.folder.write_meta(key, watch.seconds(), stored, counts.gets, counts.bytes)
+        stored += self.folder.write_survey(key, parsed.survey)
+        counts = parsed.meter.drain()
+        self.folder.write_meta(key, parsed.watch.seconds(), stored, counts.gets, counts.bytes)
 
     def index_stats(self, key: str) -> tuple[float, int] | None:
         return self.folder.stats(key)

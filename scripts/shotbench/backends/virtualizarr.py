@@ -48,25 +48,14 @@ class VirtualizarrBackend(ReadersBackend):
         """Parse `key` into a ManifestGroup and pickle it, unless already stored."""
         if self.folder.built(key):
             return
-        import h5py
-        from virtualizarr.parsers import HDFParser
-
-        from shotbench.backends.meters import Meter
-
-        check = chunkindex.plain_layouts_only("virtualizarr")
-        meter = Meter()
-        watch = chunkindex.Stopwatch()
         try:
-            fobj = chunkindex.obstore_file(self.store, key, size, meter)
-            with h5py.File(fobj, "r") as fh:
-                sv = chunkindex.survey(fh, check)
-            manifest = HDFParser(reader_factory=lambda store, path: fobj)(self.url(key), self.registry)
-            data = pickle.dumps(manifest._group, protocol=pickle.HIGHEST_PROTOCOL)
+            parsed = chunkindex.parse_plain(self.name, self.store, self.registry, self.url(key), key, size)
+            data = pickle.dumps(parsed.manifest._group, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:
             raise translate(self.reader, exc) from exc
-        stored = self.folder.write_atomic(key, ".manifest.pickle", data) + self.folder.write_survey(key, sv)
-        counts = meter.drain()
-        self.folder.write_meta(key, watch.seconds(), stored, counts.gets, counts.bytes)
+        stored = self.folder.write_atomic(key, ".manifest.pickle", data) + self.folder.write_survey(key, parsed.survey)
+        counts = parsed.meter.drain()
+        self.folder.write_meta(key, parsed.watch.seconds(), stored, counts.gets, counts.bytes)
 
     def index_stats(self, key: str) -> tuple[float, int] | None:
         return self.folder.stats(key)
