@@ -468,6 +468,17 @@ def _stage_checks(s: pd.DataFrame, threshold: float, among: tuple[str, ...] | No
     return sorted(out, key=lambda c: (order.get(c.direction, 2), c.concurrency, c.test))
 
 
+def _pair(summary: pd.DataFrame, c: StageCheck) -> tuple[pd.Series, pd.Series] | None:
+    """The summary rows of stage and of the fastest other tool on a judged row; None when either
+    has no verified time there."""
+    if c.seconds is None or c.best_seconds is None:
+        return None
+    g = summary[
+        (summary["direction"] == c.direction) & (summary["test"] == c.test) & (summary["concurrency"] == c.concurrency)
+    ]
+    return g[g["tool"] == SELF].iloc[0], g[g["tool"] == c.best_tool].iloc[0]
+
+
 def cpu_table(cases: pd.DataFrame) -> pd.DataFrame:
     """Per row of the matrix stage ran: stage and the fastest other tool, with the median CPU each
     used on this side and on the server's while timed. On one machine the embedded server shares
@@ -478,10 +489,10 @@ def cpu_table(cases: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     rows = []
     for c in _stage_checks(s, THRESHOLD):
-        if c.seconds is None or c.best_seconds is None:
+        pair = _pair(s, c)
+        if pair is None:
             continue
-        g = s[(s["direction"] == c.direction) & (s["test"] == c.test) & (s["concurrency"] == c.concurrency)]
-        me, best = (g[g["tool"] == t].iloc[0] for t in (SELF, c.best_tool))
+        me, best = pair
         rows.append(
             {
                 "direction": c.direction,
@@ -489,8 +500,8 @@ def cpu_table(cases: pd.DataFrame) -> pd.DataFrame:
                 "in flight": c.concurrency,
                 "fastest other": c.best_tool,
                 "time ÷": round(c.ratio or float("nan"), 2),
-                "stage s": round(c.seconds, 3),
-                "other s": round(c.best_seconds, 3),
+                "stage s": round(float(me["seconds"]), 3),
+                "other s": round(float(best["seconds"]), 3),
                 "stage client CPU s": round(me["client-cpu-s"], 3),
                 "other client CPU s": round(best["client-cpu-s"], 3),
                 "stage server CPU s": round(me["server-cpu-s"], 3),
@@ -688,18 +699,12 @@ def _cpu_differences(summary: pd.DataFrame, checks: list[StageCheck]) -> list[st
     this side and on the server's, in a phrase."""
     out = []
     for c in checks:
-        if c.ratio is None:
+        pair = _pair(summary, c)
+        if pair is None:
             continue
-        g = summary[
-            (summary["direction"] == c.direction)
-            & (summary["test"] == c.test)
-            & (summary["concurrency"] == c.concurrency)
-        ]
-        me, best = (g[g["tool"] == t] for t in (SELF, c.best_tool))
-        if me.empty or best.empty:
-            continue
-        client = float(me["client-cpu-s"].iloc[0] - best["client-cpu-s"].iloc[0])
-        server = float(me["server-cpu-s"].iloc[0] - best["server-cpu-s"].iloc[0])
+        me, best = pair
+        client = float(me["client-cpu-s"] - best["client-cpu-s"])
+        server = float(me["server-cpu-s"] - best["server-cpu-s"])
         if np.isnan(client):
             continue
         where = f"{client:+.3f} s here" + ("" if np.isnan(server) else f", {server:+.3f} s on the server")
