@@ -8,6 +8,8 @@ in time comes from.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import resource
 import time
 from collections.abc import Iterable
@@ -22,13 +24,16 @@ class CpuSample:
     server: float | None  # the server's processes; None when there are none to read
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def _process_clock(pid: int) -> float:
     """CPU seconds of every thread of `pid`, to the nanosecond (the kernel's per-process CPU clock;
     /proc's ticks are 10 ms, as long as a small case). OSError when the process is gone."""
-    import ctypes
-
     clock = ctypes.c_int()
-    if ctypes.CDLL(None, use_errno=True).clock_getcpuclockid(pid, ctypes.byref(clock)) != 0:
+    if _libc().clock_getcpuclockid(pid, ctypes.byref(clock)) != 0:
         raise OSError(f"no CPU clock for process {pid}")
     return time.clock_gettime(clock.value)
 
