@@ -3,19 +3,19 @@
 Always through the API, never by copying into the server's data directory: objects that
 arrive that way have no ETag, and libhdf5 2.x's ROS3 (aws-c-s3) refuses such objects.
 
-`stage` uploads what is on disk, or refuses. Every file is read once and checksummed as it is
-read with a whole-object CRC64NVME (the full-object checksum S3 itself gives objects and the
-AWS CLI sends by default), computed by awscrt's hardware-accelerated implementation: about ten
-times the speed of SHA-256 here, which is why the check costs the upload almost nothing. The
-checksum travels with the bytes (`x-amz-checksum-crc64nvme`), so the server refuses a body that
-is not what was read, and its answer names the object's checksum, which must equal ours. A
-file of more than MULTIPART_THRESHOLD goes up as awscrt's own multipart upload in parts of
-PART_SIZE, read and sent in C: aws-c-s3 computes each part's CRC64NVME while it sends it (a
-trailer the server checks), and the server combines them into the object's FULL_OBJECT CRC64NVME,
-which must equal the whole file's, computed here from the file while the parts are on the wire
-(measured under load: about 11 % faster on a 256 MiB file than parts read and sent from Python). Where a
-server does not return a multipart object's whole checksum, stage says that only the parts were
-checked (`StageSummary.parts_only`); it never claims the whole-object comparison it could not make.
+`stage` uploads what is on disk, or refuses. Every file goes up through awscrt, which reads it
+in C and computes its whole-object CRC64NVME (the full-object checksum S3 itself gives objects
+and the AWS CLI sends by default) while it sends it, with the hardware-accelerated code awscrt
+exposes: about ten times the speed of SHA-256 here. The checksum travels as a trailer the server
+checks, so the server refuses a body that is not what awscrt read. Stage reads every file once
+more itself, beside the upload, for its own CRC64NVME; the checksum the server then holds must
+equal it. (A checksum computed before the PUT and sent in its header made every PUT wait for that
+read, which cost many small files a few per cent: docs/results/2026-11-27-transfer-checks.md.)
+A file of more than MULTIPART_THRESHOLD goes up as awscrt's own multipart upload in parts of
+PART_SIZE: the server checks each part's trailer and combines them into the object's
+FULL_OBJECT CRC64NVME, which must equal the whole file's. Where a server does not return a
+multipart object's whole checksum, stage says that only the parts were checked
+(`StageSummary.parts_only`); it never claims the whole-object comparison it could not make.
 
 A body the server refuses while the file on disk still has the checksum that was sent was
 changed on the way (a proxy, a NIC, memory): that is refused in one sentence, never retried
@@ -29,8 +29,8 @@ them on the server), and after a SIGKILL the next stage to the same bucket abort
 its prefix and says so.
 
 Requests run on awscrt (shotbench.store.crt), the upload engine the transfer benchmark
-measured fastest here. Small files are handed to awscrt as soon as they are checksummed and it
-keeps `jobs` connections busy, shared with the parts of large files. A re-run skips objects
+measured fastest here. Every PUT is handed to awscrt at once and it keeps `jobs` connections
+busy, shared with the parts of large files. A re-run skips objects
 whose size and ETag already match the file, so an interrupted
 stage resumes where it stopped.
 """
@@ -40,9 +40,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import io
 import math
 import os
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -226,13 +228,33 @@ def crc64_text(value: int) -> str:
     return base64.b64encode(value.to_bytes(8, "big")).decode()
 
 
+_READ = 8 * MiB
+_buffers = threading.local()
+
+
+def _buffer() -> memoryview:
+    """This thread's read buffer, made once: a fresh 1 MiB `bytes` per small file cost more in
+    page faults (the allocator maps and zeroes it anew) than reading the file did."""
+    buf = getattr(_buffers, "view", None)
+    if buf is None:
+        buf = _buffers.view = memoryview(bytearray(_READ))
+    return buf
+
+
+def read_crc64(fh: io.RawIOBase) -> tuple[int, int]:
+    """(CRC64NVME, bytes) of what is left in an unbuffered file, read into this thread's buffer."""
+    buf = _buffer()
+    value = nbytes = 0
+    while n := fh.readinto(buf):
+        value = crc64(buf[:n], value)
+        nbytes += n
+    return value, nbytes
+
+
 def file_crc64(path: Path) -> int:
     """The whole file's CRC64NVME, read in pieces (a multipart file never sits in memory whole)."""
-    value = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(8 * MiB):
-            value = crc64(chunk, value)
-    return value
+    with open(path, "rb", buffering=0) as fh:
+        return read_crc64(fh)[0]
 
 
 def _bound(nbytes: int) -> float:
@@ -270,10 +292,14 @@ class _Stager:
     """The requests of one `stage` call; every method runs on the worker pool or the caller."""
 
     def __init__(self, engine: Engine, loc: Location, endpoint: str, on_bytes: Callable[[int], None]) -> None:
+        from awscrt.s3 import S3ChecksumAlgorithm, S3ChecksumConfig, S3ChecksumLocation
+
         self.engine = engine
         self.bucket = loc.bucket
         self.endpoint = endpoint
         self.on_bytes = on_bytes
+        # aws-c-s3 computes each body's (each part's) CRC64NVME while it sends it, as a trailer the server checks
+        self.trailer = S3ChecksumConfig(algorithm=S3ChecksumAlgorithm.CRC64NVME, location=S3ChecksumLocation.TRAILER)
 
     def _refused(self, up: _Upload, sent: int, exc: S3Failure, what: str, now: Callable[[], int]) -> None:
         """The server refused a body for its checksum. If the file changed, it is torn (reported
@@ -291,19 +317,19 @@ class _Stager:
         )
 
     def hash_small(self, up: _Upload) -> int | None:
-        """Read and checksum a file; None (and `torn`) when the read did not see the file as stat saw it."""
-        with open(up.path, "rb") as fh:
-            data = fh.read()
+        """The file's CRC64NVME from a read of its own; None (and `torn`) when the read did not see
+        the file as stat saw it."""
+        with open(up.path, "rb", buffering=0) as fh:
+            value, nbytes = read_crc64(fh)
             after = os.fstat(fh.fileno())
-        if (len(data), after.st_mtime_ns) != up.stat or after.st_size != up.stat[0]:
+        if (nbytes, after.st_mtime_ns) != up.stat or after.st_size != up.stat[0]:
             up.torn = True
             return None
-        return crc64(data)
+        return value
 
-    def send_small(self, up: _Upload, crc: int) -> Pending:
-        """PUT with the checksum; awscrt reads the file again, in C, from the page cache. The server
-        refuses a body that is not what was checksummed, so a write between the two reads (or a
-        byte changed on the way) fails the request instead of landing."""
+    def send_small(self, up: _Upload) -> Pending:
+        """One PUT, read and sent by awscrt in C, which computes the body's CRC64NVME as it sends it
+        (a trailer): the server refuses a body that is not what awscrt read."""
         return self.engine.start(
             "PUT",
             self.bucket,
@@ -311,28 +337,36 @@ class _Stager:
             operation="PutObject",
             send_filepath=str(up.path),
             send_size=up.stat[0],
-            headers=[("Content-Type", "application/octet-stream"), ("x-amz-checksum-crc64nvme", crc64_text(crc))],
+            headers=[("Content-Type", "application/octet-stream")],
+            checksum_config=self.trailer,
         )
 
-    def finish_small(self, up: _Upload, crc: int, pending: Pending) -> None:
-        """Wait for the PUT; the server's checksum must be ours."""
+    def finish_small(self, up: _Upload, pending: Pending) -> None:
+        """Read the file once more for its own CRC64NVME while the PUT is on the wire, then wait for
+        the PUT: the checksum the server stored must be the file's."""
+        crc = self.hash_small(up)
         try:
             reply = pending.result(_bound(up.stat[0]))
         except S3Failure as exc:
-            if exc.code in _REFUSED_BODY:
+            if crc is not None and exc.code in _REFUSED_BODY:
                 self._refused(
                     up, crc, exc, up.key, lambda: file_crc64(up.path)
                 )  # torn, or raises: nothing was stored either way
                 return
-            if _stat(up.path) != up.stat:
+            if crc is None or _stat(up.path) != up.stat:
                 up.torn = True
                 return
             raise
         up.sent = True
+        if crc is None:
+            return  # torn: the object is deleted once every request has ended
         try:
             got = reply.headers.get("x-amz-checksum-crc64nvme")
             if got is None:  # a server that keeps no checksums: read the object back
                 got = crc64_text(crc64(self._read_back(up.key, up.stat[0])))
+            if got != crc64_text(crc) and _stat(up.path) != up.stat:
+                up.torn = True  # the file changed between awscrt's read and ours
+                return
             self._compare(up.key, got, crc)
         except S3Failure:
             self.delete(up.key)  # an object that is not the file must not look staged
@@ -340,20 +374,17 @@ class _Stager:
         self.on_bytes(up.stat[0])
 
     def put_smalls(self, ups: list[_Upload], jobs: int) -> None:
-        """Every small file: checksummed on two threads, each PUT handed to awscrt as soon as its
-        checksum exists, up to `window` requests queued; awscrt keeps `jobs` of them on the wire,
-        so no Python thread waits between one file and the next."""
+        """Every small file: each PUT handed to awscrt at once, up to `window` queued (awscrt keeps
+        `jobs` of them on the wire), and the files read for their own checksums here meanwhile, in
+        the order their PUTs finish in: no request waits for a checksum."""
         window = max(64, 8 * jobs)
-        queued: deque[tuple[_Upload, int, Pending]] = deque()
-        with ThreadPoolExecutor(max_workers=2) as hashers:  # awscrt's checksums release the GIL
-            for up, crc in zip(ups, hashers.map(self.hash_small, ups)):
-                if crc is None:
-                    continue
-                while len(queued) >= window:
-                    self.finish_small(*queued.popleft())
-                queued.append((up, crc, self.send_small(up, crc)))
-            while queued:
+        queued: deque[tuple[_Upload, Pending]] = deque()
+        for up in ups:
+            while len(queued) >= window:
                 self.finish_small(*queued.popleft())
+            queued.append((up, self.send_small(up)))
+        while queued:
+            self.finish_small(*queued.popleft())
 
     def send_big(self, up: _Upload, part_size: int) -> Pending:
         """A file above the multipart threshold, as awscrt's own multipart upload: its parts are
@@ -361,8 +392,6 @@ class _Stager:
         the server checks), and the server combines them into the object's FULL_OBJECT CRC64NVME.
         The upload is journaled by key first (awscrt does not expose its upload id), so a stage
         killed mid-upload is cleaned up by the next one."""
-        from awscrt.s3 import S3ChecksumAlgorithm, S3ChecksumConfig, S3ChecksumLocation
-
         from shotbench.store import uploads
 
         up.opened = time.time()
@@ -376,9 +405,7 @@ class _Stager:
             send_size=up.stat[0],
             part_size=part_size,
             headers=[("Content-Type", "application/octet-stream")],
-            checksum_config=S3ChecksumConfig(
-                algorithm=S3ChecksumAlgorithm.CRC64NVME, location=S3ChecksumLocation.TRAILER
-            ),
+            checksum_config=self.trailer,
         )
 
     def finish_big(self, up: _Upload, pending: Pending, local: Callable[[], int | None]) -> None:

@@ -18,8 +18,8 @@ CRC32_COMPOSITE = "CRC32 composite"
 CRC64_WHOLE = "CRC64NVME whole-object"
 
 STAGE_CHECK = CRC64_WHOLE
-"""What `shotbench stage` makes: CRC64NVME of the whole file, computed by the client, sent with
-the bytes and verified by the server (shotbench.store.staging)."""
+"""What `shotbench stage` makes: CRC64NVME of the whole file, computed by the client while it sends
+the bytes and verified by the server, the stored value compared with the file's (shotbench.store.staging)."""
 
 UPLOAD_CHECK: dict[str, str] = {
     "shotbench": CRC64_WHOLE,
@@ -42,8 +42,8 @@ UPLOAD_CHECK: dict[str, str] = {
 """The check each tool makes on upload, with its defaults (or the configuration its name says)."""
 
 SOURCE: dict[str, str] = {
-    "shotbench": "scripts/shotbench/store/stage.py (x-amz-checksum-crc64nvme on every PUT and part, "
-    "x-amz-checksum-type FULL_OBJECT on the multipart upload)",
+    "shotbench": "scripts/shotbench/store/staging.py (S3ChecksumConfig(CRC64NVME, TRAILER) on every PUT and "
+    "part; the stored value compared with the file's own CRC64NVME)",
     "awscrt": "awscrt 0.38.1 awscrt/s3.py: make_request(checksum_config=None) sends no checksum; "
     "create_default_s3_signing_config signs AwsSignedBodyValue.UNSIGNED_PAYLOAD",
     "awscrt-sha256": "S3ChecksumConfig(SHA256, TRAILER) in shotbench.transfer.programs.crt_client",
