@@ -5,6 +5,7 @@ appended to the run folder (shotbench.runs) the moment it exists, so an interrup
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import random
@@ -237,9 +238,17 @@ def _case_result(
 
 
 def settle() -> None:
-    """Write dirty pages out before a timed case (untimed): the files the last case wrote, on
-    this side and in the embedded server's folder, are flushed now instead of during the next
-    case's clock, which would charge one tool for another's writes."""
+    """Before a timed case (untimed), leave nothing of the run or earlier cases to be paid for
+    on the next case's clock.
+
+    Dirty pages, on this side and in the embedded server's folder, are written out now. The
+    Python objects that exist now (the harness's, and what earlier tools left: botocore's
+    models, clients, caches) are collected once and then frozen, out of the collector's sight:
+    otherwise every full collection during a case walks them all, about 80 ms each in a quick
+    run, charged to whichever tool happened to allocate enough to set one off (s3fs took one or
+    two of them on most 128 x 1 MiB uploads). A case's own garbage is collected as usual."""
+    gc.collect()
+    gc.freeze()
     os.sync()
 
 
@@ -448,6 +457,7 @@ def run_transfer(
         meta["status"] = "failed"  # never left at `running`
         raise
     finally:
+        gc.unfreeze()  # the frozen objects are the collector's again once no case is timed
         meta["finished"] = utc_iso()
         meta["load"]["end"] = list(os.getloadavg())
         folder.write_meta(meta)
