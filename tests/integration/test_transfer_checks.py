@@ -107,3 +107,59 @@ def test_a_byte_changed_on_the_way_is_refused_only_by_tools_that_check(
         **{n: "refused" for n in clis},  # CRC32 + SHA-256 signing (aws, http); MD5 + SHA-256 (s5cmd)
     }
     assert [checks.upload_check(n) for n in ("awscrt", "obstore-unsigned")] == ["none", "none"]
+
+
+def test_downloads_that_check_say_so_and_a_damaged_object_is_caught_only_by_them(
+    tmp_path: Path, s3_server, s3_bucket: str
+) -> None:
+    """The download sources carry the whole-object CRC64NVME (they are staged), the tools that check
+    downloads against it count the files they checked (`checksum-checked`), and a stored object whose
+    bytes changed on the server's disk under its checksum fails exactly those tools."""
+    from shotbench.transfer.execute import seed_source
+
+    cfg = s3_server.s3config()
+    client = cfg.boto3_client()
+    files = ensure_files(Row(2, 64 * KiB), tmp_path / "files", seed=11)
+    (big,) = ensure_files(Row(1, 9 * MiB), tmp_path / "files", seed=11)  # awscrt GETs it in parts
+    source, apart = Target(s3_bucket, f"d-{uuid.uuid4().hex[:8]}/"), Target(s3_bucket, f"e-{uuid.uuid4().hex[:8]}/")
+    seed_source(cfg, source, files)
+    seed_source(cfg, apart, [big])
+    for f, t in [(f, source) for f in files] + [(big, apart)]:
+        head = client.head_object(Bucket=s3_bucket, Key=t.key(f.name), ChecksumMode="ENABLED")
+        assert head.get("ChecksumCRC64NVME") == _crc64(f.path) and head.get("ChecksumType") == "FULL_OBJECT", head
+    counted = {}
+    for name in ("awscrt-crc64nvme", "shotbench", "awscrt", "obstore"):
+        (tool,) = make_tools([name])
+        dest = tmp_path / name
+        dest.mkdir()
+        counted[name] = [
+            tool.download(files, source, dest, cfg, 2).checked,
+            tool.download([big], apart, dest, cfg, 2).checked,
+        ]
+    assert counted == {"awscrt-crc64nvme": [2, 1], "shotbench": [2, 1], "awscrt": [None, None], "obstore": [None, None]}
+    # one byte of the stored object changed where the server keeps it, its stored checksum left as it was
+    stored = s3_server.root / s3_bucket / source.key(files[0].name)
+    assert stored.is_file(), stored
+    with open(stored, "r+b") as fh:
+        fh.seek(1000)
+        byte = fh.read(1)
+        fh.seek(1000)
+        fh.write(bytes([byte[0] ^ 0x01]))
+    caught = {}
+    for name in ("awscrt-crc64nvme", "shotbench", "awscrt", "obstore"):
+        (tool,) = make_tools([name])
+        dest = tmp_path / f"{name}-damaged"
+        dest.mkdir()
+        try:
+            tool.download(files[:1], source, dest, cfg, 1)
+        except Exception:  # noqa: BLE001 - each tool fails in its own type; refused is what counts
+            caught[name] = "refused"
+            continue
+        got = (dest / files[0].name).read_bytes()
+        caught[name] = "delivered damaged" if got != files[0].path.read_bytes() else "delivered intact"
+    assert caught == {
+        "awscrt-crc64nvme": "refused",
+        "shotbench": "refused",
+        "awscrt": "delivered damaged",
+        "obstore": "delivered damaged",
+    }

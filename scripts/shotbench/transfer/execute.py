@@ -167,18 +167,14 @@ def delete_prefix(cfg: S3Config, bucket: str, prefix: str, client=None) -> None:
 
 
 def seed_source(cfg: S3Config, target: Target, files: list[FileSpec]) -> None:
-    """The objects download cases read: uploaded once per row (untimed), reused when present."""
-    client = cfg.boto3_client(max_pool_connections=16)
-    listed = list_sizes(cfg, target.bucket, target.prefix, client)
-    missing = [f for f in files if listed.get(f.name) != f.size]
-    if not missing:
-        return
-    from boto3.s3.transfer import TransferConfig, create_transfer_manager
+    """The objects download cases read: uploaded once per row (untimed) by `shotbench stage`, so
+    each carries the whole-object CRC64NVME a download can be checked against (the checksum S3
+    gives any object uploaded without one, and the AWS CLI v2 sends); objects already there with
+    the file's size and ETag are kept as they are."""
+    from shotbench.store.s3 import parse_location
+    from shotbench.store.staging import stage
 
-    with create_transfer_manager(client, TransferConfig(max_concurrency=16)) as tm:
-        futures = [tm.upload(str(f.path), target.bucket, target.key(f.name)) for f in missing]
-        for fut in futures:
-            fut.result()
+    stage(files[0].path.parent, parse_location(target.uri()), cfg, jobs=16, progress=False, create_bucket=False)
 
 
 def check_disk(plan: TransferPlan, folder: Path) -> None:
@@ -214,7 +210,12 @@ class RunContext:
 
 
 def _case_result(
-    case: Case, seconds: float | None, error: str, checks: list[verify.FileCheck], cpu: CpuSample | None = None
+    case: Case,
+    seconds: float | None,
+    error: str,
+    checks: list[verify.FileCheck],
+    cpu: CpuSample | None = None,
+    checked: int | None = None,
 ) -> dict:
     ok = sum(c.ok for c in checks)
     mbps = (case.row.total / 1e6 / seconds) if seconds and not error else None
@@ -233,6 +234,7 @@ def _case_result(
         "client-cpu-s": f"{cpu.client:.4f}" if timed and cpu else "",
         "server-cpu-s": f"{cpu.server:.4f}" if timed and cpu and cpu.server is not None else "",
         "files-ok": ok,
+        "checksum-checked": checked if checked is not None and not error else "",
         "error": error,
     }
 
@@ -348,7 +350,7 @@ def run_case(
         }
         for c in checks
     ]
-    return _case_result(case, timing.seconds, error, checks, timing.cpu), per_file
+    return _case_result(case, timing.seconds, error, checks, timing.cpu, outcome.checked), per_file
 
 
 def _one_line(exc: BaseException, cfg: S3Config) -> str:

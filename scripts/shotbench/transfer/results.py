@@ -22,9 +22,13 @@ CLASSIC = "aws-s3-sync"  # the seed tables' reference column
 SELF = "shotbench"
 THRESHOLD = 1.10  # shotbench's median time may be at most this multiple of the best tool's, on every row
 SAME_CHECK: tuple[str, ...] = same_check_tools()
-"""Tools that check each upload as `stage` does (SAME_CHECK_HOW): the like-for-like comparison,
-printed beside the threshold and never in its place."""
-SAME_CHECK_HOW = "a whole-object CRC64NVME computed by the client, verified by the server"
+"""Tools that check each transfer as `stage` does (SAME_CHECK_HOW): the like-for-like comparison,
+printed beside the threshold and never in its place. A tool counts on the rows of the directions it
+runs (boto3-crc64nvme uploads only)."""
+SAME_CHECK_HOW = (
+    "a whole-object CRC64NVME computed by the client and verified by the server on upload, "
+    "the bytes checked against the CRC64NVME the server stores on download"
+)
 LOOPBACK = "loopback"
 
 
@@ -530,7 +534,7 @@ def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
         passed = sum(c.passed for c in same)
         lines.append(
             f"like for like, beside the verdict above: shotbench ≤ {threshold:.2f}× the fastest tool that checks each "
-            f"upload as stage does ({', '.join(SAME_CHECK)}: {SAME_CHECK_HOW}): "
+            f"transfer as stage does ({', '.join(SAME_CHECK)}: {SAME_CHECK_HOW}): "
             f"{'PASS' if passed == len(same) else 'FAIL'} ({passed} of {len(same)} rows pass)"
         )
         lines += ["  " + c.line() for c in same]
@@ -757,7 +761,7 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
     if ratios:
         parts.append(
             f"**Against the same check** ({', '.join(SAME_CHECK)}: {SAME_CHECK_HOW}, as `stage` does), "
-            f"stage's uploads take {min(ratios):.2f}–{max(ratios):.2f}× its time, "
+            f"stage takes {min(ratios):.2f}–{max(ratios):.2f}× its time, "
             f"within {threshold:.2f}× on {sum(c.passed for c in same)} of {len(same)} rows"
             + (": what keeps them from the fastest tool is that check." if all(c.passed for c in same) else ".")
         )

@@ -53,6 +53,12 @@ class TransferCaseRow(Table):
         "sweep's networks",
     )
     files_ok: Any = column("files-ok", doc="files verified as delivered whole")
+    checksum_checked: Any = column(
+        "checksum-checked",
+        doc="downloads: files whose bytes the tool itself compared with the whole-object CRC64NVME the server "
+        "stores, as the tool reported it (`shotbench`, `awscrt-crc64nvme`); empty where the tool makes no such "
+        "check",
+    )
     error: Any = ERROR.field()
     started: Any = STARTED.field()
     finished: Any = FINISHED.field()

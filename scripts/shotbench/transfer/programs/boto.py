@@ -193,4 +193,4 @@ class Shotbench(Tool):
 
         wanted = [Wanted(target.key(f.name), dest / f.name, f.size) for f in files]
         done = fetch_objects(cfg, target.bucket, wanted, jobs=concurrency)
-        return Outcome({f.name: done.finished[target.key(f.name)] for f in files})
+        return Outcome({f.name: done.finished[target.key(f.name)] for f in files}, checked=done.checked)

@@ -19,20 +19,29 @@ from shotbench.transfer.programs.tool import Outcome, _timed_pool
 
 
 class AwsCrtCrc64(AwsCrt):
-    """awscrt with S3ChecksumConfig(CRC64NVME): aws-c-s3 computes the checksum while it sends
-    (a trailer) and the server verifies it; uploads only."""
+    """awscrt making stage's checks both ways: on upload, S3ChecksumConfig(CRC64NVME) (aws-c-s3
+    computes the checksum while it sends, a trailer, and the server verifies it); on download,
+    `validate_response` (aws-c-s3 checks the bytes against the whole-object checksum the server
+    stores, asking for it with a HeadObject where the GET does not carry it). The downloads it
+    says it validated are counted (`checksum-checked`)."""
 
     name = "awscrt-crc64nvme"
-    directions = ("upload",)
     describe = {
         "upload": "S3Client.make_request(PUT_OBJECT, send_filepath=f, checksum_config=S3ChecksumConfig(CRC64NVME, "
         "TRAILER)) for all files: CRC64NVME computed while sending, verified by the server",
+        "download": "S3Client.make_request(GET_OBJECT, recv_filepath=f, checksum_config=S3ChecksumConfig("
+        "validate_response=True)) for all files: the bytes checked against the object's stored checksum",
     }
 
     def _checksum(self) -> Any:
         from awscrt.s3 import S3ChecksumAlgorithm, S3ChecksumConfig, S3ChecksumLocation
 
         return S3ChecksumConfig(algorithm=S3ChecksumAlgorithm.CRC64NVME, location=S3ChecksumLocation.TRAILER)
+
+    def _validation(self) -> Any:
+        from awscrt.s3 import S3ChecksumConfig, S3ChecksumValidationMode
+
+        return S3ChecksumConfig(validate_response=True, response_validation_mode=S3ChecksumValidationMode.FULL_OBJECT)
 
 
 class Boto3Crc64(Boto3TransferManager):

@@ -55,12 +55,22 @@ class AwsCrt(Tool):
         """The checksum the client computes while it sends (none: awscrt's own default)."""
         return None
 
+    def _validation(self):
+        """What the client checks downloads against (none: awscrt's own default)."""
+        return None
+
     def _run(self, files, target, cfg, concurrency, method: str, local: Callable[[FileSpec], Path]) -> Outcome:
         from awscrt.http import HttpHeaders, HttpRequest
         from awscrt.s3 import S3RequestType
 
         client = self._client(cfg, concurrency)
-        checksum = self._checksum() if method == "PUT" else None  # one config for the case, before the clock
+        # one config for the case, before the clock
+        checksum = self._checksum() if method == "PUT" else self._validation()
+        validated: list[bool] = []  # per finished GET, when downloads are validated: what awscrt says it did
+
+        def done(did_validate_checksum: bool = False, **kwargs) -> None:
+            validated.append(bool(did_validate_checksum))
+
         t0 = time.perf_counter()
         pending = []
         for f in files:
@@ -79,6 +89,8 @@ class AwsCrt(Tool):
                     type=S3RequestType.GET_OBJECT,
                     request=HttpRequest("GET", path, HttpHeaders(headers)),
                     recv_filepath=str(local(f)),
+                    checksum_config=checksum,
+                    on_done=done if checksum is not None else None,
                 )
             pending.append((f.name, req))
         out = Outcome()
@@ -91,6 +103,8 @@ class AwsCrt(Tool):
                 errors.append(f"{name}: {type(exc).__name__}: {getattr(exc, 'name', '') or exc}")
         if errors:
             raise ToolFailed(scrub(f"{len(errors)} requests failed, first {errors[0]}"[:400], cfg.secrets()))
+        if method == "GET" and checksum is not None:
+            out.checked = sum(validated)
         return out
 
     def upload(self, files, src, target, cfg, concurrency):

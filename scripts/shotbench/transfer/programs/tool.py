@@ -47,6 +47,9 @@ class Outcome:
     file_seconds: dict[str, float] = field(default_factory=dict)
     digests: dict[str, tuple[int, str]] | None = None
     pending: dict[str, bytes] = field(default_factory=dict)  # in-memory bodies, hashed after timing
+    # downloads: files whose bytes the tool compared with the checksum the server stores, as the
+    # tool reported it (None: the tool makes no such check, or does not say)
+    checked: int | None = None
 
     def finish_digests(self) -> None:
         """Hash the in-memory bodies (outside the timed section) into `digests`."""
