@@ -21,6 +21,7 @@ from shotbench.store.s3 import parse_location
 from shotbench.store.staging import crc64_text, file_crc64, stage
 from shotbench.units import MiB
 from support.byteproxy import ByteProxy
+from support.serverdisk import flip_stored_byte
 
 
 def _loc(bucket: str, name: str):
@@ -113,12 +114,7 @@ def test_downloads_are_checked_against_the_stored_crc64nvme(s3_server, s3_bucket
     assert fetch_objects(cfg, loc.bucket, wanted, jobs=4).checked == 2
     assert (out / "b.h5").read_bytes() == (src / "b.h5").read_bytes()
 
-    stored = s3_server.root / loc.bucket / loc.prefix / "b.h5"
-    with open(stored, "r+b") as fh:
-        fh.seek(17 * MiB)
-        byte = fh.read(1)
-        fh.seek(17 * MiB)
-        fh.write(bytes([byte[0] ^ 0x01]))
+    flip_stored_byte(s3_server, loc.bucket, loc.prefix + "b.h5", 17 * MiB)
     with pytest.raises(UserError, match=r"does not have the CRC64NVME the server stores for .*b\.h5") as info:
         fetch_objects(cfg, loc.bucket, wanted, jobs=4)
     assert "\n" not in str(info.value)

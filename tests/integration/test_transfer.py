@@ -17,6 +17,7 @@ from shotbench.transfer.cases import Row, ensure_files, parse_rows, size_label
 from shotbench.transfer.execute import Case, RunContext, TransferPlan, case_order, run_transfer, seed_source
 from shotbench.transfer.programs import Target, make_tools
 from shotbench.units import KiB, MiB
+from support.serverdisk import flip_stored_byte
 
 TINY = [Row(3, 64 * KiB), Row(1, 192 * KiB)]
 
@@ -77,12 +78,7 @@ def test_corrupted_object_gives_an_error_cell_not_a_time(tmp_path, s3_server, s3
     seed_source(ctx.cfg, source, files)
     # same size, different bytes, changed where the server keeps them (its ETag and stored checksum
     # left as they were, so the run's own seeding keeps the object): only a checksum can tell
-    stored = s3_server.root / s3_bucket / source.key(files[1].name)
-    with open(stored, "r+b") as fh:
-        fh.seek(1000)
-        byte = fh.read(1)
-        fh.seek(1000)
-        fh.write(bytes([byte[0] ^ 0xFF]))
+    flip_stored_byte(s3_server, s3_bucket, source.key(files[1].name), 1000)
 
     plan = TransferPlan("test", [row], ["shotbench", "raw-get"], [2], trials=1, directions=["download"])
     run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)

@@ -19,6 +19,7 @@ from shotbench.transfer.cases import Row, ensure_files
 from shotbench.transfer.programs import DEFAULT_TOOLS, TOOL_CLASSES, Target, make_tools
 from shotbench.units import KiB, MiB
 from support.byteproxy import ByteProxy
+from support.serverdisk import flip_stored_byte
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "transfer" / "20261126T200633Z-a21b0c"
 
@@ -138,13 +139,7 @@ def test_downloads_that_check_say_so_and_a_damaged_object_is_caught_only_by_them
         ]
     assert counted == {"awscrt-crc64nvme": [2, 1], "shotbench": [2, 1], "awscrt": [None, None], "obstore": [None, None]}
     # one byte of the stored object changed where the server keeps it, its stored checksum left as it was
-    stored = s3_server.root / s3_bucket / source.key(files[0].name)
-    assert stored.is_file(), stored
-    with open(stored, "r+b") as fh:
-        fh.seek(1000)
-        byte = fh.read(1)
-        fh.seek(1000)
-        fh.write(bytes([byte[0] ^ 0x01]))
+    flip_stored_byte(s3_server, s3_bucket, source.key(files[0].name), 1000)
     caught = {}
     for name in ("awscrt-crc64nvme", "shotbench", "awscrt", "obstore"):
         (tool,) = make_tools([name])

@@ -301,18 +301,18 @@ class _Stager:
         # aws-c-s3 computes each body's (each part's) CRC64NVME while it sends it, as a trailer the server checks
         self.trailer = S3ChecksumConfig(algorithm=S3ChecksumAlgorithm.CRC64NVME, location=S3ChecksumLocation.TRAILER)
 
-    def _refused(self, up: _Upload, sent: int, exc: S3Failure, what: str, now: Callable[[], int]) -> None:
-        """The server refused a body for its checksum. If the file changed, it is torn (reported
-        as such); if the file still has the checksum that was sent (`now()` reads it again), the
-        bytes changed on the way."""
-        if _stat(up.path) != up.stat or now() != sent:
+    def _refused(self, up: _Upload, sent: int, exc: S3Failure) -> None:
+        """The server refused a small file's body for its checksum. If the file changed, it is torn
+        (reported as such); if it still has the checksum `sent` (read once more here), the bytes
+        changed on the way."""
+        if _stat(up.path) != up.stat or file_crc64(up.path) != sent:
             up.torn = True
             return
         raise S3Failure(
             "stage",
             exc.status,
             "CorruptedInTransit",
-            f"{what}: the server refused the bytes it received ({exc.code}) because their CRC64NVME was not "
+            f"{up.key}: the server refused the bytes it received ({exc.code}) because their CRC64NVME was not "
             f"{crc64_text(sent)}, the checksum of the file, which has not changed",
         )
 
@@ -349,9 +349,7 @@ class _Stager:
             reply = pending.result(_bound(up.stat[0]))
         except S3Failure as exc:
             if crc is not None and exc.code in _REFUSED_BODY:
-                self._refused(
-                    up, crc, exc, up.key, lambda: file_crc64(up.path)
-                )  # torn, or raises: nothing was stored either way
+                self._refused(up, crc, exc)  # torn, or raises: nothing was stored either way
                 return
             if crc is None or _stat(up.path) != up.stat:
                 up.torn = True

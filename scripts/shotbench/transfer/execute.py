@@ -219,7 +219,7 @@ def _case_result(
 ) -> dict:
     ok = sum(c.ok for c in checks)
     mbps = (case.row.total / 1e6 / seconds) if seconds and not error else None
-    timed = cpu is not None and not error
+    cpu = None if error else cpu
     return {
         "direction": case.direction,
         "tool": case.tool,
@@ -231,8 +231,8 @@ def _case_result(
         "total-bytes": case.row.total,
         "seconds": f"{seconds:.4f}" if seconds is not None and not error else "",
         "mb-per-s": f"{mbps:.2f}" if mbps else "",
-        "client-cpu-s": f"{cpu.client:.4f}" if timed and cpu else "",
-        "server-cpu-s": f"{cpu.server:.4f}" if timed and cpu and cpu.server is not None else "",
+        "client-cpu-s": f"{cpu.client:.4f}" if cpu else "",
+        "server-cpu-s": f"{cpu.server:.4f}" if cpu and cpu.server is not None else "",
         "files-ok": ok,
         "checksum-checked": checked if checked is not None and not error else "",
         "error": error,
@@ -254,9 +254,9 @@ def settle() -> None:
     os.sync()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Timing:
-    """What one timed transfer took: wall seconds, and CPU on each side once it has ended."""
+    """What one timed transfer took: wall seconds, and CPU on each side (none when it failed)."""
 
     seconds: float | None = None
     cpu: CpuSample | None = None
@@ -271,9 +271,8 @@ def _timed(
     cfg: S3Config,
     concurrency: int,
     server_pids: tuple[int, ...],
-    timing: Timing,
-) -> Outcome:
-    """One timed transfer, with dirty pages written out first; fills `timing`."""
+) -> tuple[Timing, Outcome]:
+    """One timed transfer, with dirty pages written out first."""
     settle()
     before = cputime.sample(server_pids)
     t0 = time.perf_counter()
@@ -281,9 +280,8 @@ def _timed(
         outcome = tool.upload(files, local, target, cfg, concurrency)
     else:
         outcome = tool.download(files, target, local, cfg, concurrency)
-    timing.seconds = time.perf_counter() - t0
-    timing.cpu = cputime.spent(before, cputime.sample(server_pids))
-    return outcome
+    seconds = time.perf_counter() - t0
+    return Timing(seconds, cputime.spent(before, cputime.sample(server_pids))), outcome
 
 
 def run_case(
@@ -308,7 +306,7 @@ def run_case(
         target = Target(ctx.bucket, f"{ctx.base_prefix}up/{ctx.run_dir.name}/{case.case_id}/t{trial}/")
         src = files[0].path.parent
         try:
-            outcome = _timed(tool, "upload", files, src, target, cfg, case.concurrency, pids, timing)
+            timing, outcome = _timed(tool, "upload", files, src, target, cfg, case.concurrency, pids)
         except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash of the run
             error = _one_line(exc, cfg)
         try:
@@ -324,7 +322,7 @@ def run_case(
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
         try:
-            outcome = _timed(tool, "download", files, dest, src_target, cfg, case.concurrency, pids, timing)
+            timing, outcome = _timed(tool, "download", files, dest, src_target, cfg, case.concurrency, pids)
         except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash of the run
             error = _one_line(exc, cfg)
         try:
