@@ -122,11 +122,11 @@ def local_files(src_dir: Path) -> list[Path]:
     src_dir = Path(src_dir)
     if not src_dir.is_dir():
         raise UserError(f"{src_dir} is not a folder; make shot files with `shotbench synth --out {src_dir}` first.")
-    files = [
-        p
-        for p in sorted(src_dir.rglob("*"))
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(src_dir).parts)
-    ]
+    files = []
+    for top, dirs, names in os.walk(src_dir):  # one scandir per folder; hidden folders are not entered
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        files += [Path(top, n) for n in names if not n.startswith(".") and os.path.isfile(os.path.join(top, n))]
+    files.sort()
     if not files:
         raise UserError(f"{src_dir} holds no files; make shot files with `shotbench synth --out {src_dir}` first.")
     return files
@@ -527,8 +527,10 @@ def stage(
     except S3Failure as exc:
         raise _explain_failure(exc, loc, cfg) from None
 
+    keys = {p: loc.prefix + p.relative_to(src_dir).as_posix() for p in files}
+
     def key_of(p: Path) -> str:
-        return loc.prefix + p.relative_to(src_dir).as_posix()
+        return keys[p]
 
     def needs_upload(p: Path) -> bool:
         have = remote.get(key_of(p))

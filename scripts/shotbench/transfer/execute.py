@@ -413,7 +413,7 @@ def run_transfer(
     sources: dict[Row, Target] = {}
     for row in plan.all_rows():
         t_row = time.perf_counter()
-        files[row] = ensure_files(row, ctx.files_root, plan.seed)
+        files[row] = ensure_files(row, ctx.files_root, plan.seed, rewrite=True)  # one page-cache state per run
         sources[row] = Target(ctx.bucket, f"{ctx.base_prefix}src/{row.key}-s{plan.seed}/")
         if "download" in plan.directions:
             seed_source(ctx.cfg, sources[row], files[row])
