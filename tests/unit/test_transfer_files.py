@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,10 @@ def test_files_are_reused_unless_rewritten_and_a_rewrite_gives_the_same_bytes(tm
     assert reused == first and reused[0].path.stat().st_mtime_ns == changed
     assert [f.path.stat().st_mtime_ns for f in reused[1:]] == written[1:]
 
-    fresh = ensure_files(row, tmp_path, seed=2, rewrite=True)
+    with open(first[1].path, "rb") as reader:  # a run that has the file open while another rewrites it
+        fresh = ensure_files(row, tmp_path, seed=2, rewrite=True)
+        assert hashlib.sha256(reader.read()).hexdigest() == first[1].sha256  # whole, never half-written
+        assert os.fstat(reader.fileno()).st_ino != fresh[1].path.stat().st_ino  # a new file took its name
     assert fresh == first  # same names, sizes and SHA-256: the seed's bytes
     assert [_digest(f.path) for f in fresh] == [f.sha256 for f in first]
     assert all(f.path.stat().st_mtime_ns > m for f, m in zip(fresh[1:], written[1:]))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from shotbench.diskspace import atomic_open, atomic_write
 from shotbench.errors import UserError
 from shotbench.units import GiB, KiB, MiB
 
@@ -197,11 +198,11 @@ def ensure_files(row: Row, root: Path, seed: int = 0, rewrite: bool = False) -> 
     for i in range(row.count):
         name = f"f{i:0{width}d}.bin"
         h = hashlib.sha256()
-        with open(files / name, "wb") as out:
+        with atomic_open(files / name, "wb") as out:  # a run reading the old file meanwhile keeps it whole
             for chunk in _file_bytes(seed, row, i):
                 h.update(chunk)
                 out.write(chunk)
         specs.append(FileSpec(name, row.size, h.hexdigest(), files / name))
     entries = [{"name": s.name, "size": s.size, "sha256": s.sha256} for s in specs]
-    manifest.write_text(json.dumps({"seed": seed, "count": row.count, "size": row.size, "files": entries}))
+    atomic_write(manifest, json.dumps({"seed": seed, "count": row.count, "size": row.size, "files": entries}))
     return specs
