@@ -8,7 +8,9 @@ from typing import Any
 
 class StallingProxy:
     """A real TCP proxy in front of the S3 server that, once `stall` is set, stops moving bytes
-    on every connection (old and new) while keeping them open: a server that accepts and hangs."""
+    on every connection (old and new) while keeping them open: a server that accepts and hangs.
+    Once `armed` is set, the next object GET sets `stall` before it is passed on: the stall then
+    lands while a case reads, not in the health check (a HEAD) between two cases."""
 
     def __init__(self, upstream_port: int) -> None:
         import socket
@@ -16,6 +18,7 @@ class StallingProxy:
 
         self.upstream = upstream_port
         self.stall = threading.Event()
+        self.armed = threading.Event()
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -43,6 +46,8 @@ class StallingProxy:
                 return
             if not data:
                 return
+            if self.armed.is_set() and data.startswith(b"GET /"):  # a request, and not a HEAD
+                self.stall.set()
             while self.stall.is_set():
                 time.sleep(0.5)
             try:
