@@ -148,6 +148,11 @@ def paired_ratio_interval(
 MARGIN = 0.10  # the equivalence margin: within ±10 % (ratio in [1/1.1, 1.1]) is "the same speed"
 ALPHA = 0.05  # the error rate of each verdict: 95 % intervals; the equivalence test uses 90 % (TOST)
 OWN_SPREAD_ROUNDS = 10  # from this many rounds a pair's own spread is used, below it the pool's (more power)
+# From this many rounds a pair's own spread is informative enough to show that the pair is noisier than
+# its pool; then the wider of the two is used. A pool that mixes a noisy pair with a steady one otherwise
+# narrows the noisy pair's interval: an A/A pair with 8 rounds (own spread 0.127 beside a pool of 0.096)
+# was called slower at 1.09x [1.01, 1.17] (tests/unit/test_stats.py holds that case).
+OWN_SPREAD_FLOOR_ROUNDS = 5
 FASTER, SLOWER, EQUIVALENT, UNDECIDED = "faster", "slower", "equivalent", "undecided"
 VERDICTS = (FASTER, SLOWER, EQUIVALENT, UNDECIDED)
 
@@ -222,7 +227,8 @@ def paired_ratios(
     A default run has few rounds (2–4): too few for a spread of its own (t with 1 degree of freedom
     is 12.7), so below OWN_SPREAD_ROUNDS the spread of log ratios about their pair's mean is pooled
     over the pairs of one pool (`pools[i]`, one (mode, workers) group; one pool when None), which
-    ran in the same rounds. Confidence: log mean ± t(1−α/2, df)·s/√n; equivalence: ± t(1−α, df)·s/√n;
+    ran in the same rounds. From OWN_SPREAD_FLOOR_ROUNDS a pair whose own spread is the wider one
+    keeps its own: pooling buys power, never a narrower interval for a pair noisier than the rest. Confidence: log mean ± t(1−α/2, df)·s/√n; equivalence: ± t(1−α, df)·s/√n;
     next run (another n rounds): ± t(1−α/2, df)·s·√(2/n). NaN bounds where there is no spread.
     """
     logs = [_logs(v) for v in per_round]
@@ -245,6 +251,10 @@ def paired_ratios(
         est = float(np.exp(x.mean()))
         own = len(x) >= OWN_SPREAD_ROUNDS
         ss, df = (float(np.sum((x - x.mean()) ** 2)), len(x) - 1) if own else spread[key]
+        if not own and len(x) >= OWN_SPREAD_FLOOR_ROUNDS and df:
+            own_ss, own_df = float(np.sum((x - x.mean()) ** 2)), len(x) - 1
+            if own_ss / own_df > ss / df:  # noisier than its pool: the pool must not narrow its interval
+                ss, df, own = own_ss, own_df, True
         if df == 0:
             unknown = Interval(est, math.nan, math.nan, level)
             out.append(PairedRatio(est, unknown, unknown, unknown, len(x), margin, not own, math.nan))

@@ -178,3 +178,18 @@ def test_the_verdicts_are_right_as_often_as_they_say() -> None:
     assert false_slower / (7 * runs) <= 0.04
     assert equivalent / (7 * runs) >= 0.9
     assert found / runs >= 0.9
+
+
+def test_a_pair_noisier_than_its_pool_keeps_its_own_spread() -> None:
+    """A real A/A pair (the same reader twice, 8 rounds) pooled with a steady slowed pair: the pool's
+    spread (0.096) is narrower than the A/A pair's own (0.127), and with it the pair came out slower
+    at 1.09x [1.01, 1.17]. With its own spread it is undecided (more rounds decide it); the steady
+    pair keeps the pooled spread and stays slower. Before OWN_SPREAD_FLOOR_ROUNDS nothing changes."""
+    twin = [0.995, 1.036, 1.071, 1.234, 1.181, 0.862, 1.134, 1.269]
+    slowed = [1.261, 1.427, 1.418, 1.436, 1.494, 1.379, 1.403, 1.419]
+    aa, slow = stats.paired_ratios([twin, slowed])
+    assert aa.verdict == stats.UNDECIDED and not aa.pooled and aa.confidence.low < 1 < aa.confidence.high
+    assert aa.spread == pytest.approx(np.std(np.log(twin), ddof=1))
+    assert slow.verdict == stats.SLOWER and slow.pooled and slow.spread > np.std(np.log(slowed), ddof=1)
+    few, _ = stats.paired_ratios([twin[:4], slowed[:4]])
+    assert few.pooled
