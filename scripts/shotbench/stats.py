@@ -228,33 +228,31 @@ def paired_ratios(
     is 12.7), so below OWN_SPREAD_ROUNDS the spread of log ratios about their pair's mean is pooled
     over the pairs of one pool (`pools[i]`, one (mode, workers) group; one pool when None), which
     ran in the same rounds. From OWN_SPREAD_FLOOR_ROUNDS a pair whose own spread is the wider one
-    keeps its own: pooling buys power, never a narrower interval for a pair noisier than the rest. Confidence: log mean ± t(1−α/2, df)·s/√n; equivalence: ± t(1−α, df)·s/√n;
-    next run (another n rounds): ± t(1−α/2, df)·s·√(2/n). NaN bounds where there is no spread.
+    keeps its own: pooling buys power, never a narrower interval for a pair noisier than the rest.
+    Confidence: log mean ± t(1−α/2, df)·s/√n; equivalence: ± t(1−α, df)·s/√n; next run (another n rounds): ± t(1−α/2, df)·s·√(2/n). NaN bounds where there is no spread.
     """
     logs = [_logs(v) for v in per_round]
     labels = list(pools) if pools is not None else [0] * len(logs)
     if len(labels) != len(logs):
         raise ValueError(f"{len(logs)} pairs but {len(labels)} pool labels")
+    owns = [(float(np.sum((x - x.mean()) ** 2)), len(x) - 1) if len(x) > 1 else (0.0, 0) for x in logs]
     spread: dict[Hashable, tuple[float, int]] = {}
-    for key, x in zip(labels, logs):
+    for key, (own_ss, own_df) in zip(labels, owns):
         ss, df = spread.get(key, (0.0, 0))
-        if len(x) > 1:
-            ss, df = ss + float(np.sum((x - x.mean()) ** 2)), df + len(x) - 1
-        spread[key] = (ss, df)
+        spread[key] = (ss + own_ss, df + own_df)
     level = 1 - alpha
     out = []
-    for key, x in zip(labels, logs):
+    for key, x, (own_ss, own_df) in zip(labels, logs, owns):
         nan = Interval(math.nan, math.nan, math.nan, level)
         if len(x) == 0:
             out.append(PairedRatio(math.nan, nan, nan, nan, 0, margin))
             continue
         est = float(np.exp(x.mean()))
-        own = len(x) >= OWN_SPREAD_ROUNDS
-        ss, df = (float(np.sum((x - x.mean()) ** 2)), len(x) - 1) if own else spread[key]
-        if not own and len(x) >= OWN_SPREAD_FLOOR_ROUNDS and df:
-            own_ss, own_df = float(np.sum((x - x.mean()) ** 2)), len(x) - 1
-            if own_ss / own_df > ss / df:  # noisier than its pool: the pool must not narrow its interval
-                ss, df, own = own_ss, own_df, True
+        pool_ss, pool_df = spread[key]
+        own = len(x) >= OWN_SPREAD_ROUNDS or (  # or noisier than its pool: the pool must not narrow its interval
+            len(x) >= OWN_SPREAD_FLOOR_ROUNDS and pool_df > 0 and own_ss / own_df > pool_ss / pool_df
+        )
+        ss, df = (own_ss, own_df) if own else (pool_ss, pool_df)
         if df == 0:
             unknown = Interval(est, math.nan, math.nan, level)
             out.append(PairedRatio(est, unknown, unknown, unknown, len(x), margin, not own, math.nan))

@@ -278,14 +278,18 @@ class _Upload:
     parts_only: bool = False  # the server checked each part, but returned no whole-object checksum
 
 
-def _pread(path: Path, size: int, offset: int) -> bytes:
-    with open(path, "rb") as fh:
-        return os.pread(fh.fileno(), size, offset)
-
-
 def _stat(path: Path) -> tuple[int, int]:
     st = path.stat()
     return st.st_size, st.st_mtime_ns
+
+
+def _own_crc64(up: _Upload) -> int | None:
+    """The file's CRC64NVME from a read of stage's own, beside its upload; None when that read did
+    not see the file as stat saw it before the upload."""
+    with open(up.path, "rb", buffering=0) as fh:
+        value, nbytes = read_crc64(fh)
+        after = os.fstat(fh.fileno())
+    return value if (nbytes, after.st_mtime_ns) == up.stat and after.st_size == nbytes else None
 
 
 class _Stager:
@@ -316,17 +320,6 @@ class _Stager:
             f"{crc64_text(sent)}, the checksum of the file, which has not changed",
         )
 
-    def hash_small(self, up: _Upload) -> int | None:
-        """The file's CRC64NVME from a read of its own; None (and `torn`) when the read did not see
-        the file as stat saw it."""
-        with open(up.path, "rb", buffering=0) as fh:
-            value, nbytes = read_crc64(fh)
-            after = os.fstat(fh.fileno())
-        if (nbytes, after.st_mtime_ns) != up.stat or after.st_size != up.stat[0]:
-            up.torn = True
-            return None
-        return value
-
     def send_small(self, up: _Upload) -> Pending:
         """One PUT, read and sent by awscrt in C, which computes the body's CRC64NVME as it sends it
         (a trailer): the server refuses a body that is not what awscrt read."""
@@ -344,7 +337,9 @@ class _Stager:
     def finish_small(self, up: _Upload, pending: Pending) -> None:
         """Read the file once more for its own CRC64NVME while the PUT is on the wire, then wait for
         the PUT: the checksum the server stored must be the file's."""
-        crc = self.hash_small(up)
+        crc = _own_crc64(up)
+        if crc is None:
+            up.torn = True
         try:
             reply = pending.result(_bound(up.stat[0]))
         except S3Failure as exc:
@@ -566,7 +561,7 @@ def stage(
         with ThreadPoolExecutor(max_workers=2) as readers:  # the big files' own CRC64NVME, read beside the upload
             for u in big:
                 inflight.append((u, stager.send_big(u, part_size)))
-            local = {u: readers.submit(_stable_crc64, u) for u in big}
+            local = {u: readers.submit(_own_crc64, u) for u in big}
             stager.put_smalls(small, jobs)
             while inflight:
                 u, pending = inflight[0]
@@ -597,12 +592,6 @@ def stage(
     if changed:
         raise FilesChanged([u.path.relative_to(src_dir).as_posix() for u in changed], summary)
     return summary
-
-
-def _stable_crc64(up: _Upload) -> int | None:
-    """The file's CRC64NVME, or None when it is not the file stat saw before the upload."""
-    value = file_crc64(up.path)
-    return value if _stat(up.path) == up.stat else None
 
 
 def _cancel(stager: _Stager, inflight: list[tuple[_Upload, Pending]]) -> None:
