@@ -474,6 +474,16 @@ def test_embedded_server_has_one_run_at_a_time(shot_dir: Path, tmp_path: Path) -
 
 
 @pytest.mark.slow
+def _endpoint_env(port: int) -> dict[str, str]:
+    """Settings for a plain-HTTP endpoint on this machine, with keys no server knows."""
+    return {
+        "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value",
+        "AWS_REGION": "us-east-1",
+    }
+
+
 def test_endpoint_that_accepts_and_never_answers(tmp_path: Path) -> None:
     """A server that takes connections and says nothing is reported in seconds, not minutes."""
     import socket
@@ -490,12 +500,7 @@ def test_endpoint_that_accepts_and_never_answers(tmp_path: Path) -> None:
                 return
 
     threading.Thread(target=accept, daemon=True).start()
-    env = {
-        "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.getsockname()[1]}",
-        "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
-        "AWS_SECRET_ACCESS_KEY": "not-a-real-secret-value",
-        "AWS_REGION": "us-east-1",
-    }
+    env = _endpoint_env(server.getsockname()[1])
     t0 = time.time()
     try:
         proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)
@@ -503,3 +508,40 @@ def test_endpoint_that_accepts_and_never_answers(tmp_path: Path) -> None:
         server.close()
     assert_one_sentence(proc, tmp_path, "stopped answering")
     assert time.time() - t0 < 45
+
+
+def test_endpoint_that_drops_every_request_is_tried_again_then_named(tmp_path: Path) -> None:
+    """A connection closed before any answer (a flaky network, a resetting proxy) is tried again
+    in the preflight, unlike a silent endpoint; one that drops every time is one sentence."""
+    import socket
+    import threading
+
+    from shotbench.store.s3 import PREFLIGHT_ATTEMPTS, PREFLIGHT_RETRIES
+
+    requests: list[bytes] = []
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def drop() -> None:
+        while True:
+            try:
+                conn = server.accept()[0]
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    data = conn.recv(65536)
+                except OSError:
+                    continue
+                if data:  # a request came, and the connection closes without a byte of answer
+                    requests.append(data.split(b"\r\n", 1)[0])
+
+    threading.Thread(target=drop, daemon=True).start()
+    env = _endpoint_env(server.getsockname()[1])
+    try:
+        proc = run_bench(["--data", "s3://somebucket/shots/", "--backends", "obstore"], tmp_path, env)
+    finally:
+        server.close()
+    assert_one_sentence(proc, tmp_path, "closed the connection before answering")
+    listings = [r for r in requests if r.startswith(b"GET /somebucket")]
+    assert len(listings) == PREFLIGHT_ATTEMPTS * (1 + PREFLIGHT_RETRIES), requests  # botocore's tries, 3 times

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from shotbench.errors import UserError, one_line
@@ -24,9 +24,16 @@ DEFAULT_REGION = "us-east-1"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")
 CONNECT_TIMEOUT = 3.0
 PREFLIGHT_READ_TIMEOUT = 10.0  # a listing of a prefix answers well within this
+PREFLIGHT_RETRIES = 1  # botocore's own, for each call: a silent endpoint costs 2 read timeouts
+PREFLIGHT_ATTEMPTS = 3  # calls when botocore's tries all ended in a dropped connection (not in silence)
 SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
+T = TypeVar("T")
 S3_ENV_PREFIXES = ("AWS_", "S3_")  # variables through which clients pick up S3 settings (S3_*: s5cmd)
+
+
+class DroppedConnection(UserError):
+    """The endpoint closed the connection before it answered: worth one more try, unlike silence."""
 
 
 def without_s3_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -296,6 +303,7 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
     """Map a botocore failure to one sentence naming the fix (other exceptions pass through)."""
     from botocore.exceptions import (
         ClientError,
+        ConnectionClosedError,
         ConnectTimeoutError,
         EndpointConnectionError,
         NoCredentialsError,
@@ -318,6 +326,11 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
         )
     if isinstance(exc, ReadTimeoutError):
         return UserError(f"the S3 endpoint {where} stopped answering; check that the server is healthy and retry.")
+    if isinstance(exc, ConnectionClosedError):
+        return DroppedConnection(
+            f"the S3 endpoint {where} closed the connection before answering, each time it was "
+            "asked; check the network path to it (a proxy, a load balancer) and retry."
+        )
     if not isinstance(exc, ClientError):
         return exc
     err = exc.response.get("Error", {})
@@ -389,19 +402,34 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
             "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
             "or for the embedded server run `source .shotbench/env.sh`."
         )
-    client = cfg.boto3_client(read_timeout=PREFLIGHT_READ_TIMEOUT, retries=1)  # a silent endpoint: seconds
-    objs = _s3_objects(loc, cfg, client)
+    client = cfg.boto3_client(read_timeout=PREFLIGHT_READ_TIMEOUT, retries=PREFLIGHT_RETRIES)
+    objs = _again_if_dropped(lambda: _s3_objects(loc, cfg, client))
     shots = [o for o in objs if is_shot_name(o.key)]
     _check_not_empty(loc, objs, shots)
-    try:
-        body = client.get_object(Bucket=loc.bucket, Key=shots[0].key, Range=f"bytes=0-{SIGNATURE_PROBE_BYTES - 1}")[
-            "Body"
-        ]
-        head = body.read()
-    except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
-        raise explain(exc, loc, cfg) from None
+
+    def probe() -> bytes:
+        rng = f"bytes=0-{SIGNATURE_PROBE_BYTES - 1}"
+        try:
+            return bytes(client.get_object(Bucket=loc.bucket, Key=shots[0].key, Range=rng)["Body"].read())
+        except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence
+            raise explain(exc, loc, cfg) from None
+
+    head = _again_if_dropped(probe)
     _check_signature(f"s3://{loc.bucket}/{shots[0].key}", head)
     return shots
+
+
+def _again_if_dropped(call: Callable[[], T]) -> T:
+    """`call()`, tried again when the connection was dropped before an answer (a flaky network, a
+    proxy that resets): the preflight's client makes one attempt so that a silent endpoint is
+    reported in seconds, and a reset is not silence."""
+    for attempt in range(1, PREFLIGHT_ATTEMPTS + 1):
+        try:
+            return call()
+        except DroppedConnection:
+            if attempt == PREFLIGHT_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _check_not_empty(loc: Location, objs: list[ShotObject], shots: list[ShotObject]) -> None:
