@@ -76,6 +76,24 @@ def test_readers_are_registered_in_their_environment() -> None:
     assert registry.get("fsspec-tuned").env_key() == "main"  # only s3fs and h5py: no extra packages
 
 
+@pytest.mark.slow
+def test_the_readers_environment_is_compiled_so_no_worker_compiles_at_start() -> None:
+    """A worker in the readers' environment imports Dask, xarray, zarr and virtualizarr: compiled
+    when the environment is made, not by every worker started under PYTHONDONTWRITEBYTECODE."""
+    from shotbench.backends import readers_env
+
+    python = readers_env.ensure()
+    site = next((python.parent.parent / "lib").glob("python3*/site-packages"))
+    for module in (
+        "distributed/worker",
+        "xarray/core/dataset",
+        "zarr/api/asynchronous",
+        "virtualizarr/manifests/array",
+    ):
+        folder, _, stem = module.rpartition("/")
+        assert list((site / folder / "__pycache__").glob(f"{stem}.cpython-*.pyc")), f"no bytecode of {module}"
+
+
 def test_default_matrix_leaves_the_readers_out() -> None:
     """`make bench-ros3` without --backends must not install or run the readers."""
     from shotbench.plan.profiles import BenchConfig

@@ -66,9 +66,16 @@ def python_at_least(version: str) -> str:
     )
 
 
+# Bytecode is compiled when the environment is made: a reader's worker imports xarray, zarr and
+# virtualizarr (and Dask), and one started under PYTHONDONTWRITEBYTECODE, or on a read-only
+# environment, compiled them from source each time: 2.4 CPU-s to import them, 0.85 s compiled.
+# The method is part of the stamp, so an environment made without it is made again once.
+BYTECODE = "compiled"
+
+
 def _lock_digest() -> str:
     root = repo_root()
-    h = hashlib.sha256()
+    h = hashlib.sha256(BYTECODE.encode())
     for name in ("uv.lock", "pyproject.toml"):
         path = root / name
         if path.exists():
@@ -93,6 +100,7 @@ def ensure(name: str = NAME, group: str = GROUP, min_python: str = "") -> Path:
         "sync",
         "--frozen",
         "--quiet",
+        "--compile-bytecode",
         "--no-default-groups",
         "--group",
         group,
