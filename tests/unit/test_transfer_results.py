@@ -90,3 +90,17 @@ def test_the_answer_says_which_sides_cpu_a_missed_row_went_to(tmp_path: Path) ->
     assert "download 128 File/1 MiB ea at 16 against obstore: +0.020 s here, +0.030 s on the server" in text
     old = [{k: v for k, v in r.items() if not k.endswith("cpu-s")} for r in rows]
     assert "Where the misses' time went" not in analysis.answer(_run(tmp_path, old))
+
+
+def test_a_summary_is_remembered_by_content_and_never_shared_mutably(tmp_path: Path) -> None:
+    rows = [
+        {**BASE, "trial": trial, "tool": "shotbench", "seconds": seconds, "mb-per-s": 134 / seconds}
+        for trial, seconds in enumerate((1.0, 1.2, 1.1))
+    ]
+    cases = _run(tmp_path, rows)
+    first = analysis.summarize(cases)
+    first.loc[:, "seconds"] = -1.0  # a caller that changes its copy changes nobody else's
+    again = analysis.summarize(cases.copy())
+    assert again["seconds"].tolist() == [1.1]
+    slower = cases.assign(seconds=cases["seconds"] * 2)  # other content: its own summary
+    assert analysis.summarize(slower)["seconds"].tolist() == [2.2]
