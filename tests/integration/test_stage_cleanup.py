@@ -71,7 +71,7 @@ def test_an_interrupted_stage_aborts_its_upload(s3_server, s3_bucket, big_src, t
     cfg = s3_server.s3config()
     loc = parse_location(f"s3://{s3_bucket}/int-{uuid.uuid4().hex[:6]}/")
     upstream = int(cfg.endpoint_url.rsplit(":", 1)[1])
-    proxy = ByteProxy(upstream, put_delay=0.4)
+    proxy = ByteProxy(upstream, put_delay=0.4, hold_puts_after=2)  # the signal lands mid-upload
     try:
         proc = _start(s3_server, proxy, big_src, loc.uri(), tmp_path / "cache")
         _wait_for_parts(proxy, proc)
@@ -94,7 +94,7 @@ def test_after_sigkill_the_next_stage_cleans_only_its_own(s3_server, s3_bucket, 
     other = client.create_multipart_upload(Bucket=loc.bucket, Key=loc.prefix + "big.h5")["UploadId"]  # not stage's
     time.sleep(1.1)  # S3 dates uploads to the second: the other client's is from before stage started
     upstream = int(cfg.endpoint_url.rsplit(":", 1)[1])
-    proxy = ByteProxy(upstream, put_delay=0.4)
+    proxy = ByteProxy(upstream, put_delay=0.4, hold_puts_after=2)  # the signal lands mid-upload
     try:
         proc = _start(s3_server, proxy, big_src, loc.uri(), tmp_path / "cache")
         _wait_for_parts(proxy, proc)

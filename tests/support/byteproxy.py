@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 class ByteProxy:
     """Listens on 127.0.0.1; `flip_puts`: XOR the middle byte of each PUT body (in the data, also
     when the body is aws-chunked with a trailer); `put_delay`: seconds each PUT waits before it is
-    forwarded."""
+    forwarded; `hold_puts_after`: once that many PUT bodies are through, every later PUT waits
+    until the proxy closes (an upload then stays mid-way, however fast the rest would go)."""
 
     upstream_port: int
     flip_puts: bool = False
     put_delay: float = 0.0
+    hold_puts_after: int | None = None
     puts_done: int = 0  # PUT bodies forwarded in full
     flipped: int = 0
     _sock: socket.socket = field(init=False, repr=False)
@@ -92,6 +94,9 @@ class ByteProxy:
                 length = int(headers.get(b"content-length", b"0") or 0)
                 if method == b"PUT" and self.put_delay:
                     time.sleep(self.put_delay)
+                if method == b"PUT" and self.hold_puts_after is not None and self.puts_done >= self.hold_puts_after:
+                    self._stop.wait()
+                    return
                 server.sendall(head + b"\r\n\r\n")
                 middle, offset = length // 2, 0
                 while length > 0:
