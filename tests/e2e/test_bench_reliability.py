@@ -221,9 +221,10 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str
     shots = tmp_path / "shots"
     make_dataset(shots, shots=2, signals=61, file_size=16_000_000, page_size=8_000_000, seed=0)
     # a trial opens 2 files once per signal (122 opens) and lasts seconds, so the kill lands
-    # mid-case; 4 files (244 opens a trial) cost most of a minute of suite time
+    # mid-case; 4 files (244 opens a trial) cost most of a minute of suite time. One trial: the
+    # resume measures the killed one again, which is the whole case (a second trial doubled it)
     (tmp_path / "c.toml").write_text(
-        f'backends = ["{backend}"]\nmodes = ["signals"]\nworkers = [1]\npage_buffers = [0]\ntrials = 2\n'
+        f'backends = ["{backend}"]\nmodes = ["signals"]\nworkers = [1]\npage_buffers = [0]\ntrials = 1\n'
         "signals_files = 0\nsignals_names = 0\n"
     )
     base = {**without_s3_settings(), "SHOTBENCH_STATE": str(tmp_path / "state")}
@@ -284,7 +285,7 @@ def test_kill_9_of_the_server_mid_case_ends_the_run_within_a_minute(backend: str
         )
     assert resumed.returncode == 0, resumed.stderr
     rows = case_rows(run)
-    assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
+    assert len(rows) == 1 and rows[0]["status"] == "ok"  # measured again, once, not beside the failed row
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
 
 
