@@ -23,6 +23,7 @@ from support.golden import (
 from support.golden import (
     RUN_FIXTURE as RUN,
 )
+from support.rendered import RUN_REPORT, shared_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -55,6 +56,8 @@ def chromium() -> str:
 @pytest.fixture(scope="module", params=list(CASES))
 def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     inputs, expected = CASES[request.param]
+    if request.param == "run-folder":  # the render test_readable.py reads too
+        return shared_report(tmp_path_factory, "run-folder-report", RUN_REPORT) / "ros3-backends.html", expected
     out = tmp_path_factory.mktemp(request.param)
     args = [a for spec in inputs for a in ("--input", spec)]
     done = subprocess.run(

@@ -5,8 +5,6 @@ The check reads the Bokeh documents embedded in the HTML, so it sees what a brow
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import holoviews as hv
@@ -16,6 +14,7 @@ import pytest
 from shotbench.figures import plots
 from shotbench.reports.htmlcheck import figures, legend_problems
 from support.golden import RUN_FIXTURE as RUN
+from support.rendered import RUN_REPORT, shared_report
 
 
 def _two_lines(**opts: object) -> str:
@@ -122,25 +121,7 @@ def test_many_lines_keep_their_legend() -> None:
 
 @pytest.fixture(scope="module")
 def run_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("run-report")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "shotbench.cli",
-            "report",
-            "--input",
-            f"fixture={RUN}",
-            "--output",
-            str(out),
-            "--no-code",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr
-    return out
+    return shared_report(tmp_path_factory, "run-folder-report", RUN_REPORT)
 
 
 @pytest.mark.slow
