@@ -6,8 +6,6 @@ CDNs); this proves ours draws every figure, with no JavaScript errors and no net
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from support.golden import (
 from support.golden import (
     RUN_FIXTURE as RUN,
 )
-from support.rendered import RUN_REPORT, shared_report
+from support.rendered import report_args, shared_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -55,19 +53,9 @@ def chromium() -> str:
 
 @pytest.fixture(scope="module", params=list(CASES))
 def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """Rendered once per session: test_readable.py reads the same run-folder render."""
     inputs, expected = CASES[request.param]
-    if request.param == "run-folder":  # the render test_readable.py reads too
-        return shared_report(tmp_path_factory, "run-folder-report", RUN_REPORT) / "ros3-backends.html", expected
-    out = tmp_path_factory.mktemp(request.param)
-    args = [a for spec in inputs for a in ("--input", spec)]
-    done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "report", *args, "--output", str(out), "--no-code"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr
-    return out / "ros3-backends.html", expected
+    return shared_report(tmp_path_factory, request.param, report_args(inputs)) / "ros3-backends.html", expected
 
 
 def test_report_draws_every_figure_offline(report: tuple[Path, int], tmp_path: Path) -> None:

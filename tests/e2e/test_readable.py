@@ -121,7 +121,7 @@ def test_many_lines_keep_their_legend() -> None:
 
 @pytest.fixture(scope="module")
 def run_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return shared_report(tmp_path_factory, "run-folder-report", RUN_REPORT)
+    return shared_report(tmp_path_factory, "run-folder", RUN_REPORT)
 
 
 @pytest.mark.slow

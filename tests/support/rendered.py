@@ -9,6 +9,7 @@ render; a test that changes files renders its own.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -20,14 +21,22 @@ import pytest
 from shotbench import locks
 from support.golden import RUN_FIXTURE
 
-RUN_REPORT = ("--input", f"fixture={RUN_FIXTURE}", "--no-code")  # the fixture run's report, code hidden
+
+def report_args(inputs: list[str]) -> tuple[str, ...]:
+    """`--input SPEC` for each input, code hidden."""
+    return (*(a for spec in inputs for a in ("--input", spec)), "--no-code")
 
 
-def shared_report(factory: pytest.TempPathFactory, name: str, args: tuple[str, ...]) -> Path:
-    """The folder `shotbench report ARGS --output FOLDER` wrote, rendered once per session."""
+RUN_REPORT = report_args([f"fixture={RUN_FIXTURE}"])  # the fixture run's report
+
+
+def shared_report(factory: pytest.TempPathFactory, label: str, args: tuple[str, ...]) -> Path:
+    """The folder `shotbench report ARGS --output FOLDER` wrote, rendered once per session: the
+    folder is named by `label` and the arguments, so two files asking for the same render share it."""
     base = factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # popen-gwN/ is one worker's; its parent is the session's
+    name = f"{label}-{hashlib.sha256(chr(0).join(args).encode()).hexdigest()[:12]}"
     out, done = base / name, base / f"{name}.done"
     with locks.exclusive(base / f"{name}.lock"):
         if not done.exists():

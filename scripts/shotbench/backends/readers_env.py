@@ -68,7 +68,7 @@ def python_at_least(version: str) -> str:
 
 # Bytecode is compiled when the environment is made: a reader's worker imports xarray, zarr and
 # virtualizarr (and Dask), and one started under PYTHONDONTWRITEBYTECODE, or on a read-only
-# environment, compiled them from source each time: 2.4 CPU-s to import them, 0.85 s compiled.
+# environment, compiled them from source each time: 2.4 CPU-s to import them, 0.8 compiled.
 # The method is part of the stamp, so an environment made without it is made again once.
 BYTECODE = "compiled"
 

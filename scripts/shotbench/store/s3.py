@@ -20,6 +20,8 @@ from shotbench.errors import UserError, one_line
 from shotbench.hdf5.shotfile import HDF5_SIGNATURE, looks_like_hdf5
 from shotbench.redact import mask
 
+T = TypeVar("T")
+
 DEFAULT_REGION = "us-east-1"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")
 CONNECT_TIMEOUT = 3.0
@@ -28,7 +30,6 @@ PREFLIGHT_RETRIES = 1  # botocore's own, for each call: a silent endpoint costs 
 PREFLIGHT_ATTEMPTS = 3  # calls when botocore's tries all ended in a dropped connection (not in silence)
 SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
-T = TypeVar("T")
 S3_ENV_PREFIXES = ("AWS_", "S3_")  # variables through which clients pick up S3 settings (S3_*: s5cmd)
 
 
@@ -423,13 +424,12 @@ def _again_if_dropped(call: Callable[[], T]) -> T:
     """`call()`, tried again when the connection was dropped before an answer (a flaky network, a
     proxy that resets): the preflight's client makes one attempt so that a silent endpoint is
     reported in seconds, and a reset is not silence."""
-    for attempt in range(1, PREFLIGHT_ATTEMPTS + 1):
+    for _ in range(PREFLIGHT_ATTEMPTS - 1):
         try:
             return call()
         except DroppedConnection:
-            if attempt == PREFLIGHT_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")
+            pass
+    return call()
 
 
 def _check_not_empty(loc: Location, objs: list[ShotObject], shots: list[ShotObject]) -> None:
