@@ -33,9 +33,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.server, pytest.mark.alone]
 # slowdown vary from run to run (one trial run at 45 ms gave 1.30x; a CI run at 50 ms 1.36x, 71 ms
 # a GET).
 # Copies in memory, not on disk: the disk writes were most of the round-to-round noise. Ten files a
-# case. Eight rounds before the first look: every look at an A/A pair may call it slower by chance
-# (2.5 %), so the run should decide at its first look, not after many; with the budget, a loaded
-# machine gets more rounds.
+# case. Eight rounds before the first look: every look at an A/A pair may err, so the run should
+# decide at its first look, not after many; with the budget, a loaded machine gets more rounds.
+# Over a run's looks the A/A pair is called slower or faster in about 3 % of runs (7.6 % under the
+# rule before next-run intervals decided slower; tests/unit/test_stats.py simulates both), so one
+# such verdict makes the run once more: two in a row (about 1 in 1,000) fail, as does any bias that
+# makes one twin slower, which shows in every run.
 SLOWED = {
     "backends": ["download", "download@b", "download@slow"],
     "modes": ["shots"],
@@ -64,6 +67,7 @@ def _toml(config: dict, options: dict[str, dict] | None = None) -> str:
 
 
 def _run(tmp_path: Path, config: dict, options: dict[str, dict] | None = None, args: tuple[str, ...] = ()) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     cfg = tmp_path / "run.toml"
     cfg.write_text(_toml(config, options))
     env = without_s3_settings()
@@ -80,11 +84,13 @@ def _run(tmp_path: Path, config: dict, options: dict[str, dict] | None = None, a
 
 
 def test_the_same_backend_twice_is_equivalent_and_slowed_on_its_own_path_is_slower(tmp_path: Path) -> None:
-    folder = _run(tmp_path, SLOWED, SLOWED_OPTIONS, ("--network", "latency-20ms"))
-    ds = analysis.load([f"{folder.name}={folder}"])
-    table = decision.decision_table(ds)
-    verdicts = dict(zip(table["name"], table["verdict"]))
-    assert verdicts["download@slow"] == decision.SLOWER, table.to_string()
+    for attempt in (1, 2):
+        folder = _run(tmp_path / f"run{attempt}", SLOWED, SLOWED_OPTIONS, ("--network", "latency-20ms"))
+        table = decision.decision_table(analysis.load([f"{folder.name}={folder}"]))
+        verdicts = dict(zip(table["name"], table["verdict"]))
+        assert verdicts["download@slow"] == decision.SLOWER, table.to_string()
+        if decision.EQUIVALENT in (verdicts["download"], verdicts["download@b"]):
+            break
     assert sorted([verdicts["download"], verdicts["download@b"]]) == [decision.EQUIVALENT, decision.FASTEST], (
         table.to_string()
     )

@@ -116,25 +116,24 @@ def test_paired_ratio_is_the_geometric_mean_with_t_intervals_on_log_ratios() -> 
     assert (pr.confidence.low, pr.confidence.high) == pytest.approx(
         (pr.estimate * math.exp(-half), pr.estimate * math.exp(half))
     )
-    tost = st.t.ppf(0.95, 1) * s / math.sqrt(2)  # the 90 % interval: two one-sided 5 % tests
-    assert pr.equivalence.high == pytest.approx(pr.estimate * math.exp(tost))
     assert pr.next_run.high == pytest.approx(pr.estimate * math.exp(st.t.ppf(0.975, 1) * s))  # √(2/n) = 1
-    assert pr.equivalence.high < pr.confidence.high < pr.next_run.high
+    assert pr.confidence.high < pr.next_run.high
     assert pr.rounds == 2 and pr.pooled and pr.spread == pytest.approx(s)
 
 
 def test_three_verdicts() -> None:
-    """A pair 10 % slower in every round (±1 %) is slower; one within ±1 % of 1 is equivalent; one
-    that swings ±30 % is undecided; the mirror of slower is faster."""
+    """A pair 10 % slower in every round (±1 %) is slower, and its next run's interval says so too;
+    one within ±1 % of 1 is equivalent (its confidence interval inside the margin); one that swings
+    ±30 % is undecided; the mirror of slower is faster."""
     rng = np.random.default_rng(5)
     steady = [1.10 * math.exp(e) for e in rng.normal(0, 0.01, 4)]
     same = [math.exp(e) for e in rng.normal(0, 0.01, 4)]
     wild = [1.3, 0.75, 1.25, 0.8]
     slower, equal = stats.paired_ratios([steady, same])
-    assert slower.verdict == stats.SLOWER and slower.confidence.low > 1
+    assert slower.verdict == stats.SLOWER and slower.next_run.low > 1
     assert equal.verdict == stats.EQUIVALENT
     lo, hi = stats.equivalence_bounds()
-    assert lo <= equal.equivalence.low and equal.equivalence.high <= hi
+    assert lo <= equal.confidence.low and equal.confidence.high <= hi
     (undecided,) = stats.paired_ratios([wild])
     assert undecided.verdict == stats.UNDECIDED
     (faster,) = stats.paired_ratios([[1 / r for r in steady]])
@@ -163,21 +162,56 @@ def test_few_rounds_borrow_the_groups_spread_and_many_use_their_own() -> None:
 
 def test_the_verdicts_are_right_as_often_as_they_say() -> None:
     """Simulated runs of 4 rounds, 8 pairs a group, a 5 % lognormal spread per round: a true 1.0 is
-    called slower in about α/2 of pairs and equivalent in most; a true 1.10 is called slower in
-    most. (With a 10 % spread, the default run's before cases were made longer, 4 rounds call a
-    true 1.0 equivalent in only about a fifth of pairs: the spread, not the rule, decides.)"""
+    called slower or faster in well under α of pairs (the next run's interval must agree) and
+    equivalent in most; a true 1.10 is called slower in most (measured 78 %), and in nearly all with
+    8 rounds (96 %).
+    (With a 10 % spread 4 rounds call a true 1.0 equivalent in only a few pairs: the spread, not
+    the rule, decides.)"""
     rng = np.random.default_rng(11)
-    false_slower = equivalent = found = 0
     runs = 300
-    for _ in range(runs):
-        rounds = [np.exp(rng.normal(0, 0.05, 4)) for _ in range(7)] + [1.10 * np.exp(rng.normal(0, 0.05, 4))]
-        v = [p.verdict for p in stats.paired_ratios(rounds)]
-        false_slower += sum(x == stats.SLOWER for x in v[:7])
-        equivalent += sum(x == stats.EQUIVALENT for x in v[:7])
-        found += v[7] == stats.SLOWER
-    assert false_slower / (7 * runs) <= 0.04
-    assert equivalent / (7 * runs) >= 0.9
-    assert found / runs >= 0.9
+    for rounds, least_found in ((4, 0.7), (8, 0.9)):
+        false_verdicts = equivalent = found = 0
+        for _ in range(runs):
+            ratios = [np.exp(rng.normal(0, 0.05, rounds)) for _ in range(7)]
+            ratios.append(1.10 * np.exp(rng.normal(0, 0.05, rounds)))
+            v = [p.verdict for p in stats.paired_ratios(ratios)]
+            false_verdicts += sum(x in (stats.SLOWER, stats.FASTER) for x in v[:7])
+            equivalent += sum(x == stats.EQUIVALENT for x in v[:7])
+            found += v[7] == stats.SLOWER
+        assert false_verdicts / (7 * runs) <= 0.01, rounds
+        assert equivalent / (7 * runs) >= 0.85, rounds
+        assert found / runs >= least_found, rounds
+
+
+def _looked_at_after_every_round(
+    true_ratio: float, rng: np.random.Generator, first: int = 8, cap: int = 40
+) -> tuple[str, int]:
+    """One pair as a run with a budget decides it: `first` rounds, then one more round at a time
+    while undecided, up to `cap` (bench/rounds.py), with a 9 % spread per round (the A/A pair of
+    tests/e2e/test_decide_runs.py measured 0.091 over 61 rounds)."""
+    logs = list(rng.normal(math.log(true_ratio), 0.09, first))
+    while True:
+        (pr,) = stats.paired_ratios([np.exp(logs)])
+        if pr.verdict != stats.UNDECIDED or len(logs) >= cap:
+            return pr.verdict, len(logs)
+        logs.append(rng.normal(math.log(true_ratio), 0.09))
+
+
+def test_looking_again_after_every_round_keeps_the_verdicts_errors_near_alpha() -> None:
+    """A run looks at an undecided pair after every extra round, and every look may err. Decided by
+    the 95 % confidence interval (slower) and a 90 % one (equivalent), 7.6 % of A/A pairs ended
+    slower or faster (4,000 runs); with slower waiting for the next run's interval, an A/A pair ends
+    slower or faster in about 3 % of runs, a true 1.10 (on the margin) is called equivalent in about
+    6 %, and a true 1.20 is always slower, nearly always at the first look."""
+    rng = np.random.default_rng(3)
+    aa = [_looked_at_after_every_round(1.0, rng) for _ in range(400)]
+    assert sum(v in (stats.SLOWER, stats.FASTER) for v, _ in aa) / len(aa) <= 0.05
+    assert sum(v == stats.EQUIVALENT for v, _ in aa) / len(aa) >= 0.93
+    assert np.mean([n for _, n in aa]) <= 11  # a few rounds past the first look on average
+    edge = [_looked_at_after_every_round(1.10, rng)[0] for _ in range(200)]
+    assert sum(v == stats.EQUIVALENT for v in edge) / len(edge) <= 0.10
+    slowed = [_looked_at_after_every_round(1.20, rng) for _ in range(100)]
+    assert all(v == stats.SLOWER for v, _ in slowed) and np.mean([n for _, n in slowed]) <= 8.5
 
 
 def test_a_pair_noisier_than_its_pool_keeps_its_own_spread() -> None:

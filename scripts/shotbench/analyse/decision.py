@@ -3,8 +3,9 @@
 Per (mode, workers) every backend configuration (series and page buffer) is ranked by median
 runtime over trials, with a BCa bootstrap 95 % CI (stats.py). Its ratio to the fastest is paired by
 round (stats.paired_ratios: the geometric mean of per-round ratios), with a 95 % confidence
-interval that decides its verdict (slower, equivalent within the margin, or undecided:
-stats.verdict_of) and the prediction interval that should hold the next run's ratio.
+interval and the prediction interval that should hold the next run's ratio; together they decide
+its verdict (slower when the next run's interval lies above 1, equivalent when the confidence
+interval lies within the margin, or undecided: stats.verdict_of).
 Configurations from different runs (the upstream study's) keep a BCa interval of medians. The *limit* is the speed that
 could not be beaten on this machine: max(local-disk runtime, raw-GET runtime of the same bytes).
 Costs come from the dated price table in prices.toml.
@@ -164,13 +165,14 @@ def margin_of(ds: analysis.Dataset) -> float:
     return max(margins) if margins else stats.MARGIN
 
 
-def verdict(rank: int, confidence: stats.Interval, equivalence: stats.Interval, margin: float) -> str:
-    """The leader is `fastest`; a ratio without an interval claims nothing; else stats.verdict_of."""
+def verdict(rank: int, shown: stats.Interval, within: stats.Interval, margin: float) -> str:
+    """The leader is `fastest`; a ratio without an interval claims nothing; else stats.verdict_of
+    (a paired ratio: its next-run and confidence intervals; runs apart: one bootstrap interval)."""
     if rank == 1:
         return FASTEST
-    if not confidence.known:
+    if not within.known:
         return ONE_TRIAL
-    return stats.verdict_of(confidence, equivalence, margin)
+    return stats.verdict_of(shown, within, margin)
 
 
 def candidate_name(series: str, pb: int, several_pb: bool) -> str:
@@ -278,7 +280,7 @@ def decision_table(
         row["next-run-low"], row["next-run-high"] = pr.next_run.low, pr.next_run.high
         row["round-spread"] = pr.spread
         if row["verdict"] != LIMIT_ROW:
-            row["verdict"] = verdict(int(row["rank"]), pr.confidence, pr.equivalence, margin)
+            row["verdict"] = verdict(int(row["rank"]), pr.next_run, pr.confidence, margin)
     rows += _cannot_read_rows(ds.unsupported, unsupported)
     rows += unmeasured_rows(ds, failed, ranked)
     out = pd.DataFrame(rows, columns=COLUMNS)
