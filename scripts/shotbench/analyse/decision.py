@@ -7,7 +7,8 @@ interval and the prediction interval that should hold the next run's ratio; toge
 its verdict (slower when the next run's interval lies above 1, equivalent when the confidence
 interval lies within the margin, or undecided: stats.verdict_of).
 Configurations from different runs (the upstream study's) keep a BCa interval of medians. The *limit* is the speed that
-could not be beaten on this machine: max(local-disk runtime, raw-GET runtime of the same bytes).
+could not be beaten on this machine: max(local-disk runtime, raw-GET runtime of the same bytes, pooled over
+the group: analysis.raw_ceiling).
 Costs come from the dated price table in prices.toml.
 """
 
@@ -199,7 +200,7 @@ def decision_table(
     c["_gets"] = _number(c, "client-gets", "gets") + _number(c, "client-heads", None).fillna(0)
     c["_bytes"] = _number(c, "client-bytes", "get-bytes")
     c["_amp"] = _number(c, "amplification", None)
-    c["_raw"] = _number(c, "raw-get-runtime", None)
+    c["_raw"] = analysis.raw_ceiling(c)
     rows: list[dict] = []
     next_run: list[tuple[int, tuple[str, int], np.ndarray]] = []  # (row, group, per-round ratios to the fastest)
     ranked: set[tuple[str, str, str, int, int]] = set()
@@ -207,8 +208,6 @@ def decision_table(
         pbs = part.groupby("series")["pb-size"].nunique()
         local = part[part["backend"] == LOCAL]
         local_time = float(local.groupby("pb-size")["total-runtime"].median().min()) if len(local) else np.nan
-        raw_backend = part.loc[part["backend"] == analysis.RAW_GET, "total-runtime"]
-        raw_backend_time = float(raw_backend.median()) if len(raw_backend) else np.nan
         groups = []
         for (series, pb), g in part.groupby(["series", "pb-size"], sort=False):
             groups.append((str(series), int(pb), g["total-runtime"].to_numpy(float), g))
@@ -235,8 +234,8 @@ def decision_table(
                     vs = stats.ratio_interval(times, fastest, level, n_boot, seed)
                     rlo, rhi = vs.low, vs.high
                     row_verdict = verdict(rank, vs, vs, margin)
-            # the raw-GET runtime measured for this case's bytes, else the raw-get backend's
-            raw = float(g["_raw"].median()) if g["_raw"].notna().any() else raw_backend_time
+            # the raw-GET ceiling of the group's bytes (analysis.raw_ceiling)
+            raw = float(g["_raw"].median()) if g["_raw"].notna().any() else np.nan
             limit = np.nan if np.isnan(local_time) and np.isnan(raw) else float(np.nanmax([local_time, raw]))
             label = str(g["label"].iloc[0]) if "label" in g.columns else ""
             ranked.add((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb))
