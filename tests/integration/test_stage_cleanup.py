@@ -22,6 +22,7 @@ from shotbench.store.s3 import parse_location, without_s3_settings
 from shotbench.store.staging import _explain_failure, stage
 from shotbench.units import MiB
 from support.byteproxy import ByteProxy
+from support.runfolder import as_in_a_terminal
 
 SIZE = 80 * MiB  # above stage's 64 MiB multipart threshold: 5 parts of 16 MiB
 
@@ -45,6 +46,7 @@ def _start(s3_server, proxy: ByteProxy | None, src: Path, dest: str, cache: Path
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_in_a_terminal,  # the Ctrl-C below must arrive even when the suite runs in the background
     )
 
 

@@ -34,7 +34,7 @@ def wait_for_cases(runs_dir: Path, n: int, timeout: float = 120) -> Path | None:
     return None
 
 
-def _as_in_a_terminal() -> None:
+def as_in_a_terminal() -> None:
     """SIGINT as a foreground command has it. A suite started in the background by a shell without
     job control (`nohup make test &`) inherits SIGINT ignored, and so would every run it starts:
     then the Ctrl-C these tests send would never arrive."""
@@ -49,5 +49,5 @@ def bench_proc(runs_dir: Path, args: list[str], env: dict[str, str]) -> subproce
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_as_in_a_terminal,
+        preexec_fn=as_in_a_terminal,
     )
