@@ -263,3 +263,20 @@ def test_a_reader_faster_than_the_plain_gets_is_explained_not_called_a_cost() ->
     assert "the gap above 1" not in shots and story.BEYOND_LIMIT in shots
     assert signals.startswith("signals: the closest to the limit is download with 2 workers, 1.16×"), signals
     assert "the gap above 1" in signals
+
+
+def test_the_terminal_summary_measures_against_the_same_limit_as_the_report() -> None:
+    """The table a run prints at its end divides by the group's raw-GET ceiling too: in the
+    published run download's own raw measurements (0.18 s) put it at 0.75x raw-get, the group's
+    (0.116 s) at 1.16x, as in the report."""
+    import csv
+
+    from shotbench.bench.progress import summary_table
+
+    run = Path(__file__).resolve().parents[2] / "data" / "runs" / "20261127T130041Z-eb0b43"
+    with (run / "cases.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    table = summary_table([r for r in rows if r["obj-type"] == "signals" and r["num-workers"] == "2"]).splitlines()
+    ratio = {tuple(x.split()[:2]): float(x.split()[4]) for x in table[1:]}
+    assert ratio["download", "signals"] == pytest.approx(1.16, abs=0.01), table
+    assert 1.0 < ratio["raw-get", "signals"] < 1.3, table  # the raw-get backend's own cases against all of them

@@ -28,12 +28,32 @@ def _dur(s: float) -> str:
     return f"{s // 60}m{s % 60:02d}s"
 
 
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _bytes_group(r: dict[str, Any]) -> tuple[str, str, str, str]:
+    """The cases that fetch the same bytes by the same path (analyse.analysis.CEILING_KEYS)."""
+    return (r.get("file-family") or "", r["obj-type"], str(r["num-workers"]), r.get("network") or "")
+
+
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """Per backend and mode, over ok cases only: median total runtime, ratio to raw-get, GETs, MB."""
+    """Per backend and mode, over ok cases only: median total runtime, ratio to raw-get, GETs, MB.
+
+    A case's raw-get is the median of every raw-GET measurement of its bytes (all the cases of its
+    mode and worker count), as the report's limit is: one case's own measurement is too short to
+    stand alone (analysis.raw_ceiling)."""
+    ok = [r for r in rows if row_status(r) == OK]
+    raws: dict[tuple[str, str, str, str], list[float]] = {}
+    for r in ok:
+        if _num(r.get("raw-get-runtime")) > 0:
+            raws.setdefault(_bytes_group(r), []).append(_num(r.get("raw-get-runtime")))
+    ceiling = {k: statistics.median(v) for k, v in raws.items()}
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        if row_status(r) != OK:
-            continue
+    for r in ok:
         groups.setdefault((r.get("file-family") or "", r["backend"], r["obj-type"]), []).append(r)
     width = max([len(k[0]) for k in groups] + [0])
     fam = f"{'family':<{width}} " if width else ""
@@ -45,20 +65,12 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         vals = [v for v in vals if v == v]
         return statistics.median(vals) if vals else None
 
-    def num(v: Any) -> float:
-        try:
-            return float(v)
-        except (TypeError, ValueError):
-            return float("nan")
-
     for (family, backend, mode), rs in sorted(groups.items()):
-        tot = med([num(r["total-runtime"]) for r in rs])
-        ratio = med(
-            [num(r["total-runtime"]) / num(r["raw-get-runtime"]) for r in rs if num(r.get("raw-get-runtime")) > 0]
-        )
-        gets = med([num(r.get("gets")) for r in rs])
-        mb = med([num(r.get("get-bytes")) / 1e6 for r in rs])
-        eff = med([num(r.get("harness-efficiency")) for r in rs])
+        tot = med([_num(r["total-runtime"]) for r in rs])
+        ratio = med([_num(r["total-runtime"]) / ceiling[_bytes_group(r)] for r in rs if _bytes_group(r) in ceiling])
+        gets = med([_num(r.get("gets")) for r in rs])
+        mb = med([_num(r.get("get-bytes")) / 1e6 for r in rs])
+        eff = med([_num(r.get("harness-efficiency")) for r in rs])
 
         def f(v: float | None, fmt: str) -> str:
             return "-" if v is None else format(v, fmt)
