@@ -235,7 +235,7 @@ def decision_table(
                     rlo, rhi = vs.low, vs.high
                     row_verdict = verdict(rank, vs, vs, margin)
             # the raw-GET ceiling of the group's bytes (analysis.raw_ceiling)
-            raw = float(g["_raw"].median()) if g["_raw"].notna().any() else np.nan
+            raw = float(g["_raw"].median())  # NaN when the group has no raw-GET measurement
             limit = np.nan if np.isnan(local_time) and np.isnan(raw) else float(np.nanmax([local_time, raw]))
             label = str(g["label"].iloc[0]) if "label" in g.columns else ""
             ranked.add((label, str(g["backend"].iloc[0]), str(mode), int(workers), pb))

@@ -35,26 +35,20 @@ def _num(v: Any) -> float:
         return float("nan")
 
 
-def _bytes_group(r: dict[str, Any]) -> tuple[str, str, str, str]:
-    """The cases that fetch the same bytes by the same path (analyse.analysis.CEILING_KEYS)."""
-    return (r.get("file-family") or "", r["obj-type"], str(r["num-workers"]), r.get("network") or "")
-
-
 def summary_table(rows: list[dict[str, Any]]) -> str:
     """Per backend and mode, over ok cases only: median total runtime, ratio to raw-get, GETs, MB.
 
-    A case's raw-get is the median of every raw-GET measurement of its bytes (all the cases of its
-    mode and worker count), as the report's limit is: one case's own measurement is too short to
-    stand alone (analysis.raw_ceiling)."""
+    A case's raw-get is its group's raw-GET ceiling (analysis.raw_ceiling), as the report's limit
+    is: one case's own measurement is too short to stand alone."""
+    import pandas as pd  # at the end of a run only: the progress lines need neither
+
+    from shotbench.analyse import analysis
+
     ok = [r for r in rows if row_status(r) == OK]
-    raws: dict[tuple[str, str, str, str], list[float]] = {}
-    for r in ok:
-        if _num(r.get("raw-get-runtime")) > 0:
-            raws.setdefault(_bytes_group(r), []).append(_num(r.get("raw-get-runtime")))
-    ceiling = {k: statistics.median(v) for k, v in raws.items()}
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for r in ok:
-        groups.setdefault((r.get("file-family") or "", r["backend"], r["obj-type"]), []).append(r)
+    ceilings = analysis.raw_ceiling(pd.DataFrame(ok)).tolist() if ok else []
+    groups: dict[tuple[str, str, str], list[tuple[dict[str, Any], float]]] = {}
+    for r, ceiling in zip(ok, ceilings):
+        groups.setdefault((r.get("file-family") or "", r["backend"], r["obj-type"]), []).append((r, ceiling))
     width = max([len(k[0]) for k in groups] + [0])
     fam = f"{'family':<{width}} " if width else ""
     lines = [
@@ -65,9 +59,10 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         vals = [v for v in vals if v == v]
         return statistics.median(vals) if vals else None
 
-    for (family, backend, mode), rs in sorted(groups.items()):
+    for (family, backend, mode), cases in sorted(groups.items()):
+        rs = [r for r, _ in cases]
         tot = med([_num(r["total-runtime"]) for r in rs])
-        ratio = med([_num(r["total-runtime"]) / ceiling[_bytes_group(r)] for r in rs if _bytes_group(r) in ceiling])
+        ratio = med([_num(r["total-runtime"]) / c for r, c in cases if c > 0])
         gets = med([_num(r.get("gets")) for r in rs])
         mb = med([_num(r.get("get-bytes")) / 1e6 for r in rs])
         eff = med([_num(r.get("harness-efficiency")) for r in rs])
