@@ -62,6 +62,10 @@ def test_bench_writes_upstream_rows_and_gets(tiny, shot_dir: Path) -> None:
     assert meta["status"] == "complete" and len(cases) == len(meta["plan"]) == 3 * 2 * 2
     assert (meta["kind"], meta["schema"]) == ("read", 1)
     assert meta["config"]["backend_options"] == {"local": {}, "obstore": {"block_size": 0}, "raw-get": {}}
+    # the path's TLS records, counted on the wire: the embedded server writes 4 KiB at a time
+    records = meta["data"]["tls_records"]
+    assert records["version"].startswith("TLS") and records["body_bytes"] == 1 << 20, records
+    assert 4096 < records["median_bytes"] <= 4096 + 64, records
     assert Counter(c["case-id"] for c in cases).most_common(1)[0][1] == 1
     for c in cases:
         assert c["errors"] == "0" and c["status"] == "ok", c

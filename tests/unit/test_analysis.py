@@ -265,6 +265,38 @@ def test_a_reader_faster_than_the_plain_gets_is_explained_not_called_a_cost() ->
     assert "the gap above 1" in signals
 
 
+def test_a_run_that_counted_small_tls_records_names_them_as_the_reason(tmp_path: Path) -> None:
+    """A run records the TLS records its server sent (bench/prepare.path_records). When they were
+    small (the embedded server's 4,118 bytes), a reader beating the plain GETs is explained by
+    obstore's cost per record; when they were full-size, or not counted, it is not."""
+    import json
+    import shutil
+
+    from shotbench.figures import plots, story
+
+    published = Path(__file__).resolve().parents[2] / "data" / "runs" / "20261127T130041Z-eb0b43"
+
+    def limit_sentences(median_bytes: int | None) -> list[str]:
+        run = tmp_path / f"r{median_bytes}" / published.name
+        shutil.copytree(published, run)
+        meta = json.loads((run / "run.json").read_text())
+        if median_bytes is not None:
+            meta["data"]["tls_records"] = {"version": "TLSv1.3", "records": 260, "median_bytes": median_bytes,
+                                           "largest_bytes": median_bytes, "body_bytes": 1048576}  # fmt: skip
+        (run / "run.json").write_text(json.dumps(meta))
+        ds = analysis.load([f"{run.name}={run}"])
+        choice = decision.decision_table(ds)
+        (finding,) = [f for f in story.why(ds, choice, analysis.scaling_table(ds), analysis.backend_ratios(ds),
+                                           plots.colors(ds.series)) if "from the limit" in f.title]  # fmt: skip
+        return finding.sentences
+
+    shots, _ = limit_sentences(4118)
+    assert "TLS records of 4,118 bytes" in shots and story.PER_RECORD in shots, shots
+    for full_or_none in (16406, None):
+        shots, _ = limit_sentences(full_or_none)
+        assert "TLS records of" not in shots and story.BEYOND_LIMIT in shots, shots
+
+
 def test_the_terminal_summary_measures_against_the_same_limit_as_the_report() -> None:
     """The table a run prints at its end divides by the group's raw-GET ceiling too: in the
     published run download's own raw measurements (0.18 s) put it at 0.75x raw-get, the group's

@@ -27,6 +27,7 @@ from shotbench.plan.matrix import MODES, UPSTREAM_PAGE_BUFFER
 from shotbench.records.schema import UPSTREAM_COLUMNS, valid_case_row
 from shotbench.records.status import OK, UNSUPPORTED, error_count, legacy_case_status
 from shotbench.runs import RUN_JSON, latest_run, read_meta, read_table
+from shotbench.store.tlsrecords import TlsRecords
 from shotbench.units import MiB
 
 KEYS: list[str] = ["label", "backend", "obj-type", "pb-size", "num-workers"]
@@ -630,6 +631,22 @@ def raw_ceiling(cases: pd.DataFrame) -> pd.Series:
     measured = own if raw is None else raw.fillna(own)
     groups = cases[keys].astype(object).fillna("").astype(str)
     return measured.groupby([groups[k] for k in keys]).transform("median")
+
+
+def small_tls_records(ds: Dataset) -> int | None:
+    """The bytes per TLS record on the wire of the runs of `ds`, when every run counted small
+    ones (bench/prepare.path_records, store/tlsrecords.TlsRecords.small); None when a run sent
+    full-size records, did not count them, or read over http."""
+    counted = []
+    for meta in ds.runs.values():
+        found = (meta.get("data") or {}).get("tls_records") or {}
+        try:
+            counted.append(TlsRecords(**found))
+        except TypeError:  # not counted: over http, an older run, or the count failed ({"error": ...})
+            return None
+    if not counted or not all(r.small for r in counted):
+        return None
+    return max(r.median_bytes for r in counted)
 
 
 def case_metrics(ds: Dataset) -> pd.DataFrame:

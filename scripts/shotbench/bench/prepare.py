@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +155,7 @@ def prepare(
             if "local" in backends and data is not None:
                 mirror_locally(source, objs, s3, Path(local_dir), say=say)
         files = inventory(source, objs, s3, say=say)
+        tls_records = path_records(s3, loc.bucket, objs[0].key) if s3 is not None and objs else None
         unsupported = unsupported_keys(backends, source, s3, files, cfg.options)
         for name, why in unsupported.items():
             say(f"{name}: unsupported for this data, left out of this run (unsupported is not failed): {why}")
@@ -184,8 +185,30 @@ def prepare(
             "local_copies": local_dir,
             **({"endpoint": s3.public()["endpoint"], "region": s3.region} if s3 is not None else {}),
             **({"unsupported": unsupported} if unsupported else {}),
+            **({"tls_records": tls_records} if tls_records is not None else {}),
         }
         yield Prepared(workload, record, backends, fault_stats)
+
+
+def path_records(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
+    """The TLS records this run's server sends, counted on one GET of the first MiB of a shot file
+    (`store/tlsrecords.py`): a client with a cost per record reads slower from a server that sends
+    small ones. None over http; the reason, not a failure, when the count cannot be made."""
+    from shotbench.store import tlsrecords
+
+    if not (s3.endpoint_url or "https:").startswith("https:"):
+        return None
+    url = s3.boto3_client().generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=300)
+    try:
+        found = tlsrecords.measure(url, s3.ca_bundle)
+    except (OSError, ValueError) as exc:
+        why = f"{type(exc).__name__}: {exc}"[:200]
+        say(f"TLS records of the path: not counted ({why})")
+        return {"error": why}
+    say(
+        f"TLS records of the path: {found.median_bytes} bytes each on the wire (median of {found.records}, {found.version})"
+    )
+    return asdict(found)
 
 
 def make_families(cfg: profiles.BenchConfig, root: Path) -> set[str]:
