@@ -92,3 +92,22 @@ def test_a_silent_endpoint_ends_within_the_timeout() -> None:
         with pytest.raises(OSError):
             tlsrecords.measure(f"https://127.0.0.1:{quiet.getsockname()[1]}/k", None, timeout=1.0)
         assert time.monotonic() - t0 < 3
+
+
+def test_a_run_whose_count_fails_says_why_and_goes_on() -> None:
+    """bench/prepare.path_records: an endpoint that cannot be counted gives its reason, never an
+    exception that would end the run, and never the URL's signature or the keys."""
+    import socket
+
+    from shotbench.bench.prepare import path_records
+    from shotbench.store.s3 import S3Config
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # nothing listens once the socket is closed
+    secret = "SBTESTSECRET" + "s" * 28
+    cfg = S3Config(f"https://127.0.0.1:{port}", "us-east-1", "SBTESTKEY00000000000", secret)
+    found = path_records(cfg, "bucket", "a shot.h5")
+    assert found is not None and found["error"].startswith("ConnectionRefusedError"), found
+    assert secret not in found["error"] and "Signature" not in found["error"]
+    assert path_records(S3Config("http://127.0.0.1:1", "us-east-1", "k", secret), "bucket", "k") is None

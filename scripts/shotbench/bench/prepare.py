@@ -194,15 +194,22 @@ def path_records(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
     """The TLS records this run's server sends, counted on one GET of the first MiB of a shot file
     (`store/tlsrecords.py`): a client with a cost per record reads slower from a server that sends
     small ones. None over http; the reason, not a failure, when the count cannot be made."""
+    from botocore.exceptions import BotoCoreError
+
+    from shotbench.redact import scrub
     from shotbench.store import tlsrecords
 
     if not (s3.endpoint_url or "https:").startswith("https:"):
         return None
-    url = s3.boto3_client().generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=300)
+    url = ""
     try:
+        url = s3.boto3_client().generate_presigned_url(
+            "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=300
+        )
         found = tlsrecords.measure(url, s3.ca_bundle)
-    except (OSError, ValueError) as exc:
-        why = f"{type(exc).__name__}: {exc}"[:200]
+    except (OSError, ValueError, BotoCoreError) as exc:
+        # the signature lives in the URL's query: never in a message
+        why = scrub(f"{type(exc).__name__}: {exc}", [*s3.secrets(), url.partition("?")[2]])[:200]
         say(f"TLS records of the path: not counted ({why})")
         return {"error": why}
     say(
