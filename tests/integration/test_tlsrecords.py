@@ -44,7 +44,7 @@ def test_the_embedded_server_sends_4_kib_records(embedded_https) -> None:
     assert found.records >= (1 << 20) // 4096 and found.small
 
 
-def test_an_openssl_server_fills_its_records(embedded_https, tmp_path: Path) -> None:
+def test_an_openssl_server_fills_its_records(embedded_https) -> None:
     info, _ = embedded_https
     tls_dir = Path(info.ca_bundle).parent  # the embedded server's private CA signs 127.0.0.1
 

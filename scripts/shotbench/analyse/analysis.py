@@ -637,16 +637,10 @@ def small_tls_records(ds: Dataset) -> int | None:
     """The bytes per TLS record on the wire of the runs of `ds`, when every run counted small
     ones (bench/prepare.path_records, store/tlsrecords.TlsRecords.small); None when a run sent
     full-size records, did not count them, or read over http."""
-    counted = []
-    for meta in ds.runs.values():
-        found = (meta.get("data") or {}).get("tls_records") or {}
-        try:
-            counted.append(TlsRecords(**found))
-        except TypeError:  # not counted: over http, an older run, or the count failed ({"error": ...})
-            return None
-    if not counted or not all(r.small for r in counted):
+    counted = [TlsRecords.of((meta.get("data") or {}).get("tls_records")) for meta in ds.runs.values()]
+    if not counted or not all(r is not None and r.small for r in counted):
         return None
-    return max(r.median_bytes for r in counted)
+    return max(r.median_bytes for r in counted if r is not None)
 
 
 def case_metrics(ds: Dataset) -> pd.DataFrame:

@@ -152,20 +152,23 @@ def _limit(ds: analysis.Dataset, choice: pd.DataFrame, palette: dict[str, str]) 
         best = t.loc[t["vs-limit"].idxmin()]
         who = f"{best['name']} with {_workers(int(best['num-workers']))}"
         limit = f"({best['limit']:.3g} s: the slower of local disk and plain GETs of the same bytes)"
-        if best["vs-limit"] < 1 and records is not None:
+        if best["vs-limit"] < 1:
+            if records is not None:
+                why = (
+                    f"and this run's server sent its bytes in TLS records of {records:,} bytes, where TLS allows "
+                    "16 KiB. obstore passes every record from one thread to another, so a client that decrypts "
+                    "where it reads (OpenSSL) or splits a read across connections (libhdf5 2.x's aws-c-s3) moves "
+                    f"the same bytes faster ({PER_RECORD})."
+                )
+            else:
+                why = (
+                    "each on one connection, and a client with a faster TLS stack, or one that splits a read "
+                    "across connections, as libhdf5 2.x's aws-c-s3 does both, can move the bytes faster "
+                    f"({BEYOND_LIMIT})."
+                )
             sentences.append(
                 f"{mode}: {who} is {best['vs-limit']:.2f}× the limit {limit}, faster than the plain GETs: those "
-                f"are one obstore request per object range, and this run's server sent its bytes in TLS records of "
-                f"{records:,} bytes, where TLS allows 16 KiB. obstore passes every record from one thread to another, "
-                f"so a client that decrypts where it reads (OpenSSL) or splits a read across connections "
-                f"(libhdf5 2.x's aws-c-s3) moves the same bytes faster ({PER_RECORD})."
-            )
-        elif best["vs-limit"] < 1:
-            sentences.append(
-                f"{mode}: {who} is {best['vs-limit']:.2f}× the limit {limit}, faster than the plain GETs: those "
-                f"are one obstore request per object range, each on one connection, and a client with a faster TLS "
-                f"stack, or one that splits a read across connections, as libhdf5 2.x's aws-c-s3 does both, can move "
-                f"the bytes faster ({BEYOND_LIMIT})."
+                f"are one obstore request per object range, {why}"
             )
         else:
             sentences.append(

@@ -17,7 +17,9 @@ import socket
 import ssl
 import statistics
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 APPLICATION_DATA = 23  # TLS content type; under TLS 1.3 every record after the hello has it
@@ -34,6 +36,15 @@ class TlsRecords:
     median_bytes: int
     largest_bytes: int
     body_bytes: int
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any] | None) -> TlsRecords | None:
+        """The count a run stored (run.json `data.tls_records`); None when it has none, or only
+        the reason it could not be made."""
+        try:
+            return cls(**record) if record else None
+        except TypeError:
+            return None
 
     @property
     def small(self) -> bool:
