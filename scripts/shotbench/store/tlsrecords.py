@@ -29,7 +29,8 @@ MAX_PLAINTEXT = 16384  # 2**14, the most a TLS record may carry
 
 @dataclass(frozen=True)
 class TlsRecords:
-    """What one GET's encrypted records were, on the wire (header and tag included)."""
+    """What one GET's connection carried in encrypted records, on the wire (header and tag
+    included): the response's records and the few of the handshake, whose median they set."""
 
     version: str
     records: int
@@ -80,11 +81,10 @@ def measure(url: str, ca_bundle: str | None = None, nbytes: int = 1 << 20, timeo
     plaintext = bytearray()
     with socket.create_connection((parts.hostname, parts.port or 443), timeout=timeout) as sock:
 
-        def receive(keep: bool) -> bool:
+        def receive() -> bool:
             sock.settimeout(max(0.1, deadline - time.monotonic()))
             chunk = sock.recv(1 << 16)
-            if keep:
-                ciphertext.extend(chunk)
+            ciphertext.extend(chunk)  # all of it, handshake too: so every record header is where it is read
             if chunk:
                 incoming.write(chunk)
             else:
@@ -97,7 +97,7 @@ def measure(url: str, ca_bundle: str | None = None, nbytes: int = 1 << 20, timeo
                 break
             except ssl.SSLWantReadError:
                 sock.sendall(outgoing.read())
-                if not receive(keep=False):
+                if not receive():
                     raise ConnectionError("the endpoint closed the connection during the TLS handshake") from None
         sock.sendall(outgoing.read())
         path = parts.path + (f"?{parts.query}" if parts.query else "")
@@ -108,7 +108,7 @@ def measure(url: str, ca_bundle: str | None = None, nbytes: int = 1 << 20, timeo
         tls.write(request.encode())
         sock.sendall(outgoing.read())
         while time.monotonic() < deadline:
-            more = receive(keep=True)
+            more = receive()
             try:
                 while data := tls.read(1 << 16):
                     plaintext.extend(data)
