@@ -8,6 +8,7 @@ paged): compact, contiguous and deflated chunked datasets, with shared dimension
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,10 @@ def test_hsds_loads_linked_files_reads_them_through_dask_and_stops(compat_shots,
         assert len(processes_naming(Path(sockets).name)) == 2  # its service node and its data node
         assert info.password() not in (state / "hsds.out").read_text()
         out = run_case("hsds", source, cfg, files, tmp_path, env={**cfg.env_vars(), **info.client_env()})
+        stopping = time.monotonic()
+    # both nodes end within a second of SIGTERM; an unreaped data node kept the group "alive" until
+    # the SIGKILL at service.STOP_TIMEOUT (10 s), every stop
+    assert time.monotonic() - stopping < service.STOP_TIMEOUT / 2
     assert processes_naming(Path(sockets).name) == [] and not Path(sockets).exists()
     assert service.status(state) is None
     rows = out.rows
