@@ -86,3 +86,11 @@ def terminate(pid: int, name: str) -> None:
 def reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def reap_group(pgid: int) -> None:
+    """Reap every ended child of ours in process group `pgid`: an unreaped one still counts as a
+    member, so `killpg(pgid, 0)` finds the group alive after all of it has ended."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        while os.waitpid(-pgid, os.WNOHANG)[0]:
+            pass

@@ -29,6 +29,13 @@ PERIOD = 3.0  # seconds between sets: a run of the default backends, two trials 
 GRACE = 10.0
 
 
+def _through_gate(emu, s3_server, role_set):
+    """An S3 config that signs with one of the role's sets and reaches the server through the gate."""
+    from shotbench.store.s3 import S3Config
+
+    return S3Config(emu.gate_endpoint, s3_server.region, role_set.access_key, role_set.secret_key, role_set.token)
+
+
 def _default_backends() -> list[str]:
     return registry.default_names()
 
@@ -62,13 +69,9 @@ def test_a_run_outlives_rotating_instance_role_credentials(
         status = emu.role.status()
         issued = list(emu.role.issued)
         # a revoked set is refused: the rotation is real, not a formality
-        from dataclasses import replace
-
-        from shotbench.store.s3 import S3Config
-
-        old = S3Config(emu.gate_endpoint, s3_server.region, first.access_key, first.secret_key, first.token)
+        client = _through_gate(emu, s3_server, first).boto3_client(retries=1)
         with pytest.raises(Exception, match="ExpiredToken"):
-            replace(old).boto3_client(retries=1).get_object(Bucket=loc.bucket, Key=staged_shots[2][0].key)
+            client.get_object(Bucket=loc.bucket, Key=staged_shots[2][0].key)
     finally:
         emu.close()
     assert proc.returncode == 0, (status, proc.stderr[-3000:])
@@ -94,18 +97,16 @@ def test_a_run_outlives_rotating_instance_role_credentials(
 def test_the_gate_answers_a_small_get_without_waiting_for_a_delayed_ack(s3_server, staged_shots) -> None:
     """A reply sent as headers then body, with Nagle's algorithm on, waits for the client's delayed
     ACK: 44 ms a GET on Linux, which made an obstore signals case through the gate 38 s instead of
-    1 s, and would add the same to every number measured behind `shotbench emulate`."""
+    1 s, and would add the same to every number measured behind `shotbench imds`."""
     import statistics
 
     from shotbench.store import imds
-    from shotbench.store.s3 import S3Config
 
     loc, _, objs = staged_shots
     emu = imds.serve(s3_server.endpoint_url, (s3_server.access_key, s3_server.secret_key), s3_server.region,
                      600.0, 600.0)  # fmt: skip
     try:
-        now = emu.role.current()
-        client = S3Config(emu.gate_endpoint, s3_server.region, now.access_key, now.secret_key, now.token).boto3_client()
+        client = _through_gate(emu, s3_server, emu.role.current()).boto3_client()
         took = []
         for i in range(21):  # one kept-alive connection, as a reader's
             t0 = time.perf_counter()

@@ -638,9 +638,8 @@ def small_tls_records(ds: Dataset) -> int | None:
     ones (bench/prepare.path_records, store/tlsrecords.TlsRecords.small); None when a run sent
     full-size records, did not count them, or read over http."""
     counted = [TlsRecords.of((meta.get("data") or {}).get("tls_records")) for meta in ds.runs.values()]
-    if not counted or not all(r is not None and r.small for r in counted):
-        return None
-    return max(r.median_bytes for r in counted if r is not None)
+    small = [r for r in counted if r is not None and r.small]
+    return max(r.median_bytes for r in small) if small and len(small) == len(counted) else None
 
 
 def case_metrics(ds: Dataset) -> pd.DataFrame:

@@ -30,7 +30,7 @@ from typing import Any
 
 from shotbench.errors import UserError
 from shotbench.locks import exclusive
-from shotbench.processes import die_with_parent, pid_alive
+from shotbench.processes import die_with_parent, pid_alive, reap_group
 from shotbench.store.s3 import DEFAULT_REGION, S3Config
 
 ADMIN = "admin"
@@ -206,14 +206,6 @@ def _ready(path: Path) -> bool:
     return head.startswith(b"HTTP/1.") and b" 200 " in head.split(b"\r\n", 1)[0] and b'"READY"' in body
 
 
-def _reap_group(pgid: int) -> None:
-    """Reap every ended child of ours in the group: an unreaped one (the data node, not only the
-    leader) still counts as a member, so the group seemed alive until the SIGKILL, 10 s on."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        while os.waitpid(-pgid, os.WNOHANG)[0]:
-            pass
-
-
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -236,12 +228,12 @@ def _cleanup(st: Path) -> None:
             os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
         while time.monotonic() < deadline and _group_alive(pid):
-            _reap_group(pid)
+            reap_group(pid)  # the data node too, not only the leader: else the group looks alive until the SIGKILL
             time.sleep(0.1)
         if _group_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-        _reap_group(pid)
+        reap_group(pid)
     sock = rec.get("socket_dir")
     if sock and str(sock).startswith("/tmp/sb-hsds-"):
         for p in Path(sock).glob("*"):

@@ -332,7 +332,7 @@ def _gate_handler(role: Role, upstream: tuple[str, int], root: tuple[str, str], 
                 while chunk := resp.read(CHUNK):
                     if self.command != "HEAD":
                         self.wfile.write(chunk)
-            except (BrokenPipeError, ConnectionResetError):  # the client hung up mid-body, as S3's do
+            except (BrokenPipeError, ConnectionResetError):  # the client hung up mid-body, as S3 clients do
                 self.close_connection = True
                 conn.close()
 
