@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from shotbench.backends import registry
 from shotbench.backends.base import Source
+
+if TYPE_CHECKING:
+    from shotbench.bench.driverpool import DriverProc
 
 INDEXED = ["virtualizarr", "h5coro-hidefix", "icechunk-virtual"]
 
@@ -53,28 +58,47 @@ def test_indexed_readers_are_registered_opt_in() -> None:
     assert not set(INDEXED) & set(BenchConfig().backends)
 
 
-def run_case(name: str, source: Source, cfg, files, tmp_path: Path, workers: int = 2, env: dict | None = None):
-    """One verified `signals` case of `name` through the real driver and Dask workers."""
+def start_driver(name: str, env: dict[str, str], log: Path) -> DriverProc:
+    """The driver of `name`'s environment, started as a run starts it."""
     from shotbench.backends.base import child_env
     from shotbench.bench.driverpool import DriverProc
+
+    cls = registry.get(name)
+    drv = DriverProc(cls.env_key(), cls.python(), child_env(env), log, None)
+    drv.start()
+    return drv
+
+
+@pytest.fixture(scope="module")
+def drivers(s3_server, tmp_path_factory) -> Iterator[Callable[[str], DriverProc]]:
+    """One driver per environment for the whole module, as a run keeps one for all its cases: each
+    test prepares its own case on it (a Prepare replaces the last one) and the warm 2-worker cluster
+    is reused, so the module starts two drivers instead of one per test. Starting a cluster is not
+    what these tests test."""
+    logs = tmp_path_factory.mktemp("drivers")
+    started: dict[str, DriverProc] = {}
+
+    def driver_for(name: str) -> DriverProc:
+        cls = registry.get(name)
+        key = cls.env_key()
+        if key not in started:
+            env = {**s3_server.s3config().env_vars(), **cls.process_env(s3_server.s3config())}
+            started[key] = start_driver(name, env, logs / f"{key}.log")
+        return started[key]
+
+    yield driver_for
+    for drv in started.values():
+        drv.stop()
+
+
+def run_case(name: str, source: Source, files, tmp_path: Path, drv: DriverProc, workers: int = 2):
+    """One verified `signals` case of `name` on the driver `drv` and its Dask workers."""
     from shotbench.bench.protocol import Prepare, Run, Spec
     from shotbench.plan import matrix as plan
 
-    cls = registry.get(name)
-    drv = DriverProc(
-        cls.env_key(),
-        cls.python(),
-        child_env(env if env is not None else {**cfg.env_vars(), **cls.process_env(cfg)}),
-        tmp_path / f"{name}.log",
-        None,
-    )
-    drv.start()
-    try:
-        spec = Spec(name, source, 0, 1 << 20, {"index_dir": str(tmp_path / "index" / name)}, verify=True)
-        drv.request(Prepare(workers, spec))
-        return drv.request(Run(plan.signals_tasks(files, workers)))
-    finally:
-        drv.stop()
+    spec = Spec(name, source, 0, 1 << 20, {"index_dir": str(tmp_path / "index" / name)}, verify=True)
+    drv.request(Prepare(workers, spec))
+    return drv.request(Run(plan.signals_tasks(files, workers)))
 
 
 def expected_totals(folder: Path, files) -> list[int]:
@@ -96,7 +120,9 @@ def expected_totals(folder: Path, files) -> list[int]:
 @pytest.mark.server
 @pytest.mark.parametrize("shape", ["compat", "default"])
 @pytest.mark.parametrize("name", INDEXED)
-def test_indexed_reader_through_dask_matches_h5py(name, shape, compat_shots, staged_shots, shot_dir, tmp_path) -> None:
+def test_indexed_reader_through_dask_matches_h5py(
+    name, shape, compat_shots, staged_shots, shot_dir, drivers, tmp_path
+) -> None:
     """Every row error-free, datasets and bytes as h5py reads them, each signal's CRC-32 equal to
     the local copy's; the index was built before the clock and its one-time cost is recorded."""
     from shotbench.bench.checksums import Checksums
@@ -116,7 +142,7 @@ def test_indexed_reader_through_dask_matches_h5py(name, shape, compat_shots, sta
         (loc, cfg, objs), folder = staged_shots, shot_dir
     source = Source("s3", loc.bucket, loc.prefix, str(folder))
     files = list_files(source, objs, cfg)
-    out = run_case(name, source, cfg, files, tmp_path)
+    out = run_case(name, source, files, tmp_path, drivers(name))
     rows = out.rows
     assert rows and not [r["error"] for r in rows if r["error"]]
     want = expected_totals(folder, files)
@@ -167,7 +193,11 @@ def test_hsds_loads_linked_files_reads_them_through_dask_and_stops(compat_shots,
         sockets = json.loads((state / "hsds.json").read_text())["socket_dir"]
         assert len(processes_naming(Path(sockets).name)) == 2  # its service node and its data node
         assert info.password() not in (state / "hsds.out").read_text()
-        out = run_case("hsds", source, cfg, files, tmp_path, env={**cfg.env_vars(), **info.client_env()})
+        drv = start_driver("hsds", {**cfg.env_vars(), **info.client_env()}, tmp_path / "hsds.log")
+        try:
+            out = run_case("hsds", source, files, tmp_path, drv)
+        finally:
+            drv.stop()
         stopping = time.monotonic()
     # both nodes end within a second of SIGTERM; an unreaped data node kept the group "alive" until
     # the SIGKILL at service.STOP_TIMEOUT (10 s), every stop
