@@ -26,14 +26,25 @@ def _strict(text: str) -> object:
     return json.loads(text, parse_constant=refuse)
 
 
-@pytest.mark.slow
-def test_duplicate_selections_are_measured_once(shot_dir: Path, tmp_path: Path) -> None:
-    """`--workers 1 1 --backends local local` gave 4 rows with one case id ("cases 4")."""
-    proc = run_bench(["--data", str(shot_dir), *TINY, "--workers", "1", "1", "--backends", "local", "local"], tmp_path)
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory: pytest.TempPathFactory, shot_dir: Path) -> tuple[Path, str]:
+    """One finished run of `local` with 1 and 2 workers and two trials, its selections given twice
+    (the folder and its stdout): the tests below read it, or a copy they damage, instead of making
+    a run each (a driver and Dask workers per run)."""
+    tmp = tmp_path_factory.mktemp("local-run")
+    args = ["--data", str(shot_dir), "--modes", "shots", "--page-buffers", "0", "--trials", "2"]
+    proc = run_bench([*args, "--workers", "1", "1", "2", "--backends", "local", "local"], tmp)
     assert proc.returncode == 0, proc.stderr
-    assert "workers: 1 given more than once" in proc.stdout and "backends: local given more than once" in proc.stdout
-    ids = [r["case-id"] for r in case_rows(only_run(tmp_path / "runs"))]
-    assert len(ids) == 1 == len(set(ids))
+    return only_run(tmp / "runs"), proc.stdout
+
+
+@pytest.mark.slow
+def test_duplicate_selections_are_measured_once(local_run: tuple[Path, str]) -> None:
+    """`--workers 1 1 --backends local local` gave 4 rows with one case id ("cases 4")."""
+    run, stdout = local_run
+    assert "workers: 1 given more than once" in stdout and "backends: local given more than once" in stdout
+    ids = [r["case-id"] for r in case_rows(run)]
+    assert len(ids) == 4 == len(set(ids))  # 2 worker counts x 2 trials, each once
 
 
 def test_zero_and_off_are_one_page_buffer() -> None:
@@ -66,10 +77,8 @@ def test_run_json_is_strict_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_real_run_json_is_strict_json(shot_dir: Path, tmp_path: Path) -> None:
-    proc = run_bench(["--data", str(shot_dir), *TINY, "--workers", "1"], tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    _strict((only_run(tmp_path / "runs") / "run.json").read_text())
+def test_a_real_run_json_is_strict_json(local_run: tuple[Path, str]) -> None:
+    _strict((local_run[0] / "run.json").read_text())
 
 
 @pytest.mark.parametrize("kind", ["folder", "binary", "missing in a folder with spaces é"])
@@ -86,27 +95,13 @@ def test_config_that_is_not_a_file(kind: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_torn_row_in_the_middle_is_set_aside_and_measured_again(shot_dir: Path, tmp_path: Path) -> None:
+def test_a_torn_row_in_the_middle_is_set_aside_and_measured_again(local_run: tuple[Path, str], tmp_path: Path) -> None:
     """A line of cases.csv cut in half (newline kept) was a traceback in the report, and `--resume`
     said "already complete", so the torn row counted as measured."""
-    args = [
-        "--data",
-        str(shot_dir),
-        "--backends",
-        "local",
-        "--modes",
-        "shots",
-        "--page-buffers",
-        "0",
-        "--workers",
-        "1",
-        "2",
-        "--trials",
-        "2",
-    ]
-    proc = run_bench(args, tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    run = only_run(tmp_path / "runs")
+    import shutil
+
+    run = tmp_path / "runs" / local_run[0].name  # a copy of the finished run: this test damages it
+    shutil.copytree(local_run[0], run)
     lines = (run / "cases.csv").read_text().splitlines(keepends=True)
     assert len(lines) == 5
     torn_id = next(csv.reader([lines[2]]))[1]

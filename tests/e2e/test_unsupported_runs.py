@@ -114,11 +114,15 @@ index_dir = "{index}"
 """
 
 
-def bench(tmp_path: Path, shot_dir: Path, backends: list[str]) -> subprocess.CompletedProcess[str]:
+def bench(
+    tmp_path: Path, shot_dir: Path, backends: list[str], state: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A run of `backends` on the tiny files; its config, index and runs under `tmp_path`, its
+    embedded server's state there too unless `state` names another run's (its server and objects)."""
     cfg = tmp_path / "tiny.toml"
     cfg.write_text(TINY.format(backends=json.dumps(backends), index=tmp_path / "index"))
     env = without_s3_settings()
-    env["SHOTBENCH_STATE"] = str(tmp_path / "state")
+    env["SHOTBENCH_STATE"] = str(state or tmp_path / "state")
     return subprocess.run(
         [
             sys.executable,
@@ -146,20 +150,31 @@ def cases(tmp_path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+@pytest.fixture(scope="module")
+def mixed_run(
+    tmp_path_factory: pytest.TempPathFactory, shot_dir: Path
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One run of fsspec, pyfive and h5coro (unsupported on the default v110 paged files) and
+    kerchunk, which builds its indexes in it: the first test reads the run, the second corrupts a
+    copy of the indexes. One run instead of two: each is a server, a driver and Dask workers."""
+    tmp = tmp_path_factory.mktemp("mixed")
+    return tmp, bench(tmp, shot_dir, ["fsspec", "pyfive", "h5coro", "kerchunk"])
+
+
 @pytest.mark.slow
-def test_a_run_whose_only_problems_are_unsupported_cases_exits_0(tmp_path: Path, shot_dir: Path) -> None:
+def test_a_run_whose_only_problems_are_unsupported_cases_exits_0(mixed_run) -> None:
     """pyfive and h5coro on the default (v110 paged) files: unsupported, not failed; exit 0."""
-    proc = bench(tmp_path, shot_dir, ["fsspec", "pyfive", "h5coro"])
+    tmp_path, proc = mixed_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     by_backend = {r["backend"]: r for r in cases(tmp_path)}
-    assert by_backend["fsspec"]["status"] == OK
+    assert by_backend["fsspec"]["status"] == by_backend["kerchunk"]["status"] == OK
     assert by_backend["pyfive"]["status"] == by_backend["h5coro"]["status"] == UNSUPPORTED
     assert "layout class 4" in by_backend["pyfive"]["first-error"]
     run = sorted(p for p in (tmp_path / "runs").iterdir() if p.is_dir())[-1]
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == COMPLETE and meta["errors"] == 0 and meta["unsupported"] == 2
     checked = {(v["backend"], v["status"]) for v in meta["readcheck"]}
-    assert checked == {("fsspec", OK), ("pyfive", UNSUPPORTED), ("h5coro", UNSUPPORTED)}
+    assert checked == {("fsspec", OK), ("pyfive", UNSUPPORTED), ("h5coro", UNSUPPORTED), ("kerchunk", OK)}
     assert capability.run_matrix(run).loc["pyfive"].iloc[0].startswith("✗ Pyfive cannot yet read")
 
 
@@ -183,12 +198,16 @@ def swap_two_chunks(index: Path) -> int:
 
 
 @pytest.mark.slow
-def test_a_reader_returning_wrong_bytes_fails_the_run_and_is_named(tmp_path: Path, shot_dir: Path) -> None:
+def test_a_reader_returning_wrong_bytes_fails_the_run_and_is_named(mixed_run, tmp_path: Path, shot_dir: Path) -> None:
     """kerchunk through an index whose chunk references were swapped: exit 1, kerchunk named."""
-    first = bench(tmp_path, shot_dir, ["kerchunk"])  # builds the indexes; its bytes are h5py's
-    assert first.returncode == 0, first.stderr[-3000:]
+    import shutil
+
+    first, proc = mixed_run  # built the indexes; kerchunk's bytes there were h5py's
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert {r["backend"]: r["status"] for r in cases(first)}["kerchunk"] == OK
+    shutil.copytree(first / "index", tmp_path / "index")
     assert swap_two_chunks(tmp_path / "index") >= 1
-    proc = bench(tmp_path, shot_dir, ["kerchunk"])
+    proc = bench(tmp_path, shot_dir, ["kerchunk"], state=first / "state")
     assert proc.returncode == 1, proc.stderr[-3000:]
     last = [ln for ln in proc.stderr.splitlines() if ln.startswith("shotbench: ")][-1]
     assert "kerchunk" in last and "wrong bytes" in last and "Traceback" not in proc.stderr
