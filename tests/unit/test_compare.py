@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shotbench.studies.compare.comparison import CASE_KEYS, TASK_TIME, Side, compare
+from shotbench import stats
+from shotbench.studies.compare.comparison import CASE_KEYS, RUN, TASK_TIME, Side, compare
 
 
 def _side(times: dict[str, list[float]], copy: float = 0.1, tasks: dict[str, list[float]] | None = None) -> Side:
@@ -44,6 +45,27 @@ def test_tasks_are_the_unit_so_two_trials_can_fire() -> None:
     assert t.loc["x shots w1 pb off", "ci-low"] > 1.1
     assert t.loc["y shots w1 pb off", "ci-low"] < 1 < t.loc["y shots w1 pb off", "ci-high"]
     assert not compare(a, a, CASE_KEYS)["slower"].any()
+
+
+def test_a_side_pooled_from_several_runs_is_resampled_run_by_run() -> None:
+    """Tasks of one run share its minute of the machine: when a side pools runs, the interval
+    resamples the runs, then their tasks (stats.clustered_ratio_interval), so two runs that fell in
+    a slow minute widen it instead of passing for 24 independent slow tasks."""
+    rng = np.random.default_rng(7)
+    keys = {"backend": "x", "obj-type": "signals", "num-workers": 1, "pb-size": 0}
+
+    def side(levels: list[float]) -> tuple[Side, list[np.ndarray]]:
+        runs = [level * np.exp(rng.normal(0, 0.3, 12)) for level in levels]
+        cases = pd.DataFrame([{**keys, "total-runtime": level, "copy": 0.1} for level in levels])
+        tasks = pd.DataFrame([{**keys, TASK_TIME: t, RUN: f"r{i}"} for i, r in enumerate(runs) for t in r])
+        return Side(cases, tasks), runs
+
+    (a, ra), (b, rb) = side([1.0, 1.1, 0.95]), side([1.4, 1.45, 1.0])
+    row = compare(a, b, CASE_KEYS).iloc[0]
+    want = stats.clustered_ratio_interval(rb, ra)
+    assert (row["ci-low"], row["ci-high"]) == (want.low, want.high) and row["n-a"] == 36
+    flat = compare(Side(a.cases, a.tasks.drop(columns=RUN)), Side(b.cases, b.tasks.drop(columns=RUN)), CASE_KEYS)
+    assert flat.iloc[0]["ci-high"] - flat.iloc[0]["ci-low"] < row["ci-high"] - row["ci-low"]
 
 
 def test_two_backends_of_one_run_are_paired_by_round() -> None:

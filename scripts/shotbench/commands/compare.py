@@ -99,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         args.correction,
     )
     print(
-        f"{title}: median task time ratio B ÷ A per case (95 % BCa interval), Mann-Whitney p ({how}-adjusted over "
+        f"{title}: median task time ratio B ÷ A per case (95 % bootstrap interval), Mann-Whitney p ({how}-adjusted over "
         f"{len(table)} cases)"
     )
     print(_compare_text(table))
@@ -124,8 +124,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "compare",
         help="compare two runs (or two backends of one run) case by case; exit 1 on a regression",
-        description="Median task time ratio B ÷ A per matching case over every task of every trial, BCa bootstrap "
-        "interval and Mann-Whitney p-value adjusted over the cases.",
+        description="Median task time ratio B ÷ A per matching case over every task of every trial, bootstrap "
+        "interval (runs pooled on a side are resampled run by run) and Mann-Whitney p-value adjusted over the cases.",
     )
     p.add_argument(
         "a",

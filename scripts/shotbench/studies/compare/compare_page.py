@@ -30,7 +30,7 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "", cor
         * hv.ErrorBars(df, case, ["ratio", "neg", "pos"]).opts(color=plots.PALETTE[0])
     ).opts(
         hv.opts.Overlay(
-            title="Median ratio per case, 95 % BCa bootstrap interval",
+            title="Median ratio per case, 95 % bootstrap interval",
             xlabel=case.label,
             ylabel=ratio.label,
             width=max(600, 60 * len(df)),
@@ -47,7 +47,8 @@ def write_html(table: pd.DataFrame, title: str, path: Path, gates: str = "", cor
     how = "Holm" if correction == "holm" else "Benjamini-Hochberg"
     intro = (
         f"<p>{html.escape(title)}. Per case: median task read time of B ÷ A over every task of every trial "
-        f"(<code>unit</code> says where only trial runtimes were there), BCa bootstrap 95 % interval, two-sided "
+        f"(<code>unit</code> says where only trial runtimes were there), bootstrap 95 % interval (a side pooled "
+        f"from several runs is resampled run by run, then task by task), two-sided "
         f"Mann-Whitney p, adjusted over the cases ({how}); <code>runtime-ratio</code> is the ratio of median "
         f"case runtimes; <code>vs-copy</code> = B's runtime ÷ the raw-GET time of the same bytes. "
         f"{html.escape(gates)}</p>"

@@ -5,7 +5,9 @@ several runs, comma-separated, pooled: made in turn, A, B, A, B, …, a busy mac
 on both sides alike), or two backends of one run (`--run DIR`; matching: mode, workers, page buffer). Tasks are the unit: every task
 row's read time of every trial is a sample (in `signals` mode a row per worker and signal), not
 one runtime per trial.
-Per case: median task time ratio B ÷ A with a BCa bootstrap 95 % interval and a two-sided
+Per case: median task time ratio B ÷ A with a bootstrap 95 % interval (BCa; where a side pools
+several runs, a percentile interval that resamples the runs, then their tasks:
+stats.clustered_ratio_interval) and a two-sided
 Mann-Whitney p-value, adjusted over the cases (Holm, or Benjamini-Hochberg with
 `--correction fdr`); stats.py computes all three. A case is SLOWER when its ratio is at least
 `--threshold` (default 1.10), its interval lies above 1 and its adjusted p is below 0.05.
@@ -33,6 +35,7 @@ from shotbench.errors import UserError
 
 CASE_KEYS = ["backend", "obj-type", "num-workers", "pb-size"]
 TASK_TIME = "open+read-data-time"
+RUN = "run"  # the run folder a task came from: a side pooled from several runs is resampled run by run
 COLUMNS = [
     "case",
     "unit",
@@ -59,7 +62,7 @@ class Side:
     """One side of a comparison: its usable cases (trial runtimes, copy baseline) and their tasks."""
 
     cases: pd.DataFrame
-    tasks: pd.DataFrame  # one row per task of a usable case: the case keys and TASK_TIME
+    tasks: pd.DataFrame  # one row per task of a usable case: the case keys, TASK_TIME and (optional) RUN
 
     def where(self, backend: str) -> Side:
         return Side(self.cases[self.cases["backend"] == backend], self.tasks[self.tasks["backend"] == backend])
@@ -84,6 +87,7 @@ def load(path: Path) -> Side:
         w = w[w["status"].fillna("ok").replace("", "ok") == "ok"]
     tasks = w[CASE_KEYS + [TASK_TIME]].copy()
     tasks[TASK_TIME] = pd.to_numeric(tasks[TASK_TIME], errors="coerce")
+    tasks[RUN] = path.name
     return Side(c, tasks.dropna(subset=[TASK_TIME]))
 
 
@@ -116,8 +120,7 @@ def compare(
 
     The samples are task read times where both sides have them (`unit` "task"), else trial runtimes."""
     ca = {_key(k): g for k, g in a.cases.groupby(keys, sort=False)}
-    ta = {_key(k): g[TASK_TIME].to_numpy(float) for k, g in a.tasks.groupby(keys, sort=False)}
-    tb = {_key(k): g[TASK_TIME].to_numpy(float) for k, g in b.tasks.groupby(keys, sort=False)}
+    ta, tb = _by_run(a.tasks, keys), _by_run(b.tasks, keys)
     rows = []
     per_round: list[np.ndarray] = []
     groups: list[tuple[str, int]] = []
@@ -126,11 +129,12 @@ def compare(
         if key not in ca:
             continue
         runs_a, runs_b = ca[key]["total-runtime"].to_numpy(float), gb["total-runtime"].to_numpy(float)
-        if len(ta.get(key, ())) and len(tb.get(key, ())):
-            unit, xa, xb = "task", ta[key], tb[key]
+        if ta.get(key) and tb.get(key):
+            unit, xa, xb = "task", np.concatenate(ta[key]), np.concatenate(tb[key])
+            ci = stats.clustered_ratio_interval(tb[key], ta[key], n_resamples=n_boot, seed=seed)
         else:
             unit, xa, xb = "trial", runs_a, runs_b
-        ci = stats.ratio_interval(xb, xa, n_resamples=n_boot, seed=seed)
+            ci = stats.ratio_interval(xb, xa, n_resamples=n_boot, seed=seed)
         if paired:
             per_round.append(_per_round(gb, ca[key]))
             parts = dict(zip(keys, key))
@@ -172,6 +176,15 @@ def compare(
         for r, lo, p in table[["ratio", "ci-low", "p-adjusted"]].to_numpy()
     ]
     return table[COLUMNS]
+
+
+def _by_run(tasks: pd.DataFrame, keys: list[str]) -> dict[tuple, list[np.ndarray]]:
+    """Each case's task times, one array per run it came from (one array when runs are not told)."""
+    out: dict[tuple, list[np.ndarray]] = {}
+    for k, g in tasks.groupby(keys, sort=False):
+        runs = [r for _, r in g.groupby(RUN, sort=False, dropna=False)] if RUN in g.columns else [g]
+        out[_key(k)] = [a for a in (r[TASK_TIME].to_numpy(float) for r in runs) if len(a)]
+    return out
 
 
 def _per_round(b: pd.DataFrame, a: pd.DataFrame) -> np.ndarray:
