@@ -41,6 +41,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """SHOTBENCH_TEST_CPU=FILE: each test's CPU-seconds go to FILE (support/testcpu.py)."""
+    if os.environ.get("SHOTBENCH_TEST_CPU"):
+        from support import testcpu
+
+        config.pluginmanager.register(testcpu, "shotbench-test-cpu")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tier by folder and by what a test really starts.
 
