@@ -26,8 +26,15 @@ def embedded_https(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     with embedded_server(tmp_path_factory.mktemp("tls-server"), tls=True) as info:
         client = info.s3config().boto3_client()
         client.create_bucket(Bucket="records")
-        client.put_object(Bucket="records", Key="a shot.h5", Body=BODY)
-        client.put_object(Bucket="records", Key="tiny", Body=b"x" * 1000)
+        # Each upload on a client (a connection) of its own. Twice on 2026-11-27, both times under
+        # load (the suite's parallel part, a cold rehearsal), versitygw answered the second of two
+        # botocore PUTs kept alive on one https connection, the one after the 2 MiB body, with
+        # 400 "An error occurred when parsing the HTTP request", and the first PUT was logged
+        # complete: something of the first request was left on the connection. Not reproduced on
+        # demand (delayed chunk terminators and trailers, a stopped server); what these tests count
+        # is the GET's TLS records, not botocore's uploads.
+        for key, body in (("a shot.h5", BODY), ("tiny", b"x" * 1000)):
+            info.s3config().boto3_client().put_object(Bucket="records", Key=key, Body=body)
         yield info, client
 
 
