@@ -168,12 +168,12 @@ def _two_stage_medians(runs: list[np.ndarray], n: int, rng: np.random.Generator,
     table = np.full((len(runs), int(sizes.max())), np.nan)
     for i, r in enumerate(runs):
         table[i, : len(r)] = r
+    slots = np.arange(table.shape[1])
     out = np.empty(n)
     for start in range(0, n, block):  # in blocks: a run of thousands of tasks stays within memory
         m = min(block, n - start)
         picked = rng.integers(0, len(runs), size=(m, len(runs)))
         size = sizes[picked][..., None]
-        slots = np.arange(table.shape[1])
         drawn = (rng.random((m, len(runs), table.shape[1])) * size).astype(int)
         values = table[picked[..., None], drawn]
         values[np.broadcast_to(slots >= size, values.shape)] = np.nan  # a run gives as many values as it has
