@@ -84,7 +84,7 @@ def test_a_worker_that_died_between_cases_is_waited_for_and_named(main_driver: A
 
 
 def test_warm_workers_keep_quiet_housekeeping() -> None:
-    """The workers a case runs on (and the idle ones beside them) check their event loop once a
+    """The workers a case runs on (and the idle ones beside them, and those a grown cluster adds) check their event loop once a
     second, not every 20 ms, and run no GIL monitor: Dask's defaults cost the idle warm clusters
     of a default run 41-44 % of one core, shared with the case being measured."""
     import dask
@@ -93,9 +93,35 @@ def test_warm_workers_keep_quiet_housekeeping() -> None:
 
     drv = Driver(None)
     try:
-        client, names = drv._client(1)
+        drv._client(1)
+        client, names = drv._client(2)  # the worker the grown cluster adds is made under them too
         got = client.run(lambda: {k: dask.config.get(k) for k in QUIET_DASK_CONFIG}, workers=names)
     finally:
         drv.shutdown()
-    assert list(got.values()) == [QUIET_DASK_CONFIG]
+    assert list(got.values()) == [QUIET_DASK_CONFIG] * 2
     assert QUIET_DASK_CONFIG["distributed.admin.tick.interval"] == "1s"
+
+
+def test_one_warm_cluster_grows_to_the_largest_case_and_serves_the_smaller_ones() -> None:
+    """A case of 2 workers after one of 1 adds a worker to the environment's cluster instead of
+    starting a second cluster; a later case of 1 runs on one of those two. A cluster per worker
+    count started three worker processes where two serve."""
+    import psutil
+
+    from shotbench.bench.driver import Driver
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    drv = Driver(None)
+    try:
+        client, one = drv._client(1)
+        client_two, two = drv._client(2)
+        client_again, again = drv._client(1)
+        workers = client.run(lambda: __import__("os").getpid())
+        spawned = {p.pid for p in me.children(recursive=True)} - before
+        sizes = list(drv.clusters)
+    finally:
+        drv.shutdown()
+    assert client_two is client and client_again is client and sizes == [2]
+    assert len(two) == 2 and set(one) < set(two) and again == two[:1]
+    assert set(workers.values()) <= spawned and len(workers) == 2

@@ -60,10 +60,10 @@ SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its wo
 TASKS_TIMEOUT_S = 60  # after the rows (or a lost worker): the tasks' own ends, which only surface errors
 
 # Scheduler/worker settings for our measured clusters: no work stealing (tasks are pinned),
-# no statistical profiler thread, no memory monitor, and quiet housekeeping. A default run keeps
-# 8 warm clusters (4 environments x 1 and 2 workers) while one case runs; idle, with Dask's
-# defaults, they took 41-44 % of one core (event-loop health checks every 20 ms, a system
-# monitor every 500 ms), and 10 % with the settings below: CPU that the measured case shared.
+# no statistical profiler thread, no memory monitor, and quiet housekeeping. A default run kept
+# 8 warm clusters (4 environments x 1 and 2 workers; one per environment now) while one case runs;
+# idle, with Dask's defaults, they took 41-44 % of one core (event-loop health checks every 20 ms,
+# a system monitor every 500 ms), and 10 % with the settings below: CPU that the measured case shared.
 # Side by side (3 default runs each, alternating), the HDF5 backends' cases took 12-32 % less
 # time with them; download and raw-get, which wait outside Python, did not change.
 QUIET_DASK_CONFIG = {
@@ -115,13 +115,18 @@ def _local_ip_towards(address: str) -> str:
 
 
 class Driver:
-    """The warm clusters of one environment and the case prepared on them (`current`)."""
+    """The warm cluster of one environment and the case prepared on them (`current`).
+
+    One LocalCluster, grown to the largest case so far; a smaller case runs on the first of its
+    workers, as on a user's cluster (`--scheduler`). A cluster per worker count started 1 + 2
+    workers per environment for a default run where 2 serve, and its idle processes shared the
+    cores with the measured case (1.5-1.7 % of a core against 0.9 % per environment, idle)."""
 
     def __init__(self, scheduler: str | None, pool: str | None = None) -> None:
         self.scheduler = scheduler
         self.pool_env = pool  # on a user's cluster: the environment whose workers this driver uses
         self.settings = case_settings()  # what every task carries (read/casesettings.py)
-        self.clusters: dict[int, tuple[Any, Any]] = {}
+        self.clusters: dict[int, tuple[Any, Any]] = {}  # at most one: its size -> (cluster, client)
         self.external: Any = None
         self.current: tuple[Any, list[str], Spec] | None = None
 
@@ -142,7 +147,8 @@ class Driver:
                     f"needs {workers}; add some with `{pools.start_hint(self.scheduler, self.pool_env or 'main')}`"
                 )
             return client, names[:workers]
-        if workers not in self.clusters:
+        size = next(iter(self.clusters), 0)  # the one warm cluster, keyed by its size
+        if size == 0:
             with dask.config.set(OUR_DASK_CONFIG):
                 cluster = LocalCluster(
                     n_workers=workers,
@@ -155,18 +161,26 @@ class Driver:
                 client = Client(cluster, set_as_default=False)
             _report_worker_deaths()  # once distributed is imported: its import configures its loggers
             client.wait_for_workers(workers)
-            self.clusters[workers] = (cluster, client)
-            print(f"dask dashboard ({workers} workers): {client.dashboard_link}", file=sys.stderr, flush=True)
-        client = self.clusters[workers][1]
+            size = workers
+            self.clusters[size] = (cluster, client)
+            print(f"dask dashboard: {client.dashboard_link}", file=sys.stderr, flush=True)
+        elif size < workers:  # grown, not started anew: a smaller case later runs on part of it
+            cluster, client = self.clusters.pop(size)
+            with dask.config.set(OUR_DASK_CONFIG):  # held until they exist: a nanny takes the config it is made under
+                cluster.scale(workers)
+                client.wait_for_workers(workers)
+            size = workers
+            self.clusters[size] = (cluster, client)
+        client = self.clusters[size][1]
         names = sorted(client.scheduler_info()["workers"])
-        if len(names) < workers:  # a worker process died since the last case; its nanny starts another
+        if len(names) < size:  # a worker process died since the last case; its nanny starts another
             print(
-                f"dask: {len(names)} of {workers} workers registered; waiting for the restarted ones",
+                f"dask: {len(names)} of {size} workers registered; waiting for the restarted ones",
                 file=sys.stderr,
                 flush=True,
             )
             with contextlib.suppress(Exception):
-                client.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
+                client.wait_for_workers(size, timeout=SCHEDULER_TIMEOUT_S * 6)
             names = sorted(client.scheduler_info()["workers"])
             if len(names) < workers:
                 raise RuntimeError(

@@ -183,7 +183,7 @@ class Drivers:
         self.s3, self.log_dir, self.scheduler = s3, log_dir, scheduler
         self.max_live = max_live_workers
         self.drivers: dict[str, DriverProc] = {}
-        self.live: OrderedDict[tuple[str, int], int] = OrderedDict()
+        self.live: OrderedDict[str, int] = OrderedDict()  # environment -> size of its warm cluster
         self.backends = backends
         self.watch: Watchdog | None = None  # set by the Runner for the cases it runs
 
@@ -212,7 +212,7 @@ class Drivers:
             drv.start()
             self.drivers[key] = drv
         elif not drv.alive():
-            self.live = OrderedDict((k, v) for k, v in self.live.items() if k[0] != key)
+            self.live.pop(key, None)
             drv.start()
         drv.watch = self.watch
         return drv
@@ -229,18 +229,22 @@ class Drivers:
         return tls.with_system_bundle(tls.trusting(ca, self.log_dir), [])
 
     def reserve(self, env_key: str, workers: int) -> None:
-        """Evict least recently used warm clusters so idle processes stay within budget."""
-        k = (env_key, workers)
-        if k in self.live:
-            self.live.move_to_end(k)
-            return
+        """Grow or keep the environment's one warm cluster for a case of `workers`, evicting the
+        least recently used other clusters so idle processes stay within budget."""
+        size = self.live.pop(env_key, 0)
+        if self.scheduler is None and size > max(workers, self.max_live):  # too many idle around a small case
+            self._close(env_key, size)
+            size = 0
+        need = max(size, workers)
         if self.scheduler is None:
-            while self.live and sum(self.live.values()) + workers > self.max_live:
-                (ek, w), _ = self.live.popitem(last=False)
-                drv = self.drivers.get(ek)
-                if drv and drv.alive():
-                    drv.request(Close(w))
-        self.live[k] = workers
+            while self.live and sum(self.live.values()) + need > self.max_live:
+                self._close(*self.live.popitem(last=False))
+        self.live[env_key] = need
+
+    def _close(self, env_key: str, size: int) -> None:
+        drv = self.drivers.get(env_key)
+        if drv and drv.alive():
+            drv.request(Close(size))
 
     def stop(self, timeout: float = 20.0) -> None:
         for drv in self.drivers.values():

@@ -337,7 +337,7 @@ class Pool(Request[PoolReply], op="pool", reply=PoolReply):
 
 @dataclass(frozen=True)
 class Close(Request[Done], op="close", reply=Done):
-    """Close the warm cluster of `workers` (the orchestrator keeps idle processes within budget)."""
+    """Close the warm cluster if it has `workers` workers (the orchestrator keeps idle processes within budget)."""
 
     workers: int
 

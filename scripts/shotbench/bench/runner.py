@@ -228,7 +228,7 @@ class Runner:
         link = prep.dashboard
         if link and link not in self.dashboards:
             self.dashboards.add(link)
-            self.say(f"  dask dashboard [{drv.name}, {case.workers} workers]: {link}")
+            self.say(f"  dask dashboard [{drv.name}]: {link}")
         log = self.workload.access_log
         stats = None
         bucket = self.workload.bucket
