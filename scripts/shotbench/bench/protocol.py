@@ -19,7 +19,7 @@ from shotbench.backends.base import Source
 from shotbench.errors import UserError
 from shotbench.plan.matrix import Item, Part, Task, task_from_json, task_to_json
 
-PROTOCOL_VERSION = 4  # raise it with any change to a message below
+PROTOCOL_VERSION = 5  # raise it with any change to a message below
 
 M = TypeVar("M", bound="Message")
 R = TypeVar("R", bound="Reply")
