@@ -4,6 +4,8 @@
 #   scripts/rehearse.sh [warm|cold]            the front door: `make bench-ros3`, then `make test`
 #   scripts/rehearse.sh [warm|cold] TARGET...  just these make targets, each timed whole
 # warm reuses this machine's build cache through SHOTBENCH_CACHE; cold starts from an empty one.
+# When every step exits 0, the clone, its HOME and a cold cache (2-5 GB) are removed and the logs
+# kept; on a failure, or with REHEARSE_KEEP=1, everything stays for a look.
 #
 # The front door runs as the steps `make bench-ros3` is made of (venv, envs, tools, then the
 # benchmark and its report), one make call each: the same work, in the same order, as one
@@ -38,10 +40,22 @@ run() {
   return "$rc"
 }
 
+# tidy STATUS: after a green rehearsal only the logs stay; the rest is gigabytes in /tmp.
+tidy() {
+  if [ "$1" -eq 0 ] && [ -z "${REHEARSE_KEEP:-}" ]; then
+    chmod -R u+w "$work/clone" "$work/home" "$work/cache" 2>/dev/null  # uv's cache holds read-only files
+    rm -rf "$work/clone" "$work/home" "$work/cache"
+    echo "rehearse: removed the clone, its HOME and cache; the logs stay in $work (REHEARSE_KEEP=1 keeps all)" >&2
+  else
+    echo "rehearse: everything stays in $work" >&2
+  fi
+}
+
 declare -A secs rcs
 status=0
 if [ ${#targets[@]} -gt 0 ]; then
   for target in "${targets[@]}"; do run "$target" "$target" || status=1; done
+  tidy $status
   exit $status
 fi
 
@@ -68,4 +82,8 @@ printf '| first report screenshot, seconds after the clone | %s |\n' "$first_png
 printf '| **`make test`, exit %s** | **%s** |\n' "${rcs[test]:-–}" "${secs[test]:-–}"
 printf '| **both commands, clone to green suite** | **%s** |\n' "$total"
 printf 'load average at the end: %s (2 cores: above 2 means something else was running)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$first_png" != none ]; then  # the first report's screenshot outlives the clone
+  find "$work/clone/reports" -name '*.png' -printf '%T@ %p\n' | sort -n | head -1 | cut -d' ' -f2- | xargs -r -I{} cp {} "$work/"
+fi
+tidy $status
 exit $status
