@@ -165,12 +165,18 @@ class Driver:
             self.clusters[size] = (cluster, client)
             print(f"dask dashboard: {client.dashboard_link}", file=sys.stderr, flush=True)
         elif size < workers:  # grown, not started anew: a smaller case later runs on part of it
-            cluster, client = self.clusters.pop(size)
+            cluster, client = self.clusters[size]
             with dask.config.set(OUR_DASK_CONFIG):  # held until they exist: a nanny takes the config it is made under
                 cluster.scale(workers)
-                client.wait_for_workers(workers)
+                try:
+                    client.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
+                except TimeoutError:
+                    raise RuntimeError(
+                        f"the local Dask cluster did not grow from {size} to {workers} workers within a minute "
+                        "(the cause is in the driver log)"
+                    ) from None
+            self.clusters = {workers: (cluster, client)}
             size = workers
-            self.clusters[size] = (cluster, client)
         client = self.clusters[size][1]
         names = sorted(client.scheduler_info()["workers"])
         if len(names) < size:  # a worker process died since the last case; its nanny starts another
