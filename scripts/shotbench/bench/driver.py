@@ -115,7 +115,7 @@ def _local_ip_towards(address: str) -> str:
 
 
 class Driver:
-    """The warm cluster of one environment and the case prepared on them (`current`).
+    """The warm cluster of one environment and the case prepared on it (`current`).
 
     One LocalCluster, grown to the largest case so far; a smaller case runs on the first of its
     workers, as on a user's cluster (`--scheduler`). A cluster per worker count started 1 + 2
@@ -126,7 +126,8 @@ class Driver:
         self.scheduler = scheduler
         self.pool_env = pool  # on a user's cluster: the environment whose workers this driver uses
         self.settings = case_settings()  # what every task carries (read/casesettings.py)
-        self.clusters: dict[int, tuple[Any, Any]] = {}  # at most one: its size -> (cluster, client)
+        self.local: tuple[Any, Any] | None = None  # the warm LocalCluster and its client
+        self.size = 0  # its workers
         self.external: Any = None
         self.current: tuple[Any, list[str], Spec] | None = None
 
@@ -147,8 +148,7 @@ class Driver:
                     f"needs {workers}; add some with `{pools.start_hint(self.scheduler, self.pool_env or 'main')}`"
                 )
             return client, names[:workers]
-        size = next(iter(self.clusters), 0)  # the one warm cluster, keyed by its size
-        if size == 0:
+        if self.local is None:
             with dask.config.set(OUR_DASK_CONFIG):
                 cluster = LocalCluster(
                     n_workers=workers,
@@ -161,32 +161,30 @@ class Driver:
                 client = Client(cluster, set_as_default=False)
             _report_worker_deaths()  # once distributed is imported: its import configures its loggers
             client.wait_for_workers(workers)
-            size = workers
-            self.clusters[size] = (cluster, client)
+            self.local, self.size = (cluster, client), workers
             print(f"dask dashboard: {client.dashboard_link}", file=sys.stderr, flush=True)
-        elif size < workers:  # grown, not started anew: a smaller case later runs on part of it
-            cluster, client = self.clusters[size]
+        elif self.size < workers:  # grown, not started anew: a smaller case later runs on part of it
+            cluster, client = self.local
             with dask.config.set(OUR_DASK_CONFIG):  # held until they exist: a nanny takes the config it is made under
                 cluster.scale(workers)
                 try:
                     client.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
                 except TimeoutError:
                     raise RuntimeError(
-                        f"the local Dask cluster did not grow from {size} to {workers} workers within a minute "
+                        f"the local Dask cluster did not grow from {self.size} to {workers} workers within a minute "
                         "(the cause is in the driver log)"
                     ) from None
-            self.clusters = {workers: (cluster, client)}
-            size = workers
-        client = self.clusters[size][1]
+            self.size = workers
+        client = self.local[1]
         names = sorted(client.scheduler_info()["workers"])
-        if len(names) < size:  # a worker process died since the last case; its nanny starts another
+        if len(names) < self.size:  # a worker process died since the last case; its nanny starts another
             print(
-                f"dask: {len(names)} of {size} workers registered; waiting for the restarted ones",
+                f"dask: {len(names)} of {self.size} workers registered; waiting for the restarted ones",
                 file=sys.stderr,
                 flush=True,
             )
             with contextlib.suppress(Exception):
-                client.wait_for_workers(size, timeout=SCHEDULER_TIMEOUT_S * 6)
+                client.wait_for_workers(self.size, timeout=SCHEDULER_TIMEOUT_S * 6)
             names = sorted(client.scheduler_info()["workers"])
             if len(names) < workers:
                 raise RuntimeError(
@@ -448,15 +446,17 @@ class Driver:
         return GatherReply(None if seconds is None else float(seconds))
 
     def close(self, workers: int) -> None:
-        pair = self.clusters.pop(workers, None)
-        if pair:
-            pair[1].close()
-            pair[0].close()
+        """Close the warm cluster if it has `workers` workers (the size the orchestrator knows it by)."""
+        if self.local is None or self.size != workers:
+            return
+        (cluster, client), self.local, self.size = self.local, None, 0
+        client.close()
+        cluster.close()
 
     def shutdown(self) -> None:
-        for w in list(self.clusters):
+        if self.local is not None:
             try:
-                self.close(w)
+                self.close(self.size)
             except Exception:  # noqa: BLE001 - shutting down anyway
                 pass
         if self.external is not None:
