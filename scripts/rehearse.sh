@@ -64,8 +64,10 @@ run venv venv && run envs envs && run tools tools && run bench bench-ros3 || sta
 bench_done=$(since)
 # The report starts at the renderer's first line; the cases are everything of `bench` before it.
 report_at=$(grep -m1 -E '^ *[0-9]+ Rendering ' "$work/bench.log" 2>/dev/null | awk '{print $1}')
-png=$(find "$work/clone/reports" -name '*.png' -printf '%T@\n' 2>/dev/null | sort -n | head -1 | cut -d. -f1)
-first_png=$([ -n "$png" ] && echo $(( png - t0 )) || echo "none")
+# the first report screenshot: "<mtime> <path>", its time for the table, its file kept after the tidy
+png=$(find "$work/clone/reports" -name '*.png' -printf '%T@ %p\n' 2>/dev/null | sort -n | head -1)
+first_png=$([ -n "$png" ] && echo $(( ${png%%.*} - t0 )) || echo "none")
+[ -n "$png" ] && cp "${png#* }" "$work/"
 [ $status -eq 0 ] && { run test test || status=1; }
 total=$(since)
 
@@ -82,8 +84,5 @@ printf '| first report screenshot, seconds after the clone | %s |\n' "$first_png
 printf '| **`make test`, exit %s** | **%s** |\n' "${rcs[test]:-–}" "${secs[test]:-–}"
 printf '| **both commands, clone to green suite** | **%s** |\n' "$total"
 printf 'load average at the end: %s (2 cores: above 2 means something else was running)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
-if [ "$first_png" != none ]; then  # the first report's screenshot outlives the clone
-  find "$work/clone/reports" -name '*.png' -printf '%T@ %p\n' | sort -n | head -1 | cut -d' ' -f2- | xargs -r -I{} cp {} "$work/"
-fi
 tidy $status
 exit $status
