@@ -84,9 +84,9 @@ def test_a_worker_that_died_between_cases_is_waited_for_and_named(main_driver: A
 
 
 def test_warm_workers_keep_quiet_housekeeping() -> None:
-    """The workers a case runs on (and the idle ones beside them, and those a grown cluster adds) check their event loop once a
-    second, not every 20 ms, and run no GIL monitor: Dask's defaults cost the idle warm clusters
-    of a default run 41-44 % of one core, shared with the case being measured."""
+    """The workers a case runs on (and the idle ones beside them, and those a grown cluster adds)
+    check their event loop once a second, not every 20 ms, and run no GIL monitor: Dask's defaults
+    cost the idle warm clusters of a default run 41-44 % of one core, shared with the case measured."""
     import dask
 
     from shotbench.bench.driver import QUIET_DASK_CONFIG, Driver

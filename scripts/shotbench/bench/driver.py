@@ -56,7 +56,8 @@ from shotbench.plan.matrix import Task
 from shotbench.redact import hide, scrub
 from shotbench.units import MiB
 
-SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler; waiting for its workers: six times this
+SCHEDULER_TIMEOUT_S = 10  # connecting to a user's scheduler
+WORKERS_TIMEOUT_S = SCHEDULER_TIMEOUT_S * 6  # waiting for workers: a user's, a grown cluster's, a restarted one
 TASKS_TIMEOUT_S = 60  # after the rows (or a lost worker): the tasks' own ends, which only surface errors
 
 # Scheduler/worker settings for our measured clusters: no work stealing (tasks are pinned),
@@ -138,7 +139,7 @@ class Driver:
         if self.scheduler:
             client = self._external()
             names = self._pool_names()
-            deadline = time.monotonic() + SCHEDULER_TIMEOUT_S * 6
+            deadline = time.monotonic() + WORKERS_TIMEOUT_S
             while len(names) < workers and time.monotonic() < deadline:  # still registering: wait, boundedly
                 time.sleep(0.5)
                 names = self._pool_names()
@@ -168,7 +169,7 @@ class Driver:
             with dask.config.set(OUR_DASK_CONFIG):  # held until they exist: a nanny takes the config it is made under
                 cluster.scale(workers)
                 try:
-                    client.wait_for_workers(workers, timeout=SCHEDULER_TIMEOUT_S * 6)
+                    client.wait_for_workers(workers, timeout=WORKERS_TIMEOUT_S)
                 except TimeoutError:
                     raise RuntimeError(
                         f"the local Dask cluster did not grow from {self.size} to {workers} workers within a minute "
@@ -184,7 +185,7 @@ class Driver:
                 flush=True,
             )
             with contextlib.suppress(Exception):
-                client.wait_for_workers(self.size, timeout=SCHEDULER_TIMEOUT_S * 6)
+                client.wait_for_workers(self.size, timeout=WORKERS_TIMEOUT_S)
             names = sorted(client.scheduler_info()["workers"])
             if len(names) < workers:
                 raise RuntimeError(
@@ -447,18 +448,21 @@ class Driver:
 
     def close(self, workers: int) -> None:
         """Close the warm cluster if it has `workers` workers (the size the orchestrator knows it by)."""
-        if self.local is None or self.size != workers:
+        if self.size == workers:
+            self._close_local()
+
+    def _close_local(self) -> None:
+        if self.local is None:
             return
         (cluster, client), self.local, self.size = self.local, None, 0
         client.close()
         cluster.close()
 
     def shutdown(self) -> None:
-        if self.local is not None:
-            try:
-                self.close(self.size)
-            except Exception:  # noqa: BLE001 - shutting down anyway
-                pass
+        try:
+            self._close_local()
+        except Exception:  # noqa: BLE001 - shutting down anyway
+            pass
         if self.external is not None:
             self.external.close()
 

@@ -152,7 +152,7 @@ def _stored_crc64(cfg: S3Config, bucket: str, wanted: list[Wanted], jobs: int) -
     # as many connections as the GETs: where every response waits (S3 from EC2, about 20 ms), HEADs
     # on fewer connections end after the GETs and the download waits for them (128 objects at 64 in
     # flight, s3-same-region: 1.52x obstore's time on 8 HEAD connections, 1.14x on 64)
-    engine = Engine(cfg, connections=max(1, jobs))
+    engine = Engine(cfg, connections=jobs)
     pending = [
         engine.start("HEAD", bucket, w.key, operation="HeadObject", headers=[("x-amz-checksum-mode", "ENABLED")])
         for w in wanted
