@@ -59,6 +59,14 @@ def test_a_local_data_path_too_long(path: str, tmp_path: Path) -> None:
     one_sentence(done, "data folder", "shorter path")
 
 
+def test_an_unknown_network_is_refused_before_any_shot_file_is_made(tmp_path: Path) -> None:
+    """A typo in --network once made the 24 default shot files first, then was named."""
+    shots = tmp_path / "shots"
+    done = cli(["bench", "--network", "s3-same-regoin", "--shots-dir", str(shots)], tmp_path)
+    one_sentence(done, "unknown network profile 's3-same-regoin'", "s3-same-region")
+    assert not shots.exists() and not (tmp_path / "state").exists()
+
+
 @pytest.mark.parametrize("flag", ["--runs-dir", "--resume"])
 def test_other_paths_too_long(flag: str, tmp_path: Path) -> None:
     args = ["bench", flag, LONG_NAME] + (["--data", str(tmp_path)] if flag == "--runs-dir" else [])
@@ -155,4 +163,16 @@ def test_compare_with_a_run_pooled_twice(tmp_path: Path) -> None:
     pooled = f"{FIXTURE_RUN},{FIXTURE_RUN}/"
     done = cli(["compare", pooled, str(FIXTURE_RUN), "--output", str(tmp_path / "out")], tmp_path)
     one_sentence(done, "side A", "twice")
+    assert not (tmp_path / "out").exists()
+
+
+def test_compare_with_the_same_run_on_both_sides(tmp_path: Path) -> None:
+    """`compare A A` wrote a report of a run against itself, every case "no change"."""
+    done = cli(["compare", str(FIXTURE_RUN), f"{FIXTURE_RUN}/", "--output", str(tmp_path / "out")], tmp_path)
+    one_sentence(done, "on both sides")
+    assert not (tmp_path / "out").exists()
+    done = cli(
+        ["compare", "ros3-1.14", "ros3-1.14", "--run", str(FIXTURE_RUN), "--output", str(tmp_path / "out")], tmp_path
+    )
+    one_sentence(done, "both A and B")
     assert not (tmp_path / "out").exists()

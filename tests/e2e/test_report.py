@@ -122,11 +122,11 @@ def test_usage_mistakes_are_one_sentence(
     assert main(["report", "--input", f"x={OLD}"]) == 2
     assert "--output DIR" in capsys.readouterr().err
     assert main(["report", "--latest", "--run", str(RUN)]) == 2
-    assert "Choose one of" in capsys.readouterr().err
+    assert "choose one of" in capsys.readouterr().err
     monkeypatch.setenv("SHOTBENCH_ROOT", str(tmp_path))
     assert main(["report", "--latest"]) == 2
     err = capsys.readouterr().err
-    assert "No runs in" in err and "make bench-ros3" in err
+    assert "no runs in" in err and "make bench-ros3" in err
     assert main(["report", "--run", str(tmp_path / "nope")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -140,7 +140,7 @@ def test_the_latest_ablation_is_the_newest_direction_folder_of_data_runs(
     monkeypatch.setenv("SHOTBENCH_ROOT", str(tmp_path))
     runs = tmp_path / "data" / "runs"
     runs.mkdir(parents=True)
-    with pytest.raises(UserError, match="No ablation runs"):
+    with pytest.raises(UserError, match="no ablation runs"):
         direction_run("latest")
     for name, kind in (("20260101T-a", "direction"), ("20260102T-b", "direction"), ("20260103T-c", "read")):
         (runs / name).mkdir()
@@ -188,7 +188,7 @@ def test_mistake_found_inside_the_notebook_is_one_sentence(tmp_path: Path) -> No
     done = shotbench("report", "--input", f"fx={RUN}", "--output", str(tmp_path), "--baseline", "ros3-9")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "shotbench: Baseline 'ros3-9' matches no input; choose one of: ros3-1.14, ros3-2.0, raw-get."
+        "shotbench: baseline 'ros3-9' matches no input; choose one of: ros3-1.14, ros3-2.0, raw-get."
     ]
 
 

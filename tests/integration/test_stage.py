@@ -72,8 +72,11 @@ def test_stage_creates_the_bucket_on_the_embedded_server(s3_server, h5_dir: Path
 
 def test_stage_mistakes_are_one_sentence(s3_server, s3_bucket: str, tmp_path: Path) -> None:
     cfg = s3_server.s3config()
-    with pytest.raises(UserError, match="is not a folder; make shot files"):
+    with pytest.raises(UserError, match="does not exist; make shot files"):
         stage(tmp_path / "missing", parse_location(f"s3://{s3_bucket}/x"), cfg, progress=False)
+    (tmp_path / "one.h5").write_bytes(b"x")
+    with pytest.raises(UserError, match="is a file, not a folder; give the folder"):
+        stage(tmp_path / "one.h5", parse_location(f"s3://{s3_bucket}/x"), cfg, progress=False)
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="holds no files"):
         stage(tmp_path / "empty", parse_location(f"s3://{s3_bucket}/x"), cfg, progress=False)
@@ -119,7 +122,7 @@ def test_stage_command_names_a_missing_source_before_asking_for_credentials(tmp_
         env=env,
     )
     assert proc.returncode == 2
-    assert "is not a folder" in proc.stderr and "Traceback" not in proc.stderr
+    assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
 
 
 # ---------------------------------------------------------------- stage uploads what is on disk, or refuses

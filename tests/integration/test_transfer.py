@@ -195,7 +195,7 @@ def test_ratios_from_cases():
 def test_bad_rows_option_is_one_sentence(capsys):
     assert cli_main(["transfer", "--rows", "10xlots"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("shotbench: Cannot read the size 'lots'") and "Traceback" not in err
+    assert err.startswith("shotbench: cannot read the size 'lots'") and "Traceback" not in err
 
 
 def test_sweep_rows_are_added_only_where_asked():

@@ -90,7 +90,7 @@ def test_doctor_names_missing_builds_and_expiring_static_credentials() -> None:
     from shotbench.bench import diagnosis as doctor
 
     facts = {
-        "data": "s3://b/p/", "endpoint": "AWS S3", "endpoint_from": "none set", "region": "us-east-1",
+        "data": "s3://bucket/p/", "endpoint": "AWS S3", "endpoint_from": "none set", "region": "us-east-1",
         "region_from": "AWS_REGION",
         "credentials": {"source": "env", "access_key": "AKIA…", "expires": "2000-01-01T00:00:00Z", "refreshes": False},
         "instance": {"on_ec2": False, "region": "", "instance_type": "", "cores": 2, "metadata_endpoint": "x"},
@@ -103,6 +103,30 @@ def test_doctor_names_missing_builds_and_expiring_static_credentials() -> None:
     assert any("make envs" in s for s in found) and any("expire" in s for s in found)
     screen = doctor.render(facts, found)
     assert "credentials env, key AKIA…" in screen and screen.count("problem:") == 2
+
+
+@pytest.mark.parametrize(
+    ("data", "network", "words"),
+    [
+        ("s3://x_y/z", "none", "does not name a valid bucket"),
+        ("{tmp}/missing", "none", "does not exist; make shot files"),
+        ("{tmp}/one.h5", "none", "is a file, not a folder"),
+        ("{tmp}", "s3-same-regoin", "unknown network profile 's3-same-regoin'"),
+    ],
+    ids=["bucket name", "missing folder", "a file", "network typo"],
+)
+def test_doctor_names_what_bench_would_refuse(tmp_path, data: str, network: str, words: str) -> None:
+    """The screen before a run said "no problems found" for a DATA or NETWORK that bench then refused."""
+    from shotbench.bench import diagnosis as doctor
+
+    (tmp_path / "one.h5").write_bytes(b"x")
+    facts = {
+        "data": data.format(tmp=tmp_path), "endpoint": "AWS S3", "region": "us-east-1", "region_from": "AWS_REGION",
+        "credentials": {"source": "env"}, "builds": {}, "network": network,
+        "instance": {"on_ec2": False, "region": ""}, "plan": {"seconds": 60},
+    }  # fmt: skip
+    (found,) = doctor.problems(facts)
+    assert words in found and found.endswith(".")
 
 
 def test_anonymous_refuses_a_backend_that_cannot_read_unsigned(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -188,11 +188,11 @@ def parse_input(text: str) -> Input:
 
 def make_input(label: str, path: Path) -> Input:
     if not path.exists():
-        raise UserError(f"Input {path} does not exist; pass LABEL=PATH with a run folder or a per-worker CSV.")
+        raise UserError(f"input {path} does not exist; pass LABEL=PATH with a run folder or a per-worker CSV.")
     if path.is_dir():
         if not (path / "workers.csv").is_file():
             raise UserError(
-                f"Folder {path} has no workers.csv; pass a run folder such as data/runs/<run-id>/ or a CSV file."
+                f"folder {path} has no workers.csv; pass a run folder such as data/runs/<run-id>/ or a CSV file."
             )
         kind = "run"
     else:
@@ -211,11 +211,11 @@ def parse_inputs(spec: str | Iterable[str] | Mapping[str, str | Path]) -> list[I
     else:
         inputs = [parse_input(str(s)) for s in spec]
     if not inputs:
-        raise UserError("No inputs given; pass at least one LABEL=PATH (a run folder or a per-worker CSV).")
+        raise UserError("no inputs given; pass at least one LABEL=PATH (a run folder or a per-worker CSV).")
     labels = [i.label for i in inputs]
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
-        raise UserError(f"Label {dupes[0]!r} is used twice; give every input its own LABEL=PATH label.")
+        raise UserError(f"label {dupes[0]!r} is used twice; give every input its own LABEL=PATH label.")
     return inputs
 
 
@@ -538,8 +538,8 @@ def _find_series(rt: pd.DataFrame, name: str) -> str:
         return str(hits[0])
     choices = ", ".join(combos["series"].unique())
     if not len(hits):
-        raise UserError(f"Baseline {name!r} matches no input; choose one of: {choices}.")
-    raise UserError(f"Baseline {name!r} matches several inputs; write it as label/backend, one of: {choices}.")
+        raise UserError(f"baseline {name!r} matches no input; choose one of: {choices}.")
+    raise UserError(f"baseline {name!r} matches several inputs; write it as label/backend, one of: {choices}.")
 
 
 def add_ratios(rt: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
@@ -564,11 +564,11 @@ def add_ratios(rt: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
                 w = int(workers)
             except ValueError:
                 raise UserError(
-                    f"Baseline {baseline!r} has a worker count that is not a number; write SERIES@8."
+                    f"baseline {baseline!r} has a worker count that is not a number; write SERIES@8."
                 ) from None
             ref = ref[ref["num-workers"] == w]
             if ref.empty:
-                raise UserError(f"Baseline {series!r} has no case with {w} workers; pick a worker count it ran.")
+                raise UserError(f"baseline {series!r} has no case with {w} workers; pick a worker count it ran.")
         else:
             ref = ref.loc[ref.groupby(["obj-type", "pb-size"])["num-workers"].idxmin()]
         ref = ref[["obj-type", "pb-size", "total-runtime"]].rename(columns={"total-runtime": "base"})

@@ -77,10 +77,10 @@ def parse_sources(spec: str | Iterable[str] | Mapping[str, str | Path]) -> list[
         p = Path(str(path)).expanduser()
         p = p / "workers.csv" if p.is_dir() else p
         if not p.is_file():
-            raise UserError(f"Input {path} does not exist; pass LABEL=PATH with a many-shot CSV or a run folder.")
+            raise UserError(f"input {path} does not exist; pass LABEL=PATH with a many-shot CSV or a run folder.")
         out.append(Source(str(label).strip(), p))
     if not out:
-        raise UserError("No inputs given; pass at least one LABEL=PATH with a many-shot CSV.")
+        raise UserError("no inputs given; pass at least one LABEL=PATH with a many-shot CSV.")
     return out
 
 
@@ -135,7 +135,7 @@ def load(spec: str | Iterable[str] | Mapping[str, str | Path]) -> pd.DataFrame:
     frames = [load_one(s) for s in parse_sources(spec)]
     labels = [s for f in frames for s in f["source"].unique()]
     if len(labels) != len(set(labels)):
-        raise UserError("Two inputs share a label; give every input its own LABEL=PATH label.")
+        raise UserError("two inputs share a label; give every input its own LABEL=PATH label.")
     return pd.concat(frames, ignore_index=True)
 
 

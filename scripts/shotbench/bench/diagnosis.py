@@ -21,6 +21,7 @@ from typing import Any
 from shotbench.backends import registry
 from shotbench.plan import profiles
 from shotbench.provenance import imds_base, imds_get
+from shotbench.store.network import NETWORK_PROFILES
 
 SECONDS_PER_CASE_GUESS = 8.0  # without an earlier run to go by (the quick profile on a laptop: 5-10 s)
 
@@ -133,7 +134,7 @@ def facts(data: str | None, profile: str = "quick", network: str | None = None, 
     endpoint, endpoint_from = _endpoint() if data else ("embedded server (started by the run)", "no DATA given")
     region, region_from = _region(instance["region"]) if data else ("us-east-1", "embedded server")
     return {
-        "data": data or "embedded server + synthetic shot files",
+        "data": data or EMBEDDED_DATA,
         "endpoint": endpoint,
         "endpoint_from": endpoint_from,
         "region": region,
@@ -177,10 +178,32 @@ def _reachable(endpoint: str) -> str | None:
     return None
 
 
+EMBEDDED_DATA = "embedded server + synthetic shot files"  # the data when no DATA is given
+
+
+def _data_problem(data: str) -> str | None:
+    """What `bench` would refuse in DATA before it starts: a location it cannot parse, or a local
+    folder that is missing or is a file (an S3 prefix is listed by the run itself)."""
+    from shotbench.errors import UserError
+    from shotbench.store.s3 import check_local_folder, parse_location
+
+    try:
+        loc = parse_location(data)
+        if loc.path is not None:
+            check_local_folder(loc.path)
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
 def problems(f: dict[str, Any]) -> list[str]:
     """Each thing that would spoil the run: one sentence, naming the fix."""
     out: list[str] = []
     creds, inst, plan = f["credentials"], f["instance"], f["plan"]
+    if f["data"] != EMBEDDED_DATA and (why := _data_problem(f["data"])):
+        out.append(why)
+    if f["network"] not in NETWORK_PROFILES:
+        out.append(f"unknown network profile '{f['network']}'; choose one of: {', '.join(NETWORK_PROFILES)}.")
     if f["endpoint"].startswith("http") and (why := _reachable(f["endpoint"])):
         out.append(why)
     if f["data"].startswith("s3://") and creds["source"] == "none":

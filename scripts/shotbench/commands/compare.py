@@ -49,14 +49,18 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
             raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
         side = stats.load(run)
         known = sorted(set(side.cases["backend"]))
+        if args.a == args.b:
+            raise UserError(f"{args.a} is given as both A and B; with --run, name two different backends of the run.")
         for name in (args.a, args.b):
             if name not in known:
-                raise UserError(f"Backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
+                raise UserError(f"backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
         keys = stats.CASE_KEYS[1:]
         return side.where(args.a), side.where(args.b), keys, f"{args.b} vs {args.a} ({run.name})"
     for label, arg in (("A", args.a), ("B", args.b)):  # a run pooled twice would count its tasks twice
         refuse_repeats([p for p in arg.split(",") if p], f"side {label}", lambda p: Path(p).resolve())
     groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
+    if both := {p.resolve() for p in groups[0]} & {p.resolve() for p in groups[1]}:
+        raise UserError(f"{min(both)} is on both sides; a run compared with itself decides nothing, give B other runs.")
     for p in groups[0] + groups[1]:
         if kind_of(p) != "read":
             raise UserError(

@@ -49,7 +49,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     ]
     if sum(chosen) != 1:
         raise UserError(
-            "Choose one of --input LABEL=PATH, --latest, --run DIR, --latest-transfer, --transfer DIR, "
+            "choose one of --input LABEL=PATH, --latest, --run DIR, --latest-transfer, --transfer DIR, "
             "--direction DIR|latest or --reference."
         )
     refuse_flags(args)
@@ -63,7 +63,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         args.input, args.output = reference_inputs(), str(output or reports_dir() / REFERENCE_DIR)
     if args.input:
         if not args.output:
-            raise UserError("With --input, also pass --output DIR for the notebook, HTML and summary.csv.")
+            raise UserError("with --input, also pass --output DIR for the notebook, HTML and summary.csv.")
         check_inputs(args.input)
         out = Path(args.output)
         kind = KINDS["ros3"]
@@ -94,7 +94,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         kind = KINDS["transfer"]
         run = latest(kind) if args.latest_transfer else Path(args.transfer)
     if not run.is_dir():
-        raise UserError(f"Run folder {run} does not exist; list runs with `ls {kind.folder()}`.")
+        raise UserError(f"run folder {run} does not exist; list runs with `ls {kind.folder()}`.")
     html_path = render_run(kind, run, hide, {"baseline": args.baseline} if args.baseline else None, output)
     print(f"Wrote {html_path}.")
     return 0

@@ -101,7 +101,7 @@ def ensure_kernel() -> str:
     found = KernelSpecManager().find_kernel_specs().get(KERNEL_NAME)
     if not found:
         raise UserError(
-            "Could not register a Jupyter kernel for this Python; make sure its prefix is writable and retry."
+            "could not register a Jupyter kernel for this Python; make sure its prefix is writable and retry."
         )
     return KERNEL_NAME
 
@@ -194,7 +194,7 @@ def export_html(nb_path: Path, out_html: Path, hide_code: bool, title: str) -> P
 def render_notebook(notebook: Path, params: dict, out_dir: Path, name: str, hide_code: bool) -> Path:
     """Execute `notebook` with `params` into out_dir/<name>.ipynb and export out_dir/<name>.html."""
     if not notebook.is_file():
-        raise UserError(f"Notebook {notebook} does not exist; restore it from git or pass another notebook.")
+        raise UserError(f"notebook {notebook} does not exist; restore it from git or pass another notebook.")
     writable(out_dir, "report folder")
     require(out_dir, REPORT_BYTES, "a report", "free space there or pass --output on another disk")
     params = {**params, "output_dir": str(out_dir.resolve()), "hide_code": hide_code}
@@ -255,7 +255,7 @@ def many_shot_inputs(specs: list[str]) -> bool:
     kinds = {multishot.schema_of(multishot.read_header(s.path)) == "upstream" for s in multishot.parse_sources(specs)}
     if len(kinds) > 1:
         raise UserError(
-            "Many-shot and single-shot CSVs cannot share one report; render them with separate --input sets."
+            "many-shot and single-shot CSVs cannot share one report; render them with separate --input sets."
         )
     return kinds == {True}
 
@@ -485,7 +485,7 @@ def latest(kind: ReportKind) -> Path:
     run = latest_run(kind.folder(), kind.run_kind)
     if run is None:
         hint = "make bench-transfer" if kind.name == "transfer" else "make bench-ros3"
-        raise UserError(f"No runs in {kind.folder()} yet; run `{hint}` first, or pass --input LABEL=PATH.")
+        raise UserError(f"no runs in {kind.folder()} yet; run `{hint}` first, or pass --input LABEL=PATH.")
     return run
 
 
@@ -497,7 +497,7 @@ def direction_run(given: str) -> Path:
     if given == "latest":
         found = latest_run(runs_dir(), DIRECTION)
         if found is None:
-            raise UserError(f"No ablation runs in {runs_dir()} yet; run `make bench-direction` first.")
+            raise UserError(f"no ablation runs in {runs_dir()} yet; run `make bench-direction` first.")
         return found
     run = Path(given)
     if not (run / "cells.csv").is_file():

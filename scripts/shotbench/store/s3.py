@@ -227,14 +227,17 @@ def is_shot_name(name: str) -> bool:
     return name.lower().endswith(HDF5_SUFFIXES)
 
 
+def check_local_folder(path: Path) -> None:
+    """A local data location must be an existing folder: one sentence otherwise."""
+    if not path.exists():
+        raise UserError(f"the folder {path} does not exist; make shot files with `shotbench synth --out {path}`.")
+    if not path.is_dir():
+        raise UserError(f"{path} is a file, not a folder; give the folder that holds the shot files.")
+
+
 def _local_files(loc: Location) -> list[ShotObject]:
     assert loc.path is not None
-    if not loc.path.exists():
-        raise UserError(
-            f"the folder {loc.path} does not exist; make shot files with `shotbench synth --out {loc.path}`."
-        )
-    if not loc.path.is_dir():
-        raise UserError(f"{loc.path} is a file, not a folder; give the folder that holds the shot files.")
+    check_local_folder(loc.path)
     return [
         ShotObject(key=str(p), size=p.stat().st_size, etag=None)
         for p in sorted(loc.path.rglob("*"))

@@ -56,7 +56,7 @@ from typing import Any
 from shotbench.errors import UserError
 from shotbench.redact import mask
 from shotbench.store.crt import Engine, Pending, S3Failure
-from shotbench.store.s3 import DEFAULT_REGION, Location, S3Config, explain
+from shotbench.store.s3 import DEFAULT_REGION, Location, S3Config, check_local_folder, explain
 from shotbench.units import MiB
 
 MULTIPART_THRESHOLD = 64 * MiB  # one PUT per 16 MB shot file: simplest ETag, fewest requests
@@ -120,8 +120,7 @@ class FilesChanged(UserError):
 def local_files(src_dir: Path) -> list[Path]:
     """Every regular, non-hidden file below `src_dir` (the key keeps the relative path)."""
     src_dir = Path(src_dir)
-    if not src_dir.is_dir():
-        raise UserError(f"{src_dir} is not a folder; make shot files with `shotbench synth --out {src_dir}` first.")
+    check_local_folder(src_dir)
     files = []
     for top, dirs, names in os.walk(src_dir):  # one scandir per folder; hidden folders are not entered
         dirs[:] = [d for d in dirs if not d.startswith(".")]

@@ -27,7 +27,7 @@ def parse_size(text: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     unit = m.group(2).lower().replace("ib", "").rstrip("b") if m else None
     if m is None or unit not in {"", "k", "m", "g"}:
-        raise UserError(f"Cannot read the size {text!r}; write it like 1MiB, 100MiB or 1GiB.")
+        raise UserError(f"cannot read the size {text!r}; write it like 1MiB, 100MiB or 1GiB.")
     return int(float(m.group(1)) * _UNITS[unit])
 
 
@@ -70,7 +70,7 @@ def parse_rows(text: str) -> tuple[Row, ...]:
             continue
         m = re.fullmatch(r"\s*(\d+)\s*[x×]\s*(.+)", part)
         if m is None or int(m.group(1)) < 1:
-            raise UserError(f"Cannot read the row {part!r}; write rows like 1000x1MiB,10x100MiB.")
+            raise UserError(f"cannot read the row {part!r}; write rows like 1000x1MiB,10x100MiB.")
         rows.append(Row(int(m.group(1)), parse_size(m.group(2))))
     if not rows:
         raise UserError("--rows is empty; give at least one row like 100x1MiB.")
@@ -149,7 +149,7 @@ def get_profile(name: str) -> Profile:
         return TRANSFER_PROFILES[name]
     except KeyError:
         names = ", ".join(sorted(TRANSFER_PROFILES))
-        raise UserError(f"Unknown transfer profile {name!r}; use one of {names}.") from None
+        raise UserError(f"unknown transfer profile {name!r}; use one of {names}.") from None
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def make_tools(names: list[str], binaries: dict[str, str] | None = None) -> list
     binaries = binaries or {}
     unknown = [n for n in names if n not in TOOL_CLASSES]
     if unknown:
-        raise UserError(f"Unknown transfer tool {unknown[0]!r}; choose from {', '.join(TOOL_CLASSES)}.")
+        raise UserError(f"unknown transfer tool {unknown[0]!r}; choose from {', '.join(TOOL_CLASSES)}.")
     tools = []
     for n in names:
         cls = TOOL_CLASSES[n]
