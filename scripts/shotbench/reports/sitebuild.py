@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from shotbench.diskspace import writable
 from shotbench.errors import UserError
 from shotbench.paths import data_dir, repo_root, reports_dir
 from shotbench.reports import render, sitedocs
@@ -24,6 +25,7 @@ from shotbench.reports.htmlcheck import external_resources
 from shotbench.runs import DIRECTION
 
 PUBLISHED_PAGE = "published.md"
+SITE_MARK = ".shotbench-site"  # in every site built here: the only kind of non-empty folder a build replaces
 # run-folder files worth a download link; scratch and lock files stay out of the site
 RUN_FILES = (".csv", ".json", ".md", ".png", ".txt")
 
@@ -191,7 +193,9 @@ def offline_problems(site: Path) -> list[str]:
 
 def build(out: Path | None = None, render_stale: bool = True) -> Site:
     """Build the whole site into `out` (default site/ in the checkout)."""
-    out = (out or repo_root() / "site").resolve()
+    default = (repo_root() / "site").resolve()
+    out = (out or default).resolve()
+    _check_output(out, default)
     docs = repo_root() / "docs"
     rendered = render_reports() if render_stale else []
     (docs / PUBLISHED_PAGE).write_text(published_page(), encoding="utf-8")
@@ -203,6 +207,7 @@ def build(out: Path | None = None, render_stale: bool = True) -> Site:
         shutil.copytree(reports_dir(), out / "reports", ignore=shutil.ignore_patterns("*.ipynb", "lab"))
     copy_data(out)
     (out / ".nojekyll").write_text("", encoding="utf-8")  # GitHub Pages: serve _static/ as it is
+    (out / SITE_MARK).write_text("built by `shotbench site`; the next build replaces this folder\n", encoding="utf-8")
     problems = offline_problems(out)
     if problems:
         raise UserError(
@@ -211,6 +216,19 @@ def build(out: Path | None = None, render_stale: bool = True) -> Site:
     pages = sum(1 for _ in out.rglob("*.html"))
     reports = sum(1 for _ in (out / "reports").rglob("*.html")) if (out / "reports").is_dir() else 0
     return Site(out, pages, reports, rendered)
+
+
+def _check_output(out: Path, default: Path) -> None:
+    """Before any work: the site replaces its folder, so a folder of other files (`--output ~`) is
+    refused, not emptied; and the folder must be one that can be written."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file; give --output a folder for the site.")
+    if out != default and out.is_dir() and any(out.iterdir()) and not (out / SITE_MARK).exists():
+        raise UserError(
+            f"{out} holds files that no `shotbench site` wrote, and a build replaces the whole folder; "
+            "give --output a new or empty folder."
+        )
+    writable(out, "site folder")
 
 
 def relative(path: Path) -> str:
