@@ -176,3 +176,26 @@ def test_compare_with_the_same_run_on_both_sides(tmp_path: Path) -> None:
     )
     one_sentence(done, "both A and B")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "nine"])
+def test_server_start_with_a_port_that_is_not_one(port: str, tmp_path: Path) -> None:
+    """A port above 65535 reached versitygw, and its bind error was the message."""
+    done = cli(["server", "start", "--port", port], tmp_path)
+    assert done.returncode == 2 and "is not a TCP port; give 1-65535" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.server
+def test_server_start_on_a_port_in_use_says_so(tmp_path: Path) -> None:
+    """versitygw's bind error, with its log lines, was the message."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = cli(["server", "start", "--port", str(port)], tmp_path, timeout=300)
+    one_sentence(done, f"port {port} is already in use", "another --port")
+    assert "is not running" in cli(["server", "status"], tmp_path).stdout

@@ -15,6 +15,17 @@ WHICH_S3 = (
 )
 
 
+def _port(text: str) -> int:
+    """A TCP port, or 0 for a free one: anything else is refused before versitygw is started."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port; give 1-65535, or leave it out for a free one")
+    return port
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "server",
@@ -32,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     inst.set_defaults(func=_install)
     start = sub.add_parser("start", help="start it (or show the running one); prints endpoint and credentials file")
-    start.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    start.add_argument("--port", type=_port, default=0, help="port to listen on, 1-65535 (default: a free one)")
     start.add_argument(
         "--tls", action="store_true", help="serve https with a certificate from a private CA made in the state folder"
     )

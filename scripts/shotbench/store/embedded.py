@@ -338,7 +338,13 @@ def _start_locked(
                 _wait_healthy(proc, upstream, st, ca)
                 break
             except UserError:
-                if port or "address already in use" not in (st / "versitygw.log").read_text(errors="replace"):
+                in_use = "address already in use" in (st / "versitygw.log").read_text(errors="replace")
+                if port and in_use:
+                    raise UserError(
+                        f"port {port} is already in use by another program; give another --port, or leave it "
+                        "out for a free one."
+                    ) from None
+                if port or not in_use:
                     raise
     except BaseException:
         terminate(counter.pid, STATSD_MODULE)
