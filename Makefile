@@ -12,13 +12,17 @@ NETWORK ?=
 CONFIG  ?=
 RUN     ?=
 CODE    ?=
-code    = $(if $(CODE),--code)
+# A switch (CODE, HTTP, ANONYMOUS, TLS) is on at 1/yes/true/on and off when empty or 0/no/false/off;
+# any other value stops make with one sentence (HTTP=0 used to turn plain http on).
+on = $(if $(filter 1 yes true on,$(1)),1,$(if $(filter-out 0 no false off,$(1)),$(error $(2)=$(1) is not a switch; write $(2)=1 to turn it on, or leave it out)))
+code    = $(if $(call on,$(CODE),CODE),--code)
+$(foreach v,CODE HTTP ANONYMOUS TLS,$(if $(call on,$($(v)),$(v)),))  # checked now, before any prerequisite is built
 SHOTS   ?= 24
 BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config
 BROWSER_DEPS := chromium
 TOOL_DEPS    := strace openssl util-linux
 
-bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(HTTP),--no-tls) $(if $(ANONYMOUS),--anonymous) \
+bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(call on,$(HTTP),HTTP),--no-tls) $(if $(call on,$(ANONYMOUS),ANONYMOUS),--anonymous) \
              $(if $(FAULTS),--faults $(FAULTS) --keep-going) $(if $(TRIALS),--trials $(TRIALS))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status doctor bench-ros3 bench-direction bench-readers bench-repeat \
@@ -52,7 +56,7 @@ server-status: venv ## Is the embedded S3 server running, and where
 	@$(SB) server status
 
 doctor: venv ## One screen before a run: endpoint, region, credentials and expiry, instance, builds, what bench-ros3 would run and how long (DATA=, PROFILE=, ANONYMOUS=1)
-	@$(SB) doctor --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(NETWORK),--network $(NETWORK)) $(if $(ANONYMOUS),--anonymous)
+	@$(SB) doctor --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(NETWORK),--network $(NETWORK)) $(if $(call on,$(ANONYMOUS),ANONYMOUS),--anonymous)
 
 bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=, TRIALS=), then the report
 	@$(SB) bench $(bench_args)
@@ -72,7 +76,7 @@ bench-harness: envs tools ## Upstream-style harness vs ours on the same files: p
 	@$(SB) bench-harness $(if $(DATA),--data $(DATA))
 
 anatomy: envs tools ## Where one open's time goes, per backend (TLS=1 for https; DATA=s3://bucket/key.h5)
-	@$(SB) anatomy $(if $(TLS),--tls) $(if $(DATA),--data $(DATA))
+	@$(SB) anatomy $(if $(call on,$(TLS),TLS),--tls) $(if $(DATA),--data $(DATA))
 
 bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PROFILE=quick|medium|full)
 	@$(SB) transfer --install-only
