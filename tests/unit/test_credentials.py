@@ -141,3 +141,40 @@ def test_anonymous_refuses_a_backend_that_cannot_read_unsigned(monkeypatch: pyte
     with pytest.raises(UserError) as err:
         refuse_signed_only(["obstore", "remfile"])
     assert str(err.value).startswith("remfile cannot read unsigned") and str(err.value).count(";") == 1
+
+
+@pytest.mark.parametrize(
+    ("variables", "region"),
+    [
+        ({"AWS_REGION": "eu-west-1"}, "eu-west-1"),
+        ({"AWS_DEFAULT_REGION": "ap-south-1"}, "ap-south-1"),
+        ({"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "ap-south-1"}, "eu-west-1"),
+    ],
+    ids=["AWS_REGION alone", "AWS_DEFAULT_REGION alone", "both"],
+)
+def test_the_run_uses_the_region_doctor_shows(monkeypatch: pytest.MonkeyPatch, tmp_path, variables, region) -> None:
+    """botocore ignores AWS_REGION: with it alone, doctor said eu-west-1 and every client and every
+    ROS3 worker was given us-east-1 (and a wrong-region answer said to set AWS_REGION)."""
+    from shotbench.bench import diagnosis as doctor
+    from shotbench.store.s3 import S3Config
+
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    cfg = S3Config.from_env(anonymous=True)
+    assert cfg.region == region == doctor._region("")[0]
+    assert cfg.env_vars()["AWS_REGION"] == region
+
+
+@pytest.mark.parametrize("name", ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"])
+def test_a_bad_endpoint_names_the_variable_that_was_set(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from shotbench.errors import UserError
+    from shotbench.store.s3 import S3Config
+
+    for other in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(name, "notaurl")
+    with pytest.raises(UserError, match=f"is not an http\\(s\\) URL; set {name} like"):
+        S3Config.from_env(anonymous=True)

@@ -106,7 +106,9 @@ class S3Config:
                 endpoint = None
         return cls(
             endpoint_url=endpoint or None,
-            region=session.region_name or DEFAULT_REGION,
+            # AWS_REGION first, as the AWS CLI v2 and the other SDKs (and libhdf5's ROS3) read it:
+            # botocore reads only AWS_DEFAULT_REGION and the profile, so AWS_REGION alone was ignored
+            region=os.environ.get("AWS_REGION") or session.region_name or DEFAULT_REGION,
             access_key=frozen.access_key if frozen else None,
             secret_key=frozen.secret_key if frozen else None,
             session_token=frozen.token if frozen else None,
@@ -273,6 +275,14 @@ def check_reachable(cfg: S3Config) -> None:
     _check_reachable(cfg)
 
 
+def endpoint_setting() -> str:
+    """The setting a user fixes to change the endpoint: the variable they set, else the usual one."""
+    for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+        if os.environ.get(name):
+            return name
+    return "AWS_ENDPOINT_URL_S3"
+
+
 def _check_endpoint(url: str) -> None:
     """An endpoint URL botocore can use (http or https with a host and a valid port), or one sentence."""
     try:
@@ -283,7 +293,7 @@ def _check_endpoint(url: str) -> None:
         ok = False
     if not ok:
         raise UserError(
-            f"the S3 endpoint '{one_line(url)}' is not an http(s) URL; set AWS_ENDPOINT_URL_S3 like http://host:port."
+            f"the S3 endpoint '{one_line(url)}' is not an http(s) URL; set {endpoint_setting()} like http://host:port."
         )
 
 
@@ -299,7 +309,7 @@ def _check_reachable(cfg: S3Config) -> None:
     except OSError as exc:
         raise UserError(
             f"cannot reach the S3 endpoint {cfg.endpoint_url} ({exc.strerror or exc}); start the embedded "
-            "server with `shotbench server start` or fix AWS_ENDPOINT_URL_S3."
+            f"server with `shotbench server start` or fix {endpoint_setting()}."
         ) from None
 
 
@@ -324,9 +334,14 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
             "or use the embedded server (`shotbench server start`)."
         )
     if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+        if not cfg.endpoint_url:
+            return UserError(
+                f"cannot reach AWS S3 in {cfg.region}; check this machine's internet access, or set "
+                "AWS_ENDPOINT_URL_S3 for another S3 service (`shotbench server start` runs one here)."
+            )
         return UserError(
             f"cannot reach the S3 endpoint {where}; start the embedded server with `shotbench server start` "
-            "or fix AWS_ENDPOINT_URL_S3."
+            f"or fix {endpoint_setting()}."
         )
     if isinstance(exc, ReadTimeoutError):
         return UserError(f"the S3 endpoint {where} stopped answering; check that the server is healthy and retry.")
@@ -344,7 +359,7 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
     if code.isdigit() and not any(str(h).lower().startswith("x-amz-") for h in headers):
         return UserError(
             f"{where} answered HTTP {status} without any S3 headers, so it is not an S3 server; "
-            "point AWS_ENDPOINT_URL_S3 at an S3 endpoint."
+            f"point {endpoint_setting()} at an S3 endpoint."
         )
     if code in ("NoSuchBucket",) or (code == "404" and not loc.prefix):
         return UserError(
