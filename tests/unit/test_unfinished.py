@@ -51,4 +51,15 @@ def test_an_interrupted_run_without_a_plan_is_still_named(tmp_path: Path) -> Non
     meta = json.loads((run / "run.json").read_text())
     del meta["plan"]
     (run / "run.json").write_text(json.dumps(meta))
-    assert "was interrupted before it finished" in unfinished.caveat([run])
+    assert "was interrupted before it measured every case it planned" in unfinished.caveat([run])
+
+
+def test_an_interrupted_transfer_run_is_named_with_its_own_resume(tmp_path: Path) -> None:
+    run = tmp_path / "20261128T000000Z-abcdef"
+    run.mkdir()
+    plan = {"profile": "quick", "trials": 5}  # a transfer run's plan: its matrix
+    (run / "run.json").write_text(json.dumps({"kind": "transfer", "status": "interrupted", "plan": plan}))
+    text = unfinished.caveat([run])
+    assert "was interrupted before it measured every case" in text and f"`shotbench transfer --resume {run}`" in text
+    (run / "run.json").write_text(json.dumps({"kind": "transfer", "status": "finished", "plan": plan}))
+    assert unfinished.caveat([run]) == ""

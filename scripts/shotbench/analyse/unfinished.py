@@ -26,6 +26,7 @@ class Unfinished:
     status: str
     planned: int | None  # None: an older run.json without its plan
     missing: list[str]  # the cases not measured, as "backend mode wN pb…"
+    kind: str = RUN_KIND.name  # "read" (bench) or "transfer": which command resumes it
 
 
 def _label(case: dict) -> str:
@@ -40,13 +41,14 @@ def unfinished(run: Path) -> Unfinished | None:
         meta = read_meta(run)
     except (OSError, ValueError):
         return None
-    status = str(meta.get("status") or "")
-    plan = [p for p in meta.get("plan") or [] if isinstance(p, dict) and p.get("case_id")]
-    measured = {(r.get("case-id"), str(r.get("trial"))) for r in RunFolder(run, RUN_KIND).cases()}
-    missing = [_label(p) for p in plan if (p["case_id"], str(p.get("trial"))) not in measured]
+    status, kind = str(meta.get("status") or ""), str(meta.get("kind") or RUN_KIND.name)
+    plan = meta.get("plan") if kind == RUN_KIND.name else None  # a transfer run's plan is its matrix, not a list
+    planned = [p for p in plan or [] if isinstance(p, dict) and p.get("case_id")]
+    measured = {(r.get("case-id"), str(r.get("trial"))) for r in RunFolder(run, RUN_KIND).cases()} if planned else set()
+    missing = [_label(p) for p in planned if (p["case_id"], str(p.get("trial"))) not in measured]
     if not missing and status not in (INTERRUPTED, RUNNING):
         return None
-    return Unfinished(Path(run), status, len(plan) or None, missing)
+    return Unfinished(Path(run), status, len(planned) or None, missing, kind)
 
 
 def caveat(runs: list[Path]) -> str:
@@ -58,7 +60,7 @@ def caveat(runs: list[Path]) -> str:
         done = (
             f"with {u.planned - len(u.missing)} of its {u.planned} planned cases measured"
             if u.planned
-            else ("before it finished (its run.json holds no plan, so what is missing cannot be named)")
+            else "before it measured every case it planned"
         )
         labels = list(dict.fromkeys(u.missing))  # a configuration missing in several trials is named once
         named = ", ".join(labels[:SHOWN])
@@ -67,6 +69,6 @@ def caveat(runs: list[Path]) -> str:
             f"**Unfinished run:** `{u.run.name}` {how} {done}. "
             + (f"Not measured: {named}{more}; they are missing from every table and figure below, so the "
                "answer ranks only what was measured. " if u.missing else "")
-            + f"Then {resume_hint(u.run, 'bench')} and render the report again."
+            + f"Then {resume_hint(u.run, u.kind)} and render the report again."
         )  # fmt: skip
     return "\n\n".join(lines)
