@@ -30,7 +30,7 @@ bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(D
 
 help: ## Show this map of the repository's commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[1m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts|readers|upstream-ec2  NETWORK=none|s3-same-region|s3-cross-region|upstream-ec2  CONFIG=file.toml  HTTP=1 (plain http; default https)  FAULTS=flaky-5pc|slowdown-5pc|http-flaky-5pc|…  CODE=1 (show code in reports)"
+	@echo "  Variables: DATA=s3://bucket/prefix  PROFILE=quick|full|layouts|readers|upstream-ec2  NETWORK=none|s3-same-region|s3-cross-region|upstream-ec2  CONFIG=file.toml  HTTP=1 (plain http; default https)  FAULTS=flaky-5pc|slowdown-5pc|http-flaky-5pc|…  CODE=1 (show code in reports); a switch (HTTP, ANONYMOUS, CODE, TLS) is off when empty or 0"
 
 venv: ## Create/refresh the Python environment (.venv) from uv.lock
 	@scripts/bootstrap.sh
