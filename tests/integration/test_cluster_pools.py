@@ -54,7 +54,7 @@ def test_a_worker_of_another_build_is_named(worker: dict[str, str], says: str) -
     with pytest.raises(UserError) as err:
         pools.check_pool("ros3-1.14", "hdf5-1.14", BUILD_114, "tcp://10.0.0.5:8786", [good, bad])
     text = str(err.value)
-    assert text.startswith("The Dask worker tcp://10.0.0.8:4002 in the hdf5-1.14 pool " + says)
+    assert text.startswith("the Dask worker tcp://10.0.0.8:4002 in the hdf5-1.14 pool " + says)
     assert "build is libhdf5 1.14.6 with ROS3" in text and "--env hdf5-1.14 --run" in text
     pools.check_pool("ros3-1.14", "hdf5-1.14", BUILD_114, "tcp://10.0.0.5:8786", [good])  # the right one passes
 
@@ -192,7 +192,7 @@ def test_a_cluster_of_only_2_0_workers_is_refused_before_any_case(
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
     assert last == (
-        f"shotbench: The Dask cluster at {addr} has no worker in the hdf5-1.14 pool that the ros3-1.14 backend "
+        f"shotbench: the Dask cluster at {addr} has no worker in the hdf5-1.14 pool that the ros3-1.14 backend "
         f"runs on; start them on a host with `shotbench cluster workers --scheduler {addr} --env hdf5-1.14 --run`."
     ), proc.stderr[-2000:]
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())  # no case, no folder
@@ -204,7 +204,7 @@ def test_a_cluster_of_only_2_0_workers_is_refused_before_any_case(
     proc = _bench(tmp_path, cfg.env_vars(), data, addr)
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"shotbench: The Dask worker {posing} in the hdf5-1.14 pool runs libhdf5 2.0"), last
+    assert last.startswith(f"shotbench: the Dask worker {posing} in the hdf5-1.14 pool runs libhdf5 2.0"), last
     assert "where the ros3-1.14 backend's build is libhdf5 1.14" in last and "--env hdf5-1.14 --run`." in last
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
     assert cfg.secret_key not in proc.stderr + proc.stdout

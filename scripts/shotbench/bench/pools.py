@@ -82,13 +82,13 @@ def check_pool(
     `workers` what each worker of the pool reports, with its `address`."""
     if not workers:
         raise UserError(
-            f"The Dask cluster at {scheduler} has no worker in the {env_key} pool that the {backend} backend "
+            f"the Dask cluster at {scheduler} has no worker in the {env_key} pool that the {backend} backend "
             f"runs on; start them on a host with `{start_hint(scheduler, env_key)}`."
         )
     for w in workers:
         if (w.get("hdf5"), str(w.get("ros3"))) != (build.get("hdf5"), str(build.get("ros3"))):
             raise UserError(
-                f"The Dask worker {w.get('address')} in the {env_key} pool runs {_build(w)}, where the {backend} "
+                f"the Dask worker {w.get('address')} in the {env_key} pool runs {_build(w)}, where the {backend} "
                 f"backend's build is {_build(build)}; stop it and start the right one on its host with "
                 f"`{start_hint(scheduler, env_key)}`."
             )

@@ -101,7 +101,7 @@ def build_plan(args: argparse.Namespace):
         bad = [n for n in networks if n not in allowed]
         if bad:
             raise UserError(
-                f"Unknown network {bad[0]!r} for --networks; use loopback, s3-same-region, s3-cross-region or none."
+                f"unknown network {bad[0]!r} for --networks; use loopback, s3-same-region, s3-cross-region or none."
             )
         if networks and args.data:
             raise UserError(
@@ -142,12 +142,12 @@ def _check_bucket(cfg, loc) -> None:
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in ("404", "NoSuchBucket"):
             raise UserError(
-                f"The bucket {loc.bucket} does not exist at {cfg.public()['endpoint']}; "
+                f"the bucket {loc.bucket} does not exist at {cfg.public()['endpoint']}; "
                 "create it or point --data at an existing bucket."
             ) from None
         if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
             raise UserError(
-                f"The credentials (access key {cfg.public()['access_key']}) are not allowed to use "
+                f"the credentials (access key {cfg.public()['access_key']}) are not allowed to use "
                 f"bucket {loc.bucket}; check AWS_PROFILE / AWS_ACCESS_KEY_ID or the bucket policy."
             ) from None
         raise explain(exc, loc, cfg) from None

@@ -186,7 +186,7 @@ def check_disk(plan: TransferPlan, folder: Path) -> None:
     free = shutil.disk_usage(folder).free
     if free < need:
         raise UserError(
-            f"The transfer matrix needs about {need / 2**30:.0f} GiB of free disk in {folder} but only "
+            f"the transfer matrix needs about {need / 2**30:.0f} GiB of free disk in {folder} but only "
             f"{free / 2**30:.0f} GiB is free; pick smaller rows with --rows (or a smaller --profile) or free some space."
         )
 

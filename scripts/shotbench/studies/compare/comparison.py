@@ -165,7 +165,7 @@ def compare(
         )
     if not rows:
         raise UserError(
-            "The two sides share no case (backend, mode, workers, page buffer); compare runs of the same matrix."
+            "the two sides share no case (backend, mode, workers, page buffer); compare runs of the same matrix."
         )
     table = pd.DataFrame(rows)
     if paired:
