@@ -5,6 +5,7 @@ test is the exact input a user gave, the one sentence it must end in, and its ex
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -201,22 +202,25 @@ def test_server_start_on_a_port_in_use_says_so(tmp_path: Path) -> None:
     assert "is not running" in cli(["server", "status"], tmp_path).stdout
 
 
+def _make(*args: str) -> subprocess.CompletedProcess[str]:
+    """`make -n ARGS` in the checkout as a user's shell runs it: not as the sub-make of `make test`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    root = Path(__file__).parents[2]
+    return subprocess.run(["make", "-n", *args], cwd=root, env=env, capture_output=True, text=True, timeout=60)
+
+
 @pytest.mark.parametrize(
     ("setting", "flag", "given"),
     [("HTTP=1", "--no-tls", True), ("HTTP=0", "--no-tls", False), ("ANONYMOUS=no", "--anonymous", False)],
 )
 def test_a_make_switch_set_to_0_is_off(setting: str, flag: str, given: bool) -> None:
     """`make bench-ros3 HTTP=0` ran over plain http: any value turned a switch on."""
-    root = Path(__file__).parents[2]
-    done = subprocess.run(["make", "-n", "bench-ros3", setting], cwd=root, capture_output=True, text=True, timeout=60)
+    done = _make("bench-ros3", setting)
     (line,) = [ln for ln in done.stdout.splitlines() if " bench --profile" in ln]
     assert (flag in line.split()) == given, line
 
 
 def test_a_make_switch_with_another_value_stops_make_before_any_build() -> None:
-    root = Path(__file__).parents[2]
-    done = subprocess.run(
-        ["make", "-n", "bench-ros3", "HTTP=maybe"], cwd=root, capture_output=True, text=True, timeout=60
-    )
+    done = _make("bench-ros3", "HTTP=maybe")
     assert done.returncode == 2 and done.stdout == ""
     assert "HTTP=maybe is not a switch; write HTTP=1 to turn it on, or leave it out." in done.stderr
