@@ -224,3 +224,18 @@ def test_a_make_switch_with_another_value_stops_make_before_any_build() -> None:
     done = _make("bench-ros3", "HTTP=maybe")
     assert done.returncode == 2 and done.stdout == ""
     assert "HTTP=maybe is not a switch; write HTTP=1 to turn it on, or leave it out." in done.stderr
+
+
+def test_compare_against_an_unfinished_run_does_not_pass(tmp_path: Path) -> None:
+    """B stopped by Ctrl-C after 3 cases: the cases it never measured passed the gate unseen (exit 0).
+    An unfinished A only narrows what is compared, and says so."""
+    from support.runfolder import interrupted_copy
+
+    stopped = interrupted_copy(FIXTURE_RUN, tmp_path / "b", keep=3)
+    done = cli(["compare", str(FIXTURE_RUN), str(stopped), "--output", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"FAIL unfinished: `{stopped.name}` was interrupted with 3 of its" in done.stdout
+    assert f"`shotbench bench --resume {stopped}`" in done.stdout
+    done = cli(["compare", str(stopped), str(FIXTURE_RUN), "--output", str(tmp_path / "out2")], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note: A's run" in done.stdout and "FAIL" not in done.stdout

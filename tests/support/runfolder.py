@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,3 +53,23 @@ def bench_proc(runs_dir: Path, args: list[str], env: dict[str, str]) -> subproce
         text=True,
         preexec_fn=as_in_a_terminal,
     )
+
+
+def interrupted_copy(fixture: Path, tmp_path: Path, keep: int) -> Path:
+    """A copy of a finished run as if Ctrl-C had stopped it after its first `keep` case rows, with the
+    plan `bench` records before its first case."""
+    run = tmp_path / fixture.name
+    shutil.copytree(fixture, run)
+    with (run / "cases.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    meta = json.loads((run / "run.json").read_text())
+    meta["status"] = "interrupted"
+    meta["plan"] = [  # what `bench` records before the first case: every case it will measure
+        {"case_id": r["case-id"], "trial": int(r["trial"]), "backend": r["backend"], "mode": r["obj-type"],
+         "workers": int(r["num-workers"]), "pb_size": int(r["pb-size"])}
+        for r in rows
+    ]  # fmt: skip
+    lines = (run / "cases.csv").read_text().splitlines(keepends=True)
+    (run / "cases.csv").write_text("".join(lines[: 1 + keep]))
+    (run / "run.json").write_text(json.dumps(meta))
+    return run

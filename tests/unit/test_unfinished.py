@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import json
-import shutil
 from pathlib import Path
 
 from shotbench.analyse import unfinished
+from support.runfolder import interrupted_copy
 
 FIXTURE = Path(__file__).parents[1] / "data" / "run-fixture"
-
-
-def _interrupted(tmp_path: Path, keep: int) -> Path:
-    """The fixture run as if Ctrl-C had stopped it after its first `keep` case rows."""
-    run = tmp_path / FIXTURE.name
-    shutil.copytree(FIXTURE, run)
-    with (run / "cases.csv").open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    meta = json.loads((run / "run.json").read_text())
-    meta["status"] = "interrupted"
-    meta["plan"] = [  # what `bench` records before the first case: every case it will measure
-        {"case_id": r["case-id"], "trial": int(r["trial"]), "backend": r["backend"], "mode": r["obj-type"], "workers": int(r["num-workers"]),
-         "pb_size": int(r["pb-size"])}
-        for r in rows
-    ]  # fmt: skip
-    lines = (run / "cases.csv").read_text().splitlines(keepends=True)
-    (run / "cases.csv").write_text("".join(lines[: 1 + keep]))
-    (run / "run.json").write_text(json.dumps(meta))
-    return run
 
 
 def test_a_complete_run_has_no_caveat() -> None:
@@ -36,7 +16,7 @@ def test_a_complete_run_has_no_caveat() -> None:
 
 
 def test_an_interrupted_run_names_what_it_did_not_measure_and_how_to_finish(tmp_path: Path) -> None:
-    run = _interrupted(tmp_path, keep=3)
+    run = interrupted_copy(FIXTURE, tmp_path, keep=3)
     planned = len(json.loads((run / "run.json").read_text())["plan"])
     text = unfinished.caveat([FIXTURE, run])
     assert text.startswith(f"**Unfinished run:** `{run.name}` was interrupted with 3 of its {planned} planned cases")
@@ -47,7 +27,7 @@ def test_an_interrupted_run_names_what_it_did_not_measure_and_how_to_finish(tmp_
 
 
 def test_an_interrupted_run_without_a_plan_is_still_named(tmp_path: Path) -> None:
-    run = _interrupted(tmp_path, keep=3)
+    run = interrupted_copy(FIXTURE, tmp_path, keep=3)
     meta = json.loads((run / "run.json").read_text())
     del meta["plan"]
     (run / "run.json").write_text(json.dumps(meta))

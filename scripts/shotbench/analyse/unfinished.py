@@ -51,22 +51,27 @@ def unfinished(run: Path) -> Unfinished | None:
     return Unfinished(Path(run), status, len(planned) or None, missing, kind)
 
 
+def summary(u: Unfinished) -> str:
+    """`RUN` was interrupted with N of its M planned cases measured (or how else it stands)."""
+    how = "is still running" if u.status == RUNNING else "was interrupted" if u.status == INTERRUPTED else "stopped"
+    done = (
+        f"with {u.planned - len(u.missing)} of its {u.planned} planned cases measured"
+        if u.planned
+        else "before it measured every case it planned"
+    )
+    return f"`{u.run.name}` {how} {done}"
+
+
 def caveat(runs: list[Path]) -> str:
     """The sentence above a report's answer when a run did not measure all it planned ("" when
     every run did)."""
     lines = []
     for u in filter(None, map(unfinished, runs)):
-        how = "is still running" if u.status == RUNNING else "was interrupted" if u.status == INTERRUPTED else "stopped"
-        done = (
-            f"with {u.planned - len(u.missing)} of its {u.planned} planned cases measured"
-            if u.planned
-            else "before it measured every case it planned"
-        )
         labels = list(dict.fromkeys(u.missing))  # a configuration missing in several trials is named once
         named = ", ".join(labels[:SHOWN])
         more = f" and {len(labels) - SHOWN} more" if len(labels) > SHOWN else ""
         lines.append(
-            f"**Unfinished run:** `{u.run.name}` {how} {done}. "
+            f"**Unfinished run:** {summary(u)}. "
             + (f"Not measured: {named}{more}; they are missing from every table and figure below, so the "
                "answer ranks only what was measured. " if u.missing else "")
             + f"Then {resume_hint(u.run, u.kind)} and render the report again."

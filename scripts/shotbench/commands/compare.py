@@ -71,6 +71,26 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
     return stats.pooled(groups[0]), stats.pooled(groups[1]), stats.CASE_KEYS, f"{names[1]} vs {names[0]}"
 
 
+def _unfinished(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """Sentences on runs that did not measure all they planned: B's fail the gate (a case B planned
+    and did not measure would otherwise pass unseen), A's only narrow what is compared."""
+    from shotbench.analyse.unfinished import summary, unfinished
+    from shotbench.runs import resume_hint
+
+    def found(arg: str) -> list:
+        return [u for u in (unfinished(Path(p)) for p in arg.split(",") if p) if u is not None]
+
+    fails = [
+        f"FAIL unfinished: {summary(u)}; a case it did not measure cannot pass. "
+        f"{resume_hint(u.run, u.kind)[0].upper()}{resume_hint(u.run, u.kind)[1:]}, then compare again."
+        for u in found(args.run or args.b)
+    ]
+    notes = [] if args.run else [
+        f"note: A's run {summary(u)}; only the cases both sides measured are compared." for u in found(args.a)
+    ]  # fmt: skip
+    return fails, notes
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from shotbench.studies.compare import compare_page as compare_page
     from shotbench.studies.compare import comparison as stats
@@ -109,9 +129,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(_compare_text(table))
     print(gates)
     print(f"Wrote {out / 'compare.csv'} and {out / 'compare.html'}.")
+    fails, notes = _unfinished(args)
+    for line in notes + fails:
+        print(line)
     bad = table[table["slower"] | table["over-limit"]]
     if bad.empty:
-        return 0
+        return 1 if fails else 0
     for _, r in bad.iterrows():
         why = (
             f"{r['ratio']:.2f}× slower (95 % interval {r['ci-low']:.2f}–{r['ci-high']:.2f}, adjusted p={r['p-adjusted']:.3g})"
