@@ -88,23 +88,24 @@ def _run(tmp_path: Path, config: dict, options: dict[str, dict] | None = None, a
 
 
 def test_the_same_backend_twice_is_equivalent_and_slowed_on_its_own_path_is_slower(tmp_path: Path) -> None:
+    # What the slower path adds per response, in seconds: at least the 30 ms the profiles differ by
+    # (30.1-30.6 ms over http on a quiet machine); the proxy's pipeline under load can add about as
+    # much again (36-71 ms a GET over https at load 1-7). A broken path (a retry after a timeout, a
+    # stalled response) would cost seconds per GET. On a slow afternoon (files read in 0.21 s, not
+    # 0.115) one run's medians gave 20 ms: like the A/A verdict, a miss makes the run once more.
     for attempt in (1, 2):
         folder = _run(tmp_path / f"run{attempt}", SLOWED, SLOWED_OPTIONS, ("--network", "latency-20ms", "--no-tls"))
         table = decision.decision_table(analysis.load([f"{folder.name}={folder}"]))
         verdicts = dict(zip(table["name"], table["verdict"]))
         assert verdicts["download@slow"] == decision.SLOWER, table.to_string()
-        if decision.EQUIVALENT in (verdicts["download"], verdicts["download@b"]):
+        runtime = dict(zip(table["name"], table["runtime"]))
+        gets = float(table.loc[table["name"] == "download@slow", "gets"].iloc[0])
+        added = (runtime["download@slow"] - min(runtime["download"], runtime["download@b"])) / gets
+        if decision.EQUIVALENT in (verdicts["download"], verdicts["download@b"]) and 0.025 < added < 0.2:
             break
     assert sorted([verdicts["download"], verdicts["download@b"]]) == [decision.EQUIVALENT, decision.FASTEST], (
         table.to_string()
     )
-    # What the slower path adds per response, in seconds: at least the 30 ms the profiles differ by
-    # (30.1-30.6 ms over http on a quiet machine); the proxy's pipeline under load can add about as
-    # much again (36-71 ms a GET over https at load 1-7). A broken path (a retry after a timeout, a
-    # stalled response) would cost seconds per GET.
-    runtime = dict(zip(table["name"], table["runtime"]))
-    gets = float(table.loc[table["name"] == "download@slow", "gets"].iloc[0])
-    added = (runtime["download@slow"] - min(runtime["download"], runtime["download@b"])) / gets
     assert 0.025 < added < 0.2, table.to_string()
     meta = json.loads((folder / "run.json").read_text())
     paths = {"download": "latency-20ms", "download@b": "latency-20ms", "download@slow": "latency-50ms"}
