@@ -15,13 +15,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from shotbench.backends import registry
+from shotbench.errors import UserError
 from shotbench.plan import profiles
 from shotbench.provenance import imds_base, imds_get
-from shotbench.store.network import NETWORK_PROFILES
+from shotbench.store.network import check_network
 
 SECONDS_PER_CASE_GUESS = 8.0  # without an earlier run to go by (the quick profile on a laptop: 5-10 s)
 
@@ -167,44 +169,43 @@ def planmod_cases(cfg: profiles.BenchConfig) -> list[Any]:
     )
 
 
-def _reachable(endpoint: str) -> str | None:
-    from shotbench.errors import UserError
-    from shotbench.store.s3 import S3Config, check_reachable
-
-    try:
-        check_reachable(S3Config(endpoint_url=endpoint))
-    except UserError as exc:
-        return str(exc)
-    return None
-
-
 EMBEDDED_DATA = "embedded server + synthetic shot files"  # the data when no DATA is given
 
 
-def _data_problem(data: str) -> str | None:
-    """What `bench` would refuse in DATA before it starts: a location it cannot parse, or a local
-    folder that is missing or is a file (an S3 prefix is listed by the run itself)."""
-    from shotbench.errors import UserError
-    from shotbench.store.s3 import check_local_folder, parse_location
-
+def _refusal(check: Callable[[], object]) -> str | None:
+    """The one sentence a check refuses with, or None when it passes."""
     try:
-        loc = parse_location(data)
-        if loc.path is not None:
-            check_local_folder(loc.path)
+        check()
     except UserError as exc:
         return str(exc)
     return None
+
+
+def _check_data(data: str) -> None:
+    """What `bench` refuses in DATA before it starts: a location it cannot parse, or a local folder
+    that is missing or is a file (an S3 prefix is listed by the run itself)."""
+    from shotbench.store.s3 import check_local_folder, parse_location
+
+    loc = parse_location(data)
+    if loc.path is not None:
+        check_local_folder(loc.path)
+
+
+def _check_endpoint(endpoint: str) -> None:
+    from shotbench.store.s3 import S3Config, check_reachable
+
+    check_reachable(S3Config(endpoint_url=endpoint))
 
 
 def problems(f: dict[str, Any]) -> list[str]:
     """Each thing that would spoil the run: one sentence, naming the fix."""
     out: list[str] = []
     creds, inst, plan = f["credentials"], f["instance"], f["plan"]
-    if f["data"] != EMBEDDED_DATA and (why := _data_problem(f["data"])):
+    if f["data"] != EMBEDDED_DATA and (why := _refusal(lambda: _check_data(f["data"]))):
         out.append(why)
-    if f["network"] not in NETWORK_PROFILES:
-        out.append(f"unknown network profile '{f['network']}'; choose one of: {', '.join(NETWORK_PROFILES)}.")
-    if f["endpoint"].startswith("http") and (why := _reachable(f["endpoint"])):
+    if why := _refusal(lambda: check_network(f["network"])):
+        out.append(why)
+    if f["endpoint"].startswith("http") and (why := _refusal(lambda: _check_endpoint(f["endpoint"]))):
         out.append(why)
     if f["data"].startswith("s3://") and creds["source"] == "none":
         out.append("no AWS credentials were found; attach an instance role, set AWS_PROFILE or AWS_ACCESS_KEY_ID and "

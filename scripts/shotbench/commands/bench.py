@@ -256,7 +256,7 @@ class _Settings:
 
 def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
     """The settings of a new run (checked), or those the resumed run was started with."""
-    from shotbench.store.network import FAULTS, NETWORK_PROFILES, check_tls
+    from shotbench.store.network import FAULTS, check_network, check_tls
 
     meta: dict[str, Any] = {}
     if resume_dir is not None:
@@ -273,8 +273,8 @@ def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
         data_arg, network, scheduler = args.data, args.network, args.scheduler
         if network is None:  # a bench profile may model a network (upstream-ec2); never in front of --data
             network = "none" if (data_arg or args.faults) else profiles.PROFILE_NETWORK.get(cfg.profile, "none")
-        elif network not in NETWORK_PROFILES:  # before any shot file is made or server started
-            raise UserError(f"unknown network profile '{network}'; choose one of: {', '.join(NETWORK_PROFILES)}.")
+        else:
+            check_network(network)  # before any shot file is made or server started
         tls = default_tls(args.tls, data_arg, args.faults or network)
         if args.faults:
             if args.faults not in FAULTS:

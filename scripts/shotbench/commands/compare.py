@@ -82,8 +82,9 @@ def _unfinished(args: argparse.Namespace) -> tuple[list[str], list[str]]:
 
     fails = [
         f"FAIL unfinished: {summary(u)}; a case it did not measure cannot pass. "
-        f"{resume_hint(u.run, u.kind)[0].upper()}{resume_hint(u.run, u.kind)[1:]}, then compare again."
+        f"{hint[:1].upper()}{hint[1:]}, then compare again."
         for u in found(args.run or args.b)
+        for hint in [resume_hint(u.run, u.kind)]
     ]
     notes = [] if args.run else [
         f"note: A's run {summary(u)}; only the cases both sides measured are compared." for u in found(args.a)

@@ -297,7 +297,7 @@ def start(
     signal), for tests and benchmark runs that must not leave servers behind. `tls=True`
     serves https with a certificate from the state folder's private CA (`store.tls`).
     """
-    network_profile = _check_network(network)
+    network_profile = _network.check_network(network)
     _network.check_tls(network, tls)
     st = _state(state)
     with exclusive(st / ".lock"):  # one start/stop at a time per state directory
@@ -419,7 +419,7 @@ def network_paths(info: ServerInfo, names: Iterable[str]) -> Iterator[dict[str, 
     out: dict[str, str] = {}
     try:
         for name in sorted(set(names)):
-            profile = _check_network(name)
+            profile = _network.check_network(name)
             _network.check_tls(name, bool(info.ca_bundle))
             if name == info.network:
                 out[name] = info.endpoint_url
@@ -437,12 +437,6 @@ def network_paths(info: ServerInfo, names: Iterable[str]) -> Iterator[dict[str, 
     finally:
         for pid, what in started:
             terminate(pid, what)
-
-
-def _check_network(name: str) -> network.Profile | None:
-    if name not in network.NETWORK_PROFILES:
-        raise UserError(f"unknown network profile '{name}'; choose one of: {', '.join(network.NETWORK_PROFILES)}.")
-    return network.NETWORK_PROFILES[name]
 
 
 def _write_env_file(info: ServerInfo) -> None:

@@ -131,6 +131,13 @@ NETWORK_PROFILES.update(FAULTS)
 SEED = 1  # toxiproxy's jitter is pseudo-random; a fixed seed repeats the same delays
 
 
+def check_network(name: str) -> Profile | None:
+    """The profile of this name (None for `none`), or one sentence naming the choices."""
+    if name not in NETWORK_PROFILES:
+        raise UserError(f"unknown network profile '{name}'; choose one of: {', '.join(NETWORK_PROFILES)}.")
+    return NETWORK_PROFILES[name]
+
+
 def check_tls(name: str, tls: bool) -> None:
     """The fault-injecting proxy speaks plain HTTP only."""
     profile = NETWORK_PROFILES.get(name)
