@@ -27,16 +27,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.server, pytest.mark.alone]
 
 # The slowed twin. Every path goes through toxiproxy (the run's `latency-20ms`, the slowed twin's own
 # `latency-50ms`), so the proxy's own cost is on both sides and the pair differs by 30 ms per
-# response: one GET per file for `download`, whose file takes ~0.115 s here, so the slowed twin is
-# about 1.27x (1.26-1.27x in two runs); latency-40ms (20 ms) gave 1.06-1.08x over https, too close to
-# the margin to be called slower under load.
+# response: one GET per file for `download`, whose 2 MB file takes ~0.075 s here, so the slowed twin is
+# about 1.4x; latency-40ms (20 ms) gave 1.06-1.08x over https (16 MB files), too close to the margin to
+# be called slower under load.
+# 2 MB files, not the default 16 MB: toxiproxy's latency stage queues up to 1024 chunks of a response
+# and delays each from the moment it was read (toxics/latency.go), so during the longer wait the server
+# sends more of a large body, and on two shared cores that work no longer competes with the client.
+# With 16 MB files the slowed twin added 25.0 ms a GET on 2026-11-28 (28.0 ms for boto3 GETs of 16 MB
+# through the same proxies, 30.0 ms for 1 MB); with 2 MB files 28.9-31.8 ms in five runs, in 40 s a
+# run instead of 84 s.
 # Copies in memory, not on disk: the disk writes were most of the round-to-round noise. Ten files a
 # case. Plain http: over https the embedded server's 4 KiB TLS records cost obstore a thread hand-off
 # each, and now and then a GET falls into a slow mode (docs/results/2026-11-27-tls-records.md). In runs
 # made in turn (16:47-16:55 UTC, 2026-11-27), the A/A pair's spread was 10-11 % over https (9 and 19
-# rounds, 109 and 226 s) and 1.4-2.0 % over http (8 rounds, the first look, 49-50 s). This test is
-# about the verdict rule; how it behaves under noise is simulated in tests/unit/test_stats.py. Over
-# http the slowed twin adds 30.1-30.6 ms a GET: the 30 ms the two profiles differ by, and nothing else.
+# rounds, 109 and 226 s) and 1.4-2.0 % over http (8 rounds, the first look, 49-50 s); with 2 MB files
+# 4.3-9.2 %, still decided at the first look in five runs of five. This test is about the verdict rule;
+# how it behaves under noise is simulated in tests/unit/test_stats.py.
 # Eight rounds before the first look: every look at an A/A pair may err, so the run should decide at
 # its first look, not after many; with the budget, a loaded machine gets more rounds.
 # Over a run's looks the A/A pair is called slower or faster in about 3 % of runs (7.6 % under the
@@ -52,6 +58,8 @@ SLOWED = {
     "max_trials": 40,
     "shots": 10,
     "shots_files": 10,
+    "file_size": 2_000_000,
+    "page_size": 1_000_000,
     "budget_minutes": 4.0,
     "readcheck": False,
 }
@@ -88,11 +96,11 @@ def _run(tmp_path: Path, config: dict, options: dict[str, dict] | None = None, a
 
 
 def test_the_same_backend_twice_is_equivalent_and_slowed_on_its_own_path_is_slower(tmp_path: Path) -> None:
-    # What the slower path adds per response, in seconds: at least the 30 ms the profiles differ by
-    # (30.1-30.6 ms over http on a quiet machine); the proxy's pipeline under load can add about as
-    # much again (36-71 ms a GET over https at load 1-7). A broken path (a retry after a timeout, a
-    # stalled response) would cost seconds per GET. On a slow afternoon (files read in 0.21 s, not
-    # 0.115) one run's medians gave 20 ms: like the A/A verdict, a miss makes the run once more.
+    # What the slower path adds per response, in seconds: about the 30 ms the profiles differ by
+    # (28.9-31.8 ms in five runs); the proxy's pipeline under load can add about as much again
+    # (36-71 ms a GET over https at load 1-7). A path whose profile was not applied adds nothing; a
+    # broken one (a retry after a timeout, a stalled response) costs seconds per GET. Like the A/A
+    # verdict, a miss makes the run once more.
     for attempt in (1, 2):
         folder = _run(tmp_path / f"run{attempt}", SLOWED, SLOWED_OPTIONS, ("--network", "latency-20ms", "--no-tls"))
         table = decision.decision_table(analysis.load([f"{folder.name}={folder}"]))
