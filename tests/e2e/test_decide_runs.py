@@ -34,14 +34,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.server, pytest.mark.alone]
 # and delays each from the moment it was read (toxics/latency.go), so during the longer wait the server
 # sends more of a large body, and on two shared cores that work no longer competes with the client.
 # With 16 MB files the slowed twin added 25.0 ms a GET on 2026-11-28 (28.0 ms for boto3 GETs of 16 MB
-# through the same proxies, 30.0 ms for 1 MB); with 2 MB files 28.9-31.8 ms in five runs, in 40 s a
+# through the same proxies, 30.0 ms for 1 MB); with 2 MB files 28.9-31.8 ms in four runs, in 40 s a
 # run instead of 84 s.
 # Copies in memory, not on disk: the disk writes were most of the round-to-round noise. Ten files a
 # case. Plain http: over https the embedded server's 4 KiB TLS records cost obstore a thread hand-off
 # each, and now and then a GET falls into a slow mode (docs/results/2026-11-27-tls-records.md). In runs
 # made in turn (16:47-16:55 UTC, 2026-11-27), the A/A pair's spread was 10-11 % over https (9 and 19
 # rounds, 109 and 226 s) and 1.4-2.0 % over http (8 rounds, the first look, 49-50 s); with 2 MB files
-# 4.3-9.2 %, still decided at the first look in five runs of five. This test is about the verdict rule;
+# 4.3-9.2 %, still decided at the first look in four runs of four. This test is about the verdict rule;
 # how it behaves under noise is simulated in tests/unit/test_stats.py.
 # Eight rounds before the first look: every look at an A/A pair may err, so the run should decide at
 # its first look, not after many; with the budget, a loaded machine gets more rounds.
@@ -97,7 +97,7 @@ def _run(tmp_path: Path, config: dict, options: dict[str, dict] | None = None, a
 
 def test_the_same_backend_twice_is_equivalent_and_slowed_on_its_own_path_is_slower(tmp_path: Path) -> None:
     # What the slower path adds per response, in seconds: about the 30 ms the profiles differ by
-    # (28.9-31.8 ms in five runs); the proxy's pipeline under load can add about as much again
+    # (28.9-31.8 ms in four runs); the proxy's pipeline under load can add about as much again
     # (36-71 ms a GET over https at load 1-7). A path whose profile was not applied adds nothing; a
     # broken one (a retry after a timeout, a stalled response) costs seconds per GET. Like the A/A
     # verdict, a miss makes the run once more.
