@@ -60,8 +60,8 @@ def interrupted_copy(fixture: Path, tmp_path: Path, keep: int) -> Path:
     plan `bench` records before its first case."""
     run = tmp_path / fixture.name
     shutil.copytree(fixture, run)
-    with (run / "cases.csv").open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    lines = (run / "cases.csv").read_text().splitlines(keepends=True)
+    rows = list(csv.DictReader(lines))
     meta = json.loads((run / "run.json").read_text())
     meta["status"] = "interrupted"
     meta["plan"] = [  # what `bench` records before the first case: every case it will measure
@@ -69,7 +69,6 @@ def interrupted_copy(fixture: Path, tmp_path: Path, keep: int) -> Path:
          "workers": int(r["num-workers"]), "pb_size": int(r["pb-size"])}
         for r in rows
     ]  # fmt: skip
-    lines = (run / "cases.csv").read_text().splitlines(keepends=True)
     (run / "cases.csv").write_text("".join(lines[: 1 + keep]))
     (run / "run.json").write_text(json.dumps(meta))
     return run
