@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import socket
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,27 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None]:
             os.kill(os.getpid(), sig)
 
     return arm
+
+
+def daemon(
+    cmd: list[str], log: Path | None, private: bool, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """A server shotbench starts in a session of its own (a Ctrl-C in the terminal is not its
+    concern), its output appended to `log` (or dropped); `private` ties it to this process's life."""
+    out = open(log, "ab") if log else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(
+            cmd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent() if private else None,
+        )
+    finally:
+        if not isinstance(out, int):
+            out.close()
 
 
 def end_group_on(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) -> None:

@@ -6,27 +6,34 @@ network cut off, waits for Bokeh to draw, and saves the full page beside the HTM
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shotbench import which
 from shotbench.errors import UserError
 from shotbench.reports.htmlcheck import figure_count
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 WIDTH = 1280  # the window a reader of a published report opens it in
 
 
-def screenshot(html: Path, png: Path | None = None, timeout_s: float = 120) -> Path:
-    """Full-page PNG of `html` (default: same name, .png); only file: URLs are loaded."""
+@contextmanager
+def _drawn(html: Path, width: int, height: int, timeout_s: float, failure: str) -> Iterator[Page]:
+    """`html` open in headless Chromium (only file:, data: and blob: URLs load) once Bokeh has
+    drawn every figure it holds; a browser error becomes a `UserError` that starts with `failure`."""
     from playwright.sync_api import Error, sync_playwright
 
-    png = png or html.with_suffix(".png")
     exe = which.chromium()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(exe), args=ARGS)
         try:
-            page = browser.new_page(viewport={"width": WIDTH, "height": 1000})
+            page = browser.new_page(viewport={"width": width, "height": height})
             page.route(
                 "**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:")) else r.abort()
             )
@@ -38,13 +45,18 @@ def screenshot(html: Path, png: Path | None = None, timeout_s: float = 120) -> P
                 timeout=timeout_s * 1000,
             )
             page.wait_for_timeout(500)  # let the last canvases paint
-            page.screenshot(path=str(png), full_page=True)
+            yield page
         except Error as exc:
-            raise UserError(
-                f"Chromium could not capture {html} ({str(exc).splitlines()[0]}); open it in a browser instead."
-            ) from None
+            raise UserError(f"{failure} ({str(exc).splitlines()[0]}); open it in a browser instead.") from None
         finally:
             browser.close()
+
+
+def screenshot(html: Path, png: Path | None = None, timeout_s: float = 120) -> Path:
+    """Full-page PNG of `html` (default: same name, .png); only file: URLs are loaded."""
+    png = png or html.with_suffix(".png")
+    with _drawn(html, WIDTH, 1000, timeout_s, f"Chromium could not capture {html}") as page:
+        page.screenshot(path=str(png), full_page=True)
     return png
 
 
@@ -89,33 +101,10 @@ def layout(
 ) -> PageLayout:
     """Open `html` at `width` px (offline), wait for its figures, and measure what the reader sees;
     with `png`, also save a screenshot: the first `first_screen` px, or the whole page when 0."""
-    from playwright.sync_api import Error, sync_playwright
-
-    exe = which.chromium()
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(exe), args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": first_screen or 1000})
-            page.route(
-                "**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:")) else r.abort()
-            )
-            page.goto(html.resolve().as_uri(), wait_until="load", timeout=timeout_s * 1000)
-            expected = figure_count(html.read_text(encoding="utf-8"))
-            page.wait_for_function(
-                "n => n === 0 || (window.Bokeh && [...Bokeh.index.all_views()].length >= n)",
-                arg=expected,
-                timeout=timeout_s * 1000,
-            )
-            page.wait_for_timeout(500)
-            got = page.evaluate(_LAYOUT_JS)
-            if png is not None:
-                page.screenshot(path=str(png), full_page=not first_screen)
-        except Error as exc:
-            raise UserError(
-                f"Chromium could not open {html} ({str(exc).splitlines()[0]}); open it in a browser instead."
-            ) from None
-        finally:
-            browser.close()
+    with _drawn(html, width, first_screen or 1000, timeout_s, f"Chromium could not open {html}") as page:
+        got = page.evaluate(_LAYOUT_JS)
+        if png is not None:
+            page.screenshot(path=str(png), full_page=not first_screen)
     return PageLayout(
         width=width,
         height=float(got["height"]),

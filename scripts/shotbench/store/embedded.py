@@ -31,7 +31,7 @@ from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
 from shotbench.locks import exclusive
 from shotbench.paths import state_dir
-from shotbench.processes import die_with_parent, free_port, pid_alive, terminate
+from shotbench.processes import daemon, free_port, pid_alive, terminate
 from shotbench.redact import mask
 from shotbench.store import network
 from shotbench.store import tls as _tls
@@ -203,13 +203,8 @@ def status(state: Path | None = None) -> ServerInfo | None:
 def _launch_byte_counter(st: Path, private: bool) -> tuple[subprocess.Popen, int]:
     """The StatsD receiver that writes GET byte counts into the access log (see store/statsd.py)."""
     port = free_port(socket.SOCK_DGRAM)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", STATSD_MODULE, "--port", str(port), "--out", str(st / "access.log")],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=die_with_parent() if private else None,
+    proc = daemon(
+        [sys.executable, "-m", STATSD_MODULE, "--port", str(port), "--out", str(st / "access.log")], None, private
     )
     return proc, port
 
@@ -257,19 +252,7 @@ def _launch(
         str(IO_BUFFER_SIZE),
         str(root),
     ]
-    log = open(st / "versitygw.log", "ab")
-    try:
-        return subprocess.Popen(
-            cmd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=die_with_parent() if private else None,
-        )
-    finally:
-        log.close()
+    return daemon(cmd, st / "versitygw.log", private, env)
 
 
 def _wait_healthy(proc: subprocess.Popen, port: int, st: Path, ca: str | None = None) -> None:

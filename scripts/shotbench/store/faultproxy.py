@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -33,7 +32,7 @@ from urllib.parse import parse_qsl, urlencode
 from shotbench.childargs import parse_or_exit
 from shotbench.diskspace import atomic_write
 from shotbench.errors import UserError
-from shotbench.processes import die_with_parent, free_port, terminate
+from shotbench.processes import daemon, free_port, terminate
 from shotbench.units import MiB
 
 MODULE = "shotbench.store.faultproxy"
@@ -323,30 +322,8 @@ def start(state: Path, upstream_port: int, faults: HttpFaults, private: bool = F
     with contextlib.suppress(FileNotFoundError):
         stats.unlink()
     port = free_port()
-    log = open(state / "faultproxy.log", "ab")
-    try:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                MODULE,
-                "--port",
-                str(port),
-                "--upstream-port",
-                str(upstream_port),
-                "--stats",
-                str(stats),
-                "--faults",
-                faults.to_json(),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=die_with_parent() if private else None,
-        )
-    finally:
-        log.close()
+    cmd = [sys.executable, "-m", MODULE, "--port", str(port), "--upstream-port", str(upstream_port)]
+    proc = daemon([*cmd, "--stats", str(stats), "--faults", faults.to_json()], state / "faultproxy.log", private)
     deadline = time.monotonic() + START_TIMEOUT
     while not stats.exists():
         if proc.poll() is not None or time.monotonic() > deadline:

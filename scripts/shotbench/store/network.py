@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shotbench.errors import UserError
-from shotbench.processes import die_with_parent, free_port, terminate
+from shotbench.processes import daemon, free_port, terminate
 from shotbench.store.faultproxy import HttpFaults
 
 UPSTREAM_STREAM_KBPS = 90_000
@@ -216,19 +215,12 @@ def start_proxy(state: Path, upstream_port: int, profile: Profile, private: bool
             ]
         )
     )
-    log = open(state / "toxiproxy.log", "ab")
-    try:
-        proc = subprocess.Popen(
-            [str(binary), "-host", "127.0.0.1", "-port", str(api_port), "-config", str(config), "-seed", str(SEED)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=die_with_parent() if private else None,
-            env={**os.environ, "LOG_LEVEL": "warn"},
-        )
-    finally:
-        log.close()
+    proc = daemon(
+        [str(binary), "-host", "127.0.0.1", "-port", str(api_port), "-config", str(config), "-seed", str(SEED)],
+        state / "toxiproxy.log",
+        private,
+        {**os.environ, "LOG_LEVEL": "warn"},
+    )
     deadline = time.monotonic() + 10
     while True:
         try:

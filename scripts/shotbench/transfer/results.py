@@ -432,61 +432,17 @@ def _stage_checks(s: pd.DataFrame, threshold: float, among: tuple[str, ...] | No
             rivals = rivals[rivals["tool"].isin(among)]
             if rivals.empty:
                 continue
+        row = (direction, test, int(conc))
         if me["good"] == 0:
-            out.append(
-                StageCheck(
-                    direction,
-                    test,
-                    int(conc),
-                    None,
-                    np.nan,
-                    np.nan,
-                    "",
-                    None,
-                    np.nan,
-                    np.nan,
-                    [],
-                    threshold,
-                    me["error"],
-                )
-            )
+            out.append(StageCheck(*row, None, np.nan, np.nan, "", None, np.nan, np.nan, [], threshold, me["error"]))
             continue
         tied = [r["tool"] for _, r in rivals.iterrows() if _overlap(me, r)]
+        mine = (float(me["seconds"]), me["lo"], me["hi"])
         if rivals.empty:
-            out.append(
-                StageCheck(
-                    direction,
-                    test,
-                    int(conc),
-                    float(me["seconds"]),
-                    me["lo"],
-                    me["hi"],
-                    "",
-                    None,
-                    np.nan,
-                    np.nan,
-                    tied,
-                    threshold,
-                )
-            )
+            out.append(StageCheck(*row, *mine, "", None, np.nan, np.nan, tied, threshold))
             continue
         b = rivals.iloc[0]
-        out.append(
-            StageCheck(
-                direction,
-                test,
-                int(conc),
-                float(me["seconds"]),
-                me["lo"],
-                me["hi"],
-                b["tool"],
-                float(b["seconds"]),
-                b["lo"],
-                b["hi"],
-                tied,
-                threshold,
-            )
-        )
+        out.append(StageCheck(*row, *mine, b["tool"], float(b["seconds"]), b["lo"], b["hi"], tied, threshold))
     order = {"upload": 0, "download": 1}
     return sorted(out, key=lambda c: (order.get(c.direction, 2), c.concurrency, c.test))
 
