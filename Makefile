@@ -55,8 +55,9 @@ server-stop: venv ## Stop the embedded S3 server
 server-status: venv ## Is the embedded S3 server running, and where
 	@$(SB) server status
 
-doctor: venv ## One screen before a run: endpoint, region, credentials and expiry, instance, builds, what bench-ros3 would run and how long (DATA=, PROFILE=, ANONYMOUS=1)
-	@$(SB) doctor --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(NETWORK),--network $(NETWORK)) $(if $(call on,$(ANONYMOUS),ANONYMOUS),--anonymous)
+doctor: venv ## One screen before a run: endpoint, region, credentials and expiry, instance, builds, what bench-ros3 would run and how long (its DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=, TRIALS=, HTTP=1, ANONYMOUS=1)
+	@$(SB) doctor --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(NETWORK),--network $(NETWORK)) $(if $(CONFIG),--config $(CONFIG)) $(if $(call on,$(HTTP),HTTP),--no-tls) $(if $(call on,$(ANONYMOUS),ANONYMOUS),--anonymous) \
+	    $(if $(FAULTS),--faults $(FAULTS)) $(if $(TRIALS),--trials $(TRIALS))
 
 bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=, TRIALS=), then the report
 	@$(SB) bench $(bench_args)

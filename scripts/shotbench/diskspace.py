@@ -55,6 +55,31 @@ def writable(folder: Path, what: str) -> None:
         raise UserError(f"the {what} {folder} is not writable; fix its permissions or choose another folder.")
 
 
+@contextlib.contextmanager
+def output_folder(folder: Path, what: str) -> Iterator[Path]:
+    """`writable(folder)` for a command's output, taken back when the command then fails: the
+    folders this call created (never one that was there) are removed with what was written into
+    them, so a refused command leaves no empty or half-written output behind. An interrupt keeps
+    them (the CLI says results written so far are kept)."""
+    folder = Path(folder)
+    check_path(folder, what)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise UserError(f"the {what} {shorten(folder)} is a file; choose a folder.")
+    chain = [folder.absolute(), *folder.absolute().parents]
+    # as real paths, so `new/../out` names the folders mkdir makes (new, out), never the one that exists
+    real = {Path(os.path.realpath(p)) for p in chain}
+    made = sorted((p for p in real if not os.path.lexists(p)), key=lambda p: len(p.parts))
+    try:
+        writable(folder, what)
+        yield folder
+    except Exception:
+        for path in made:  # outermost first: its removal takes the ones inside with it
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+        raise
+
+
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from shotbench.errors import UserError, one_line
+
 
 def repo_root() -> Path:
     """The checkout this package was installed from (editable install: scripts/shotbench)."""
@@ -21,9 +23,20 @@ def repo_root() -> Path:
 def cache_dir() -> Path:
     """Expensive, reusable artefacts: compiled tools, libhdf5 builds, source tarballs."""
     env = os.environ.get("SHOTBENCH_CACHE")
-    base = Path(env) if env else Path.home() / ".cache" / "shotbench"
-    base.mkdir(parents=True, exist_ok=True)
-    return base
+    return _folder(Path(env) if env else Path.home() / ".cache" / "shotbench", "SHOTBENCH_CACHE" if env else "HOME")
+
+
+def _folder(path: Path, setting: str) -> Path:
+    """`path`, made if missing; a path that cannot be a folder is one sentence naming the setting
+    that chose it, not a traceback from the first command that needs it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = "a file is there" if path.exists() and not path.is_dir() else exc.strerror or str(exc)
+        where = f"{setting} is {one_line(path)}" if setting else f"{one_line(path)}"
+        fix = f"point {setting} at a folder you can write" if setting else "make it a writable folder"
+        raise UserError(f"{where}, which cannot be a folder ({why}); {fix}.") from None
+    return path
 
 
 def bin_dir() -> Path:
@@ -36,9 +49,7 @@ def bin_dir() -> Path:
 def state_dir() -> Path:
     """Runtime state of this checkout: the embedded server's pid file, data and credentials."""
     env = os.environ.get("SHOTBENCH_STATE")
-    path = Path(env) if env else repo_root() / ".shotbench"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _folder(Path(env) if env else repo_root() / ".shotbench", "SHOTBENCH_STATE" if env else "")
 
 
 def envs_dir() -> Path:

@@ -103,6 +103,61 @@ def kind_of(folder: Path) -> str | None:
     return next((k for k, name in DETAILS_CSV.items() if (folder / name).is_file()), None)
 
 
+# What a run folder of another kind is, and the commands that read it ({f}: the folder).
+READERS = {
+    "transfer": "a transfer run, not a read run; check it with `shotbench transfer --check {f}` or render it with "
+    "`shotbench report --transfer {f}`",
+    DIRECTION: "an ablation run (`shotbench direction`), not a read run; render it with `shotbench report "
+    "--direction {f}`, or pass the read runs in its settings/<setting>/ folders",
+}
+
+
+def require_read_run(folder: Path, fix: str) -> None:
+    """One sentence unless `folder` is a read run: what it is and the command that reads it, or
+    `fix` when it is no run folder at all."""
+    kind = kind_of(folder)
+    if kind == "read":
+        return
+    if kind in READERS:
+        raise UserError(f"{folder} is {READERS[kind].format(f=folder)}.")
+    raise UserError(f"{folder} is not a run folder; {fix}.")
+
+
+def require_cases(folder: Path) -> None:
+    """One sentence for a run whose cases.csv is there but holds no case row: the case row is the
+    commit mark, so such a run measured nothing (detail rows without one are cases cut short)."""
+    file = Path(folder) / CASES_CSV
+    if file.is_file() and not read_table(file).rows:
+        raise UserError(
+            f"{folder} has no cases (its {CASES_CSV} holds no case row), so it measured nothing; "
+            "pass a run that finished at least one case."
+        )
+
+
+def run_id(folder: Path) -> str | None:
+    """The run id its run.json records (a copied folder keeps it: two folders, one run), or None."""
+    try:
+        found = read_meta(folder).get("run_id")
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, str) and found else None
+
+
+def refuse_copies(folders: Sequence[Path], where: str) -> None:
+    """One sentence when two of `folders` hold one run (the same run id): a copy's tasks would
+    count twice, as if the run had measured them twice."""
+    seen: dict[str, Path] = {}
+    for folder in folders:
+        found = run_id(folder)
+        if found is None:
+            continue
+        if found in seen:
+            raise UserError(
+                f"{where} names run {found} twice: {seen[found]} and {folder} are copies of it; give each run only once."
+            )
+        seen[found] = folder
+
+
 def run_folders(runs_dir: Path, kind: str) -> list[Path]:
     """The run folders of one kind below runs_dir, oldest first (run ids start with a UTC time)."""
     if kind not in KINDS:

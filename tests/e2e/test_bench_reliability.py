@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.bench import assert_one_sentence, refuse, run_bench
-from support.proxies import OneStall
+from support.proxies import OneStall, silent_port
 from support.runfolder import case_rows, only_run
 
 TINY = ["--backends", "local", "--modes", "shots", "--page-buffers", "0", "--trials", "1"]
@@ -131,25 +131,6 @@ def test_a_torn_row_in_the_middle_is_set_aside_and_measured_again(local_run: tup
 # ------------------------------------------------------------------ a dead dependency stops the run
 
 
-def _silent_port() -> tuple[object, int]:
-    """A socket that accepts connections and never says a word (held open until closed)."""
-    import socket
-    import threading
-
-    server = socket.create_server(("127.0.0.1", 0))
-    held: list[object] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    return server, server.getsockname()[1]
-
-
 def test_the_watchdog_needs_several_failed_checks() -> None:
     """One failed check is a fault (a reset under a fault profile); three in a row are a dead server."""
     import socket
@@ -165,14 +146,11 @@ def test_the_watchdog_needs_several_failed_checks() -> None:
     dog()
     with pytest.raises(ServerGone, match="stopped answering.*server gone.*--resume"):
         dog()
-    silent, sport = _silent_port()
-    try:
+    with silent_port() as sport:
         dog = Watchdog(None, scheduler=f"tcp://127.0.0.1:{sport}", interval=0.0, failures=2, timeout=0.5)
         dog()
         with pytest.raises(ServerGone, match="Dask scheduler"):
             dog()
-    finally:
-        silent.close()  # type: ignore[attr-defined]
 
 
 @pytest.mark.slow  # real Dask processes, and a wait that is the point of the test
@@ -180,14 +158,11 @@ def test_a_silent_scheduler_is_refused_within_30_s(tmp_path: Path) -> None:
     """`--scheduler` on a port that accepts and never answers waited the 300 s prepare timeout per case."""
     import time
 
-    silent, port = _silent_port()
     t0 = time.time()
-    try:
+    with silent_port() as port:
         proc = run_bench(
             ["--scheduler", f"tcp://127.0.0.1:{port}", "--backends", "local", "--data", str(tmp_path)], tmp_path
         )
-    finally:
-        silent.close()  # type: ignore[attr-defined]
     assert time.time() - t0 < 30
     assert_one_sentence(proc, tmp_path, f"127.0.0.1:{port}", "sent nothing")
 

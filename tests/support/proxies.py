@@ -2,8 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
+
+
+@contextlib.contextmanager
+def silent_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts connections and never says a word (a hung server, a proxy
+    whose upstream is gone); every connection is held open until the block ends."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
 
 
 class StallingProxy:

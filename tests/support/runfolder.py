@@ -18,6 +18,15 @@ def case_rows(run: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def copy_run(run: Path, to: Path, **meta: object) -> Path:
+    """A copy of the run folder `run` at `to`, its run.json updated with `meta` (a copy keeps its
+    run id unless `meta` gives another)."""
+    shutil.copytree(run, to)
+    old = json.loads((to / "run.json").read_text())
+    (to / "run.json").write_text(json.dumps({**old, **meta}))
+    return to
+
+
 def only_run(runs_dir: Path) -> Path:
     """The one run folder under `runs_dir` (a test that made two is wrong)."""
     runs = sorted(runs_dir.iterdir())
@@ -57,13 +66,14 @@ def bench_proc(runs_dir: Path, args: list[str], env: dict[str, str]) -> subproce
 
 def interrupted_copy(fixture: Path, tmp_path: Path, keep: int) -> Path:
     """A copy of a finished run as if Ctrl-C had stopped it after its first `keep` case rows, with the
-    plan `bench` records before its first case."""
+    plan `bench` records before its first case: another run of the same plan, so its own run id."""
     run = tmp_path / fixture.name
     shutil.copytree(fixture, run)
     lines = (run / "cases.csv").read_text().splitlines(keepends=True)
     rows = list(csv.DictReader(lines))
     meta = json.loads((run / "run.json").read_text())
     meta["status"] = "interrupted"
+    meta["run_id"] = f"{meta['run_id']}-stopped"
     meta["plan"] = [  # what `bench` records before the first case: every case it will measure
         {"case_id": r["case-id"], "trial": int(r["trial"]), "backend": r["backend"], "mode": r["obj-type"],
          "workers": int(r["num-workers"]), "pb_size": int(r["pb-size"])}

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from shotbench import stats
 from shotbench.studies.compare.comparison import CASE_KEYS, RUN, TASK_TIME, Side, compare
+from support.incli import one_line
+from support.runfolder import copy_run
 
 
 def _side(times: dict[str, list[float]], copy: float = 0.1, tasks: dict[str, list[float]] | None = None) -> Side:
@@ -111,3 +116,109 @@ def test_a_slowdown_below_the_threshold_is_not_a_regression() -> None:
 
 
 # --- real runs: the embedded S3 server, Dask workers, toxiproxy for the slowed one ------------
+
+
+# --- what `shotbench compare` refuses, in one sentence, before any bootstrap -------------------
+FIXTURE_RUN = Path(__file__).parents[1] / "data" / "run-fixture"
+
+
+def _compare(argv: list[str]) -> tuple[int, str]:
+    """`shotbench compare ARGV` in-process: its exit status and its one line on stderr."""
+    return one_line(["compare", *argv])
+
+
+@pytest.mark.parametrize("output", ["afile", "/proc/nope"])
+def test_an_output_that_cannot_be_a_folder_is_one_sentence(output: str, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("mine\n")
+    other = copy_run(FIXTURE_RUN, tmp_path / "other", run_id="other")
+    out = output if output.startswith("/") else str(tmp_path / output)
+    code, err = _compare([str(FIXTURE_RUN), str(other), "--output", out])
+    assert code == 2 and "output folder" in err and "choose a" in err
+    assert (tmp_path / "afile").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("side", ["", ",", " , "])
+def test_a_side_that_names_no_run_folder_is_one_sentence(side: str, tmp_path: Path) -> None:
+    code, err = _compare([side, str(FIXTURE_RUN), "--output", str(tmp_path / "out")])
+    assert code == 2 and "side A names no run folder" in err
+    code, err = _compare([str(FIXTURE_RUN), side, "--output", str(tmp_path / "out")])
+    assert code == 2 and "side B names no run folder" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--threshold", "nan"), ("--threshold", "inf"), ("--limit-ratio", "nan"), ("--limit-ratio", "0")],
+)
+def test_a_gate_that_is_not_a_finite_ratio_is_refused(flag: str, value: str, tmp_path: Path) -> None:
+    """NaN compared false with every ratio: `--threshold nan` passed every case and exited 0."""
+    other = copy_run(FIXTURE_RUN, tmp_path / "other", run_id="other")
+    code, err = _compare([str(FIXTURE_RUN), str(other), flag, value, "--output", str(tmp_path / "out")])
+    assert code == 2 and f"{flag} is a finite ratio above 0" in err and value in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_copied_run_is_the_same_run(tmp_path: Path) -> None:
+    """A copied folder keeps its run id: against the original every ratio was 1.000, and pooled
+    with it its tasks counted twice."""
+    copy = copy_run(FIXTURE_RUN, tmp_path / "copy")
+    other = copy_run(FIXTURE_RUN, tmp_path / "other", run_id="other")
+    out = str(tmp_path / "out")
+    code, err = _compare([str(FIXTURE_RUN), str(copy), "--output", out])
+    assert code == 2 and "on both sides" in err and str(copy) in err and str(FIXTURE_RUN) in err
+    code, err = _compare([f"{FIXTURE_RUN},{copy}", str(other), "--output", out])
+    assert code == 2 and "side A names run" in err and "twice" in err and str(copy) in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "table", "words"),
+    [
+        (
+            "transfer",
+            "transfers.csv",
+            ["is a transfer run", "shotbench transfer --check", "shotbench report --transfer"],
+        ),
+        ("direction", "cells.csv", ["is an ablation run", "shotbench report --direction", "settings/"]),
+    ],
+)
+def test_a_run_of_another_kind_is_named_with_the_command_that_reads_it(
+    kind: str, table: str, words: list[str], tmp_path: Path
+) -> None:
+    run = tmp_path / kind
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": kind, "kind": kind, "schema": 1}))
+    (run / table).write_text("x\n")
+    code, err = _compare([str(run), str(FIXTURE_RUN), "--output", str(tmp_path / "out")])
+    assert code == 2 and all(w in err for w in words), err
+    code, err = _compare(["a", "b", "--run", str(run), "--output", str(tmp_path / "out")])
+    assert code == 2 and all(w in err for w in words), err
+
+
+@pytest.mark.parametrize("cases", ["", "case-id,trial,backend\n"], ids=["0 bytes", "header only"])
+def test_a_run_without_cases_is_refused(cases: str, tmp_path: Path) -> None:
+    """The case row is the commit mark: a run whose cases.csv holds none measured nothing, whatever
+    its workers.csv holds (compare read those rows as cases)."""
+    empty = copy_run(FIXTURE_RUN, tmp_path / "empty", run_id="empty")
+    (empty / "cases.csv").write_text(cases)
+    for argv in ([str(FIXTURE_RUN), str(empty)], [str(empty), str(FIXTURE_RUN)], ["a", "b", "--run", str(empty)]):
+        code, err = _compare([*argv, "--output", str(tmp_path / "out")])
+        assert code == 2 and f"{empty} has no cases" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_refused_compare_leaves_no_output_folder(tmp_path: Path) -> None:
+    """Two runs that share no case are refused after the output folder was made: the folders this
+    compare made go again, the folder that was there stays."""
+    other = copy_run(FIXTURE_RUN, tmp_path / "other", run_id="other")
+    lines = (other / "cases.csv").read_text().splitlines(keepends=True)
+    column = lines[0].strip().split(",").index("num-workers")
+    moved = [
+        ",".join(v if i != column else "64" for i, v in enumerate(ln.rstrip("\n").split(","))) + "\n"
+        for ln in lines[1:]
+    ]
+    (other / "cases.csv").write_text(lines[0] + "".join(moved))  # every case at 64 workers: none in common
+    out = tmp_path / "new" / "deeper" / "out"
+    code, err = _compare([str(FIXTURE_RUN), str(other), "--output", str(out)])
+    assert code == 2 and "share no case" in err
+    assert not (tmp_path / "new").exists() and other.is_dir()

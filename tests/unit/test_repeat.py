@@ -16,6 +16,8 @@ import pytest
 
 from shotbench.errors import UserError
 from shotbench.studies.repeat import repeatability as repeat
+from support.incli import one_line
+from support.runfolder import copy_run
 
 
 def _table(rows: list[tuple[str, str, float, float, float]]) -> pd.DataFrame:
@@ -208,3 +210,68 @@ def test_a_runs_answer_is_its_decision_tables() -> None:
     by = {a.mode: a for a in repeat.run_answers(PUBLISHED)}
     assert by["signals"].decided == by["signals"].pairs == 8
     assert by["shots"].names == ("ros3-wheel",) and by["shots"].decided < by["shots"].pairs
+
+
+# --- what `shotbench repeat` refuses, in one sentence, before any run is scored or made ---------
+FIXTURE_RUN = Path(__file__).parents[1] / "data" / "run-fixture"
+
+
+def _repeat(argv: list[str]) -> tuple[int, str]:
+    """`shotbench repeat ARGV` in-process: its exit status and its one line on stderr."""
+    return one_line(["repeat", *argv])
+
+
+@pytest.mark.parametrize("output", ["afile", "/proc/nope"])
+def test_an_output_that_cannot_be_a_folder_is_refused_before_scoring(output: str, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("mine\n")
+    other = copy_run(FIXTURE_RUN, tmp_path / "other", run_id="other")
+    out = output if output.startswith("/") else str(tmp_path / output)
+    code, err = _repeat(["--runs", str(FIXTURE_RUN), str(other), "--baseline", "others", "--output", out])
+    assert code == 2 and "output folder" in err and "choose a" in err
+    assert (tmp_path / "afile").read_text() == "mine\n"
+
+
+def test_a_copied_run_is_refused_and_a_refusal_leaves_no_output(tmp_path: Path) -> None:
+    """A copy keeps its run id and repeated itself perfectly (every move 0 %)."""
+    copy = copy_run(FIXTURE_RUN, tmp_path / "copy")
+    out = tmp_path / "new" / "out"
+    code, err = _repeat(["--runs", str(FIXTURE_RUN), str(copy), "--output", str(out)])
+    assert code == 2 and "--runs names run" in err and "twice" in err and str(copy) in err
+    other = copy_run(FIXTURE_RUN, tmp_path / "other", run_id="other")
+    code, err = _repeat(["--runs", str(FIXTURE_RUN), str(other), "--baseline", "nobody", "--output", str(out)])
+    assert code == 2 and "no 'nobody' backend" in err  # refused while scoring, after the folder was made
+    assert not (tmp_path / "new").exists()
+
+
+def test_runs_of_another_kind_or_without_cases_are_named(tmp_path: Path) -> None:
+    transfer = tmp_path / "transfer"
+    transfer.mkdir()
+    (transfer / "run.json").write_text(json.dumps({"run_id": "t", "kind": "transfer", "schema": 1}))
+    code, err = _repeat(["--runs", str(FIXTURE_RUN), str(transfer)])
+    assert code == 2 and "is a transfer run" in err and "shotbench report --transfer" in err
+    empty = copy_run(FIXTURE_RUN, tmp_path / "empty", run_id="empty")
+    (empty / "cases.csv").write_text("")
+    code, err = _repeat(["--runs", str(FIXTURE_RUN), str(empty)])
+    assert code == 2 and f"{empty} has no cases" in err
+
+
+@pytest.mark.parametrize("rest", [["--runs-dir"], ["--runs-dir", "--profile", "quick"], ["--runs-dir="]])
+def test_a_runs_dir_without_a_folder_is_one_sentence_before_any_run(
+    rest: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`repeat -- --runs-dir` ended in an IndexError; `-- --runs-dir --profile quick` made a folder
+    named --profile and ran a bench."""
+    monkeypatch.chdir(tmp_path)  # where a folder named after the next flag would be made
+    code, err = _repeat(["--times", "2", "--output", str(tmp_path / "out"), "--", *rest])
+    assert code == 2 and "--runs-dir after -- needs a folder" in err
+    assert list(tmp_path.iterdir()) == []  # no output folder, no runs folder
+
+
+def test_runs_dir_is_read_as_bench_reads_it() -> None:
+    """`--runs-dir=X` was not recognised: repeat looked in data/runs and failed after a whole bench."""
+    from shotbench.paths import runs_dir
+    from shotbench.studies.repeat.repeat_run import bench_runs_dir
+
+    assert bench_runs_dir(["--profile", "quick", "--runs-dir=/tmp/r"]) == Path("/tmp/r")
+    assert bench_runs_dir(["--runs-dir", "/tmp/a", "--runs-dir=/tmp/b"]) == Path("/tmp/b")  # the last wins
+    assert bench_runs_dir(["--profile", "quick"]) == runs_dir()

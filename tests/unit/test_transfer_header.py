@@ -21,7 +21,7 @@ def _args(**given: str) -> argparse.Namespace:
 
 @pytest.mark.parametrize(
     "given",
-    [{}, {"rows": "1x0MiB"}, {"rows": "1x1MiB", "networks": "none"}, {"concurrency": "4"}, {"tools": "s3fs"}],
+    [{}, {"rows": "1x1MiB"}, {"rows": "1x1MiB", "networks": "none"}, {"concurrency": "4"}, {"tools": "s3fs"}],
     ids=["profile", "--rows", "--rows --networks none", "--concurrency", "--tools"],
 )
 def test_the_header_counts_the_cases_the_run_orders(given: dict[str, str]) -> None:
@@ -33,7 +33,7 @@ def test_the_header_counts_the_cases_the_run_orders(given: dict[str, str]) -> No
 
 
 def test_rows_replace_every_row_of_the_profile() -> None:
-    plan = build_plan(_args(rows="1x0MiB"))
+    plan = build_plan(_args(rows="1x1MiB"))
     text = describe(plan, make_tools(plan.tools, {}))
     assert {r.label for r in plan.all_rows()} == {plan.rows[0].label}
     assert "256 MiB" not in text and "concurrency sweep" not in text

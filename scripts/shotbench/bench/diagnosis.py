@@ -7,7 +7,8 @@ secret: the key is masked, the secret and token never read out of the set); `pro
 each thing that would make the run fail into one sentence with its fix; `render` is the
 screen. A new run's run.json keeps the same facts under "doctor".
 
-Every probe is bounded: a TCP connect of 3 s to the endpoint, 0.3 s per metadata request.
+Every probe is bounded: a TCP connect of 3 s to the endpoint, 0.3 s per metadata request, and the
+run's own listing of DATA and read of its first file's signature, 2 x 10 s at most when silent.
 """
 
 from __future__ import annotations
@@ -125,11 +126,12 @@ def _estimate(cases: int, runs: Path, profile: str) -> tuple[float, str]:
 
 
 def facts(data: str | None, profile: str = "quick", network: str | None = None, anonymous: bool = False,
-          runs: Path | None = None) -> dict[str, Any]:  # fmt: skip
-    """Everything the screen shows, as data (run.json's "doctor"); never a secret."""
+          runs: Path | None = None, cfg: profiles.BenchConfig | None = None) -> dict[str, Any]:  # fmt: skip
+    """Everything the screen shows, as data (run.json's "doctor"); never a secret. `cfg`: the run's
+    settings (a --config, --trials), else the profile's."""
     from shotbench.paths import data_dir
 
-    cfg = profiles.load(profile)
+    cfg = cfg or profiles.load(profile)
     cases = len(planmod_cases(cfg))
     seconds, basis = _estimate(cases, runs or data_dir() / "runs", profile)
     instance = _instance()
@@ -191,6 +193,16 @@ def _check_data(data: str) -> None:
         check_local_folder(loc.path)
 
 
+def _check_listing(data: str, anonymous: bool) -> None:
+    """What the run's first step refuses: a folder or prefix with no shot file, or one whose
+    listing or first bytes the endpoint does not give (a silent server, a missing bucket, refused
+    credentials), each bounded as the run bounds it: seconds, not minutes."""
+    from shotbench.store.s3 import S3Config, parse_location, preflight
+
+    loc = parse_location(data)
+    preflight(loc, S3Config.from_env(anonymous) if loc.kind == "s3" else None)
+
+
 def _check_endpoint(endpoint: str) -> None:
     from shotbench.store.s3 import S3Config, check_reachable
 
@@ -198,18 +210,9 @@ def _check_endpoint(endpoint: str) -> None:
 
 
 def problems(f: dict[str, Any]) -> list[str]:
-    """Each thing that would spoil the run: one sentence, naming the fix."""
-    out: list[str] = []
+    """Each thing that would spoil the run: one sentence, naming the fix (from the facts alone)."""
+    out = _access_problems(f)
     creds, inst, plan = f["credentials"], f["instance"], f["plan"]
-    if f["data"] != EMBEDDED_DATA and (why := _refusal(lambda: _check_data(f["data"]))):
-        out.append(why)
-    if why := _refusal(lambda: check_network(f["network"])):
-        out.append(why)
-    if f["endpoint"].startswith("http") and (why := _refusal(lambda: _check_endpoint(f["endpoint"]))):
-        out.append(why)
-    if f["data"].startswith("s3://") and creds["source"] == "none":
-        out.append("no AWS credentials were found; attach an instance role, set AWS_PROFILE or AWS_ACCESS_KEY_ID and "
-                   "AWS_SECRET_ACCESS_KEY, or read a public bucket with ANONYMOUS=1.")  # fmt: skip
     if creds.get("expires") and not creds.get("refreshes"):
         try:
             left = dt.datetime.fromisoformat(creds["expires"].replace("Z", "+00:00")) - dt.datetime.now(dt.UTC)
@@ -227,6 +230,37 @@ def problems(f: dict[str, Any]) -> list[str]:
             f"the environments of {', '.join(missing)} are not built; run `make envs` (about 15 minutes the first time)."
         )
     return out
+
+
+def _access_problems(f: dict[str, Any]) -> list[str]:
+    """The location, the network, the endpoint and the credentials."""
+    out: list[str] = []
+    if f["data"] != EMBEDDED_DATA and (why := _refusal(lambda: _check_data(f["data"]))):
+        out.append(why)
+    if why := _refusal(lambda: check_network(f["network"])):
+        out.append(why)
+    if f["endpoint"].startswith("http") and (why := _refusal(lambda: _check_endpoint(f["endpoint"]))):
+        out.append(why)
+    if f["data"].startswith("s3://") and f["credentials"]["source"] == "none":
+        out.append("no AWS credentials were found; attach an instance role, set AWS_PROFILE or AWS_ACCESS_KEY_ID and "
+                   "AWS_SECRET_ACCESS_KEY, or read a public bucket with ANONYMOUS=1.")  # fmt: skip
+    return out
+
+
+def folder_problems() -> list[str]:
+    """The build cache and the state folder, which every run writes (SHOTBENCH_CACHE, SHOTBENCH_STATE)."""
+    from shotbench.paths import cache_dir, state_dir
+
+    return [why for check in (cache_dir, state_dir) if (why := _refusal(check))]
+
+
+def listing_problem(f: dict[str, Any]) -> str | None:
+    """What the run's first step would refuse in DATA (no shot file there, a silent endpoint, a
+    missing bucket, refused credentials), asked of the endpoint itself; None when it would pass,
+    and when DATA is the embedded server's or a cause is already among `problems`' first ones."""
+    if f["data"] == EMBEDDED_DATA or _access_problems(f):
+        return None
+    return _refusal(lambda: _check_listing(f["data"], f["credentials"]["source"] == "anonymous"))
 
 
 def _duration(seconds: float) -> str:

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shotbench.backends import registry
 from shotbench.backends.base import Source
@@ -20,6 +20,9 @@ from shotbench.errors import UserError
 from shotbench.paths import cache_dir, data_dir, state_dir
 from shotbench.plan import matrix as planmod
 from shotbench.plan import profiles
+
+if TYPE_CHECKING:
+    from shotbench.store.s3 import Location
 
 EMBEDDED_BUCKET = "shotbench"
 EMBEDDED_PREFIX = "shots/"
@@ -45,6 +48,54 @@ def refuse_signed_only(backends: list[str]) -> None:
             f"{', '.join(cannot)} cannot read unsigned, so --anonymous cannot run {'it' if len(cannot) == 1 else 'them'}; "
             "leave it out with --backends or run without --anonymous."
         )
+
+
+def check_data(cfg: profiles.BenchConfig, data: str, network: str, tls: bool, anonymous: bool) -> Location:
+    """The location of --data, or one sentence for what a run refuses in it and its companions before
+    any work: a network or TLS meant for the embedded server, a location that cannot be parsed, a
+    local folder that is not there (an S3 prefix is listed by the run itself). Shared by the run and
+    `bench --dry-run`, so the dry run refuses what the run would."""
+    from shotbench.store.s3 import check_local_folder, parse_location
+
+    if network != "none":
+        raise UserError("--network emulates latency in front of the embedded server only; drop --network or --data.")
+    if any(b in cfg.networks for b in cfg.backends):
+        raise UserError(
+            "a backend's network option emulates a network in front of the embedded server only; "
+            "drop it from [options] or drop --data."
+        )
+    if tls:
+        raise UserError(
+            "--tls serves the embedded server over https; drop --tls or --data (set AWS_CA_BUNDLE for your own endpoint's CA)."
+        )
+    loc = parse_location(data)
+    if anonymous:
+        refuse_signed_only(cfg.backends)
+    if loc.path is not None:
+        check_local_folder(loc.path)
+    return loc
+
+
+def check_shots(cfg: profiles.BenchConfig, shots_dir: Path | None) -> Path:
+    """The folder of the synthetic shot files a run without --data makes (or keeps), or one sentence
+    when it is a file or its disk cannot hold them, before any file is made: an absurd `shots` is
+    refused here, by the setting's name. Shared by the run and `bench --dry-run`."""
+    from shotbench.diskspace import check_path, require
+
+    folder = Path(shots_dir or data_dir() / ("layouts" if cfg.families else "shots"))
+    check_path(folder, "shots folder")
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"the shot files' folder {folder} is a file; give a folder with --shots-dir.")
+    if cfg.families:
+        return folder  # make_families checks the space of its estimate
+    have = sum(f.stat().st_size for f in folder.glob("*.h5") if f.is_file()) if folder.is_dir() else 0
+    require(
+        folder,
+        max(0, cfg.shots * cfg.file_size - have),
+        f"making {cfg.shots} synthetic shot files of {cfg.file_size:,} bytes",
+        "give fewer shots (--shots, or shots in the config), a smaller file_size, or another --shots-dir",
+    )
+    return folder
 
 
 @contextlib.contextmanager
@@ -78,11 +129,10 @@ def prepare(
             stack.enter_context(
                 server_lock(state_dir() / ("bench-server-tls" if tls else "bench-server"))
             )  # before touching its files
+            shots_dir = check_shots(cfg, shots_dir)
             if cfg.families:
-                shots_dir = Path(shots_dir or data_dir() / "layouts")
                 made = make_families(cfg, shots_dir)
             else:
-                shots_dir = Path(shots_dir or data_dir() / "shots")
                 say(f"synthetic shot files: {cfg.shots} in {shots_dir} (made if missing)")
                 # exactly these files are read: the bucket may still hold others (another run's count or size)
                 made = {
@@ -112,28 +162,13 @@ def prepare(
             fault_stats = info.fault_stats
             local_dir = str(shots_dir)
         else:
-            if network != "none":
-                raise UserError(
-                    "--network emulates latency in front of the embedded server only; drop --network or --data."
-                )
-            if any(b in cfg.networks for b in backends):
-                raise UserError(
-                    "a backend's network option emulates a network in front of the embedded server only; "
-                    "drop it from [options] or drop --data."
-                )
-            if tls:
-                raise UserError(
-                    "--tls serves the embedded server over https; drop --tls or --data (set AWS_CA_BUNDLE for your own endpoint's CA)."
-                )
-            loc = parse_location(data)
+            loc = check_data(cfg, data, network, tls, anonymous)
             # the user's AWS settings, else a running `shotbench server start` server, as `stage` finds it;
             # unsigned reads take the endpoint alone
             if loc.kind != "s3":
                 s3 = None
             else:
                 s3 = S3Config.from_env(anonymous) if anonymous else resolve_s3config(quiet=True)
-            if anonymous:
-                refuse_signed_only(backends)
             local_dir = str(local_copies) if local_copies else ""
         objs = preflight(loc, s3)
         if data is None and made is not None:  # files of other sizes or counts may linger in the bucket

@@ -139,19 +139,19 @@ def probe(python: Path) -> dict:
 
 
 def _custom_dir() -> Path:
-    path = cache_dir() / "builds" / "custom"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return cache_dir() / "builds" / "custom"
 
 
 def remember_custom(spec: BuildSpec) -> None:
     data = {"name": spec.name, "source": spec.hdf5.url, "sha256": spec.hdf5.sha256}
+    _custom_dir().mkdir(parents=True, exist_ok=True)
     (_custom_dir() / f"{spec.name}.json").write_text(json.dumps(data, indent=2))
 
 
 def custom_specs() -> dict[str, BuildSpec]:
+    """The builds `envs build --source` made; listing them makes no folder."""
     found: dict[str, BuildSpec] = {}
-    for path in sorted(_custom_dir().glob("*.json")):
+    for path in sorted(_custom_dir().glob("*.json")):  # none when the folder is not there
         try:
             data = json.loads(path.read_text())
             found[data["name"]] = specs.custom_spec(data["name"], data["source"], data.get("sha256"))

@@ -27,7 +27,7 @@ from shotbench.plan import profiles
 from shotbench.provenance import git_commit, machine_info, new_run_id, utc_iso
 from shotbench.records.schema import RUN_KIND, measured
 from shotbench.redact import scrub
-from shotbench.runs import RunFolder, latest_run
+from shotbench.runs import RunFolder, kind_of, latest_run, resume_hint
 
 if TYPE_CHECKING:
     pass
@@ -35,8 +35,13 @@ if TYPE_CHECKING:
 REPORTING_PROFILES = ("readers",)  # profiles whose run renders its report when it ends, as `--report`
 
 
-def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
-    overrides = {
+DEFAULT_PROFILE = "quick"
+FLAGS = {"chunk_caches": "--chunk-cache"}  # a setting whose flag is not its name with dashes
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The matrix settings of the command line (None: not given)."""
+    return {
         "backends": args.backends,
         "modes": args.modes,
         "workers": args.workers,
@@ -55,8 +60,12 @@ def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
         "margin": args.margin,
         "budget_minutes": args.budget_minutes,
     }
+
+
+def _config_from_args(args: argparse.Namespace) -> profiles.BenchConfig:
     notes: list[str] = []
-    cfg = profiles.load(args.profile, Path(args.config) if args.config else None, overrides, notes)
+    config = Path(args.config) if args.config else None
+    cfg = profiles.load(args.profile or DEFAULT_PROFILE, config, _overrides(args), notes)
     for note in notes:
         say(f"note: {note}")
     return cfg
@@ -75,14 +84,11 @@ def plan_only(cfg: profiles.BenchConfig) -> list[planmod.Case]:
 
 
 def dry_run(args: argparse.Namespace, runs: Path) -> int:
-    """`--dry-run`: check the settings and print the plan's size, touching nothing."""
-    if args.resume is not None:
-        resume_dir = resume_folder(args.resume, runs)
-        cfg = _resumed_config(resume_dir, _read_resume_meta(resume_dir))
-    else:
-        cfg = _config_from_args(args)
-        if not args.scheduler:
-            profiles.check_local_workers(cfg)
+    """`--dry-run`: the checks a run makes before it starts work (the same functions), and the
+    plan's size, touching nothing: no server, build, Dask, network or file."""
+    st = _settings(args, resume_folder(args.resume, runs) if args.resume is not None else None)
+    check_start(st)
+    cfg = st.cfg
     cases = plan_only(cfg)
     say(
         f"{len(cases)} cases: backends {' '.join(cfg.backends)}; modes {' '.join(cfg.modes)}; "
@@ -92,13 +98,20 @@ def dry_run(args: argparse.Namespace, runs: Path) -> int:
 
 
 def resume_folder(arg: str, runs: Path) -> Path:
-    """The run folder `--resume` names (or the latest), or one sentence when there is none."""
+    """The run folder `--resume` names (or the latest), or one sentence when there is none or it is
+    another command's run (a transfer run's run.json is not "damaged": it is resumed elsewhere)."""
+    found: Path | None = None
     try:
         folder = latest_run(runs, "read") if arg == "latest" else Path(arg)
         if folder is not None and (folder / "run.json").is_file():
-            return folder
+            found = folder
     except (OSError, ValueError):  # a name too long for the file system, a NUL byte
         pass
+    if found is not None:
+        kind = kind_of(found)
+        if kind not in (None, RUN_KIND.name):
+            raise UserError(f"{found} is a {kind} run, not a `shotbench bench` run; {resume_hint(found, kind)}.")
+        return found
     raise UserError(
         f"no run to resume in {shorten(arg if arg != 'latest' else runs)}; start one with `shotbench bench`."
     )
@@ -159,9 +172,8 @@ def default_tls(asked: bool | None, data: str | None, network: str) -> bool:
 SCHEDULER_ANSWER_TIMEOUT = 20.0  # a scheduler's first bytes (its handshake); the run is refused after this
 
 
-def check_scheduler(address: str) -> None:
-    """A Dask scheduler that does not accept a connection within seconds is refused up front."""
-    import socket
+def scheduler_address(address: str) -> tuple[str, int, str]:
+    """Host, port and scheme of --scheduler, or one sentence when it is no address."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(address if "://" in address else f"tcp://{address}")
@@ -171,9 +183,17 @@ def check_scheduler(address: str) -> None:
         host, port = None, None
     if not host or not port:
         raise UserError(f"--scheduler {address} is not an address like tcp://host:8786; fix it.")
+    return host, port, parts.scheme
+
+
+def check_scheduler(address: str) -> None:
+    """A Dask scheduler that does not accept a connection within seconds is refused up front."""
+    import socket
+
+    host, port, scheme = scheduler_address(address)
     try:
         with socket.create_connection((host, port), timeout=5) as sock:
-            if parts.scheme in ("", "tcp"):  # a Dask server sends its handshake as soon as it accepts
+            if scheme in ("", "tcp"):  # a Dask server sends its handshake as soon as it accepts
                 sock.settimeout(SCHEDULER_ANSWER_TIMEOUT)
                 if not sock.recv(1):
                     raise ConnectionResetError("it closed the connection without a word")
@@ -254,14 +274,87 @@ class _Settings:
     anonymous: bool = False  # every backend reads unsigned (public buckets)
 
 
-def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
-    """The settings of a new run (checked), or those the resumed run was started with."""
+def new_run_settings(
+    cfg: profiles.BenchConfig, data: str | None, network: str | None, faults: str | None, tls: bool | None,
+    anonymous: bool,
+) -> tuple[str, bool]:  # fmt: skip
+    """The network and TLS of a new run, or one sentence for what a run refuses in them, its
+    --faults and --anonymous: shared by the run, `--dry-run` and `shotbench doctor`."""
     from shotbench.store.network import FAULTS, check_network, check_tls
 
+    if network is None:  # a bench profile may model a network (upstream-ec2); never in front of --data
+        network = "none" if (data or faults) else profiles.PROFILE_NETWORK.get(cfg.profile, "none")
+    else:
+        check_network(network)  # before any shot file is made or server started
+    tls = default_tls(tls, data, faults or network)
+    if faults:
+        if faults not in FAULTS:
+            raise UserError(f"unknown fault profile {faults!r}; choose one of: {', '.join(FAULTS)}.")
+        if network != "none":
+            raise UserError("--faults and --network both choose the proxy in front of the server; give one of them.")
+        check_tls(faults, tls)
+        network = faults
+        cfg.verify = True
+    if anonymous and not data:
+        raise UserError(
+            "--anonymous reads a public bucket unsigned, and the embedded server's bucket is not public; "
+            "give --data s3://bucket/prefix."
+        )
+    return network, tls
+
+
+def check_start(st: _Settings) -> None:
+    """What a run refuses before it starts work, with no server, build, Dask or network: the
+    scheduler's address (the run then connects), the memory of local workers, --data and its
+    companions, the synthetic files' folder and their space. Shared by the run and `--dry-run`."""
+    from shotbench.bench.prepare import check_data, check_shots
+
+    if st.scheduler:
+        scheduler_address(st.scheduler)
+    else:
+        profiles.check_local_workers(st.cfg)
+    if st.data_arg is not None:
+        check_data(st.cfg, st.data_arg, st.network, st.tls, st.anonymous)
+    else:
+        check_shots(st.cfg, st.shots_dir)
+
+
+def _refuse_plan_changes(args: argparse.Namespace, run: Path, cfg: profiles.BenchConfig) -> None:
+    """A resume finishes the run as it was planned: matrix flags, --profile or --config that would
+    plan it otherwise are refused, not ignored (the same ones again, as when a command is repeated
+    with --resume, are not)."""
+    overrides = {k: v for k, v in _overrides(args).items() if v is not None}
+    config = Path(args.config) if args.config else None
+    in_config = {k.replace("-", "_") for k in profiles.read_config(config)} - {"profile"} if config else set()
+    if not overrides and config is None and args.profile in (None, cfg.profile):
+        return
+    asked = profiles.load(args.profile or cfg.profile, config, overrides)
+    changed = [k for k in sorted(set(overrides) | in_config) if _setting(asked, k) != _setting(cfg, k)]
+    if asked.profile != cfg.profile:
+        changed.insert(0, "profile")
+    if changed:
+        names = [FLAGS.get(k, f"--{k.replace('_', '-')}") if k in overrides or k == "profile" else k for k in changed]
+        raise UserError(
+            f"a resume finishes run {run.name} as it was planned, and {', '.join(names)} would change its plan; "
+            "drop them, or start a new run without --resume."
+        )
+
+
+def _setting(cfg: profiles.BenchConfig, name: str) -> Any:
+    """A setting as it plans the run: sizes by what they mean (`off` is 0), a backend's options with its network."""
+    value = getattr(cfg, name)
+    if name in profiles.SIZE_SETTINGS:
+        return [profiles.size_setting(v, name) for v in value]
+    return (value, cfg.networks) if name == "options" else value
+
+
+def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
+    """The settings of a new run (checked), or those the resumed run was started with."""
     meta: dict[str, Any] = {}
     if resume_dir is not None:
         meta = _read_resume_meta(resume_dir)
         cfg = _resumed_config(resume_dir, meta)
+        _refuse_plan_changes(args, resume_dir, cfg)
         data_arg = meta["config"]["data"]
         network = meta["config"]["network"]
         tls = bool(meta["config"].get("tls", False))
@@ -270,30 +363,11 @@ def _settings(args: argparse.Namespace, resume_dir: Path | None) -> _Settings:
         local_copies = Path(meta["config"]["local_copies"]) if meta["config"].get("local_copies") else None
     else:
         cfg = _config_from_args(args)
-        data_arg, network, scheduler = args.data, args.network, args.scheduler
-        if network is None:  # a bench profile may model a network (upstream-ec2); never in front of --data
-            network = "none" if (data_arg or args.faults) else profiles.PROFILE_NETWORK.get(cfg.profile, "none")
-        else:
-            check_network(network)  # before any shot file is made or server started
-        tls = default_tls(args.tls, data_arg, args.faults or network)
-        if args.faults:
-            if args.faults not in FAULTS:
-                raise UserError(f"unknown fault profile {args.faults!r}; choose one of: {', '.join(FAULTS)}.")
-            if network != "none":
-                raise UserError(
-                    "--faults and --network both choose the proxy in front of the server; give one of them."
-                )
-            check_tls(args.faults, tls)
-            network = args.faults
-            cfg.verify = True
+        data_arg, scheduler = args.data, args.scheduler
+        network, tls = new_run_settings(cfg, data_arg, args.network, args.faults, args.tls, bool(args.anonymous))
         shots_dir = Path(args.shots_dir) if args.shots_dir else None
         local_copies = Path(args.local_copies) if args.local_copies else None
     anonymous = bool(meta["config"].get("anonymous")) if resume_dir is not None else bool(args.anonymous)
-    if anonymous and not data_arg:
-        raise UserError(
-            "--anonymous reads a public bucket unsigned, and the embedded server's bucket is not public; "
-            "give --data s3://bucket/prefix."
-        )
     return _Settings(cfg, meta, data_arg, network, tls, scheduler, shots_dir, local_copies, anonymous)
 
 
@@ -318,12 +392,11 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     from shotbench.records.status import COMPLETE, INTERRUPTED, RUNNING
 
     st = _settings(args, resume_dir)
+    check_start(st)
     cfg, meta, data_arg, network, tls, scheduler = st.cfg, st.meta, st.data_arg, st.network, st.tls, st.scheduler
     shots_dir, local_copies = st.shots_dir, st.local_copies
     if scheduler:
         check_scheduler(scheduler)
-    else:
-        profiles.check_local_workers(cfg)
 
     check_envs(cfg.backends)
     folder: RunFolder | None = None
@@ -658,7 +731,11 @@ def register(subparsers: Any) -> None:
         description="Read HDF5 shot files with Dask workers through every backend; writes "
         "data/runs/<run-id>/{workers.csv,cases.csv,run.json}.",
     )
-    p.add_argument("--profile", default="quick", choices=list(profiles.BENCH_PROFILES))
+    p.add_argument(
+        "--profile",
+        choices=list(profiles.BENCH_PROFILES),
+        help=f"the named matrix to start from (default {DEFAULT_PROFILE})",
+    )
     p.add_argument("--config", metavar="FILE.toml", help="TOML file overriding the profile")
     p.add_argument(
         "--data",

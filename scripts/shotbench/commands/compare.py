@@ -6,12 +6,13 @@ The statistics are `studies/compare/comparison.py`, the page `studies/compare/co
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shotbench.diskspace import atomic_write
+from shotbench.diskspace import atomic_write, output_folder
 from shotbench.errors import UserError, refuse_repeats
-from shotbench.runs import kind_of
+from shotbench.runs import refuse_copies, require_cases, require_read_run, run_id
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,13 +41,16 @@ def _compare_text(table: pd.DataFrame) -> str:
     ].to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
+NOT_A_RUN = "pass two run folders (or comma-separated lists of them), or two backends with --run DIR"
+
+
 def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
     from shotbench.studies.compare import comparison as stats
 
     if args.run:
         run = Path(args.run)
-        if kind_of(run) != "read":
-            raise UserError(f"{run} is not a run folder; pass --run data/runs/<run-id>.")
+        require_read_run(run, "pass --run data/runs/<run-id>")
+        require_cases(run)
         side = stats.load(run)
         known = sorted(set(side.cases["backend"]))
         if args.a == args.b:
@@ -56,19 +60,34 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side, list[str], str]:
                 raise UserError(f"backend {name!r} is not in {run.name}; choose from {', '.join(known)}.")
         keys = stats.CASE_KEYS[1:]
         return side.where(args.a), side.where(args.b), keys, f"{args.b} vs {args.a} ({run.name})"
-    for label, arg in (("A", args.a), ("B", args.b)):  # a run pooled twice would count its tasks twice
+    groups = _checked_groups(args.a, args.b)
+    names = ["+".join(p.name for p in g) for g in groups]
+    return stats.pooled(groups[0]), stats.pooled(groups[1]), stats.CASE_KEYS, f"{names[1]} vs {names[0]}"
+
+
+def _checked_groups(a: str, b: str) -> list[list[Path]]:
+    """The run folders of each side, each a read run with cases, no run twice in a pool (its tasks
+    would count twice) and none on both sides, even as a copy (a run compared with itself decides nothing)."""
+    for label, arg in (("A", a), ("B", b)):
+        if not [p for p in arg.split(",") if p.strip()]:
+            raise UserError(f"side {label} names no run folder; {NOT_A_RUN}.")
         refuse_repeats([p for p in arg.split(",") if p], f"side {label}", lambda p: Path(p).resolve())
-    groups = [[Path(p) for p in arg.split(",") if p] for arg in (args.a, args.b)]
+    groups = [[Path(p) for p in arg.split(",") if p] for arg in (a, b)]
     if both := {p.resolve() for p in groups[0]} & {p.resolve() for p in groups[1]}:
         raise UserError(f"{min(both)} is on both sides; a run compared with itself decides nothing, give B other runs.")
     for p in groups[0] + groups[1]:
-        if kind_of(p) != "read":
+        require_read_run(p, NOT_A_RUN)
+        require_cases(p)
+    for label, group in zip("AB", groups):
+        refuse_copies(group, f"side {label}")
+    ids = {run_id(p): p for p in groups[0]}
+    for p in groups[1]:
+        if (found := run_id(p)) is not None and found in ids:
             raise UserError(
-                f"{p} is not a run folder; pass two run folders (or comma-separated lists of them), "
-                "or two backends with --run DIR."
+                f"{ids[found]} and {p} are one run ({found}, a copy keeps its run id) on both sides; "
+                "a run compared with itself decides nothing, give B other runs."
             )
-    names = ["+".join(p.name for p in g) for g in groups]
-    return stats.pooled(groups[0]), stats.pooled(groups[1]), stats.CASE_KEYS, f"{names[1]} vs {names[0]}"
+    return groups
 
 
 def _unfinished(args: argparse.Namespace) -> tuple[list[str], list[str]]:
@@ -96,15 +115,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from shotbench.studies.compare import compare_page as compare_page
     from shotbench.studies.compare import comparison as stats
 
-    if args.threshold <= 0 or args.limit_ratio is not None and args.limit_ratio <= 0:
-        raise UserError("--threshold and --limit-ratio are ratios above 0, e.g. --threshold 1.10.")
+    for flag, ratio, e_g in (("--threshold", args.threshold, "1.10"), ("--limit-ratio", args.limit_ratio, "12")):
+        if ratio is not None and not (math.isfinite(ratio) and ratio > 0):  # NaN would turn its gate off
+            raise UserError(f"{flag} is a finite ratio above 0, e.g. {flag} {e_g}; {ratio} is not one.")
     a, b, keys, title = _sides(args)
-    table = stats.compare(a, b, keys, args.threshold, args.limit_ratio, args.correction, paired=bool(args.run))
     from shotbench.paths import reports_dir
 
     out = Path(args.output) if args.output else reports_dir() / "compare" / title.split(" (")[0].replace(" ", "-")
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "compare.csv", table.to_csv(index=False))
     how = "Holm" if args.correction == "holm" else "FDR"
     gates = " ".join(
         g
@@ -116,13 +133,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         if g
     )
-    compare_page.write_html(
-        table,
-        f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}",
-        out / "compare.html",
-        gates,
-        args.correction,
-    )
+    with output_folder(out, "output folder"):  # refused before the bootstrap; taken back if the sides share no case
+        table = stats.compare(a, b, keys, args.threshold, args.limit_ratio, args.correction, paired=bool(args.run))
+        atomic_write(out / "compare.csv", table.to_csv(index=False))
+        compare_page.write_html(
+            table,
+            f"B = {title.split(' vs ')[0]} against A = {title.split(' vs ')[1]}",
+            out / "compare.html",
+            gates,
+            args.correction,
+        )
     print(
         f"{title}: median task time ratio B ÷ A per case (95 % bootstrap interval), Mann-Whitney p ({how}-adjusted over "
         f"{len(table)} cases)"

@@ -7,6 +7,7 @@ server accepts only the sets in force (`shotbench.store.imds`).
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 
@@ -14,7 +15,7 @@ def cmd_imds(args: argparse.Namespace) -> int:
     from shotbench.errors import UserError
     from shotbench.store import imds
 
-    if args.period <= 0 or args.grace < 0:
+    if not (0 < args.period < math.inf and 0 <= args.grace < math.inf):  # NaN passes neither
         raise UserError("--period is seconds above 0 and --grace seconds from 0, e.g. --period 60 --grace 120.")
     return imds.emulate(args.state, args.period, args.grace)
 

@@ -6,8 +6,11 @@ The runs and the scoring are `studies/repeat/repeat_run.py`, the statistics `rep
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 from typing import Any
+
+from shotbench.diskspace import output_folder
 
 
 def cmd_repeat(args: argparse.Namespace) -> int:
@@ -16,9 +19,15 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     from shotbench.studies.repeat import repeatability as repeat
 
     repeat.check_first_trials(args.first_trials)  # before any run is made
-    folders = repeat_run.checked_runs(args.runs) if args.runs else repeat_run.make_runs(args.times, args.bench_args)
-    out = Path(args.output) if args.output else reports_dir() / "repeat" / folders[-1].name
-    scored = repeat_run.score_runs(folders, args.baseline, args.unit, args.first_trials, out)
+    with contextlib.ExitStack() as taken_back:  # a refusal leaves no output folder behind
+        if args.output:  # checked before any run is made
+            taken_back.enter_context(output_folder(Path(args.output), "output folder"))
+        if args.runs:
+            folders = repeat_run.checked_runs(args.runs)
+        else:
+            folders = repeat_run.make_runs(args.times, args.bench_args)
+        out = Path(args.output) if args.output else reports_dir() / "repeat" / folders[-1].name
+        scored = repeat_run.score_runs(folders, args.baseline, args.unit, args.first_trials, out)
     print(scored.text)
     print(f"Wrote {out / 'repeat.csv'}, {out / 'ratios.csv'} and {out / 'repeat.json'}.")
     return 0

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from shotbench.diskspace import check_path, output_folder
 from shotbench.errors import UserError
 from shotbench.paths import repo_root, reports_dir
 from shotbench.reports.htmlcheck import figure_count
@@ -13,6 +14,7 @@ from shotbench.reports.render import (
     KINDS,
     MULTI_SHOT_NOTEBOOK,
     REFERENCE_DIR,
+    absolute_inputs,
     check_inputs,
     direction_run,
     latest,
@@ -35,6 +37,13 @@ def refuse_flags(args: argparse.Namespace) -> None:
         )
     if args.baseline and (args.transfer or args.latest_transfer):
         raise UserError("--baseline applies to ROS3 reports only; drop it for a transfer report.")
+    if args.name and (args.name in (".", "..") or any(c in args.name for c in "/\0")):
+        raise UserError(
+            f"--name {args.name!r} is not a plain file name (it has a `/` or is `..`); pass the folder with "
+            "--output and a name such as --name my-report."
+        )
+    if args.name:
+        check_path(args.name + ".partial.ipynb", "--name")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -64,35 +73,39 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.input:
         if not args.output:
             raise UserError("with --input, also pass --output DIR for the notebook, HTML and summary.csv.")
-        check_inputs(args.input)
+        inputs = absolute_inputs(check_inputs(args.input))
         out = Path(args.output)
         kind = KINDS["ros3"]
-        notebook, stem, params = kind.notebook_path, kind.stem, {"inputs": args.input, "baseline": args.baseline}
-        if many_shot_inputs(args.input):
+        notebook, stem, params = kind.notebook_path, kind.stem, {"inputs": inputs, "baseline": args.baseline}
+        if many_shot_inputs(inputs):
             notebook, stem, params = (
                 repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK,
                 Path(MULTI_SHOT_NOTEBOOK).stem,
-                {"inputs": args.input},
+                {"inputs": inputs},
             )
         t0 = time.monotonic()
-        print(f"Rendering {notebook.name} with {len(args.input)} input(s) into {out} ...", flush=True)
-        html_path = render_notebook(notebook, params, out, args.name or stem, hide)
-        print(
-            f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
-            f"figures), {html_path.with_suffix('.ipynb')} and its tables in {time.monotonic() - t0:.0f} s."
-        )
-        if args.reference:
-            many = render_reference_many_shot(hide, out)
-            print(f"Wrote {many} ({figure_count(many.read_text())} figures): the upstream many-shot study.")
-            if output is None:
-                write_index(rendered_entries())
+        with output_folder(out, "report folder"):  # a refusal leaves no half-written report folder
+            print(f"Rendering {notebook.name} with {len(inputs)} input(s) into {out} ...", flush=True)
+            html_path = render_notebook(notebook, params, out, args.name or stem, hide)
+            print(
+                f"Wrote {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {figure_count(html_path.read_text())} "
+                f"figures), {html_path.with_suffix('.ipynb')} and its tables in {time.monotonic() - t0:.0f} s."
+            )
+            if args.reference:
+                many = render_reference_many_shot(hide, out)
+                print(f"Wrote {many} ({figure_count(many.read_text())} figures): the upstream many-shot study.")
+        if args.reference and output is None:
+            write_index(rendered_entries())
         return 0
     if args.latest or args.run:
         kind = KINDS["ros3"]
         run = latest(kind) if args.latest else Path(args.run)
     else:
+        from shotbench.transfer.runfolder import check_run_folder
+
         kind = KINDS["transfer"]
         run = latest(kind) if args.latest_transfer else Path(args.transfer)
+        check_run_folder(run, "--transfer")  # a damaged file is one sentence before the notebook kernel starts
     if not run.is_dir():
         raise UserError(f"run folder {run} does not exist; list runs with `ls {kind.folder()}`.")
     html_path = render_run(kind, run, hide, {"baseline": args.baseline} if args.baseline else None, output)

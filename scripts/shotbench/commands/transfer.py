@@ -86,6 +86,8 @@ def build_plan(args: argparse.Namespace):
 
     prof = get_profile(args.profile)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else list(DEFAULT_TOOLS)
+    if not tools:  # `--tools ,` named none: it only stopped at the credentials check
+        raise UserError(f"--tools is empty; give at least one tool from: {', '.join(TOOL_CLASSES)}.")
     refuse_repeats(tools, "--tools")  # a tool twice would time every one of its cases twice under one id
     if args.rows:
         parse_rows(args.rows)  # a malformed row is its own sentence first
@@ -137,7 +139,7 @@ def _check_bucket(cfg, loc) -> None:
     from shotbench.store.s3 import explain
 
     try:
-        cfg.boto3_client().head_bucket(Bucket=loc.bucket)
+        cfg.question_client().head_bucket(Bucket=loc.bucket)
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in ("404", "NoSuchBucket"):
@@ -248,6 +250,7 @@ def main(args: argparse.Namespace) -> int:
     from shotbench.transfer.plansummary import describe
     from shotbench.transfer.programs import make_tools
     from shotbench.transfer.results import terminal_summary, threshold_text
+    from shotbench.transfer.runfolder import refuse_other_kind
 
     t0 = time.monotonic()
     if args.install_only:
@@ -256,6 +259,7 @@ def main(args: argparse.Namespace) -> int:
         return check_run(args.check)
     if args.resume:
         run_dir = args.resume.resolve()
+        refuse_other_kind(run_dir, "--resume")  # a bench run's plan is not damaged, only not ours
         meta_path = run_dir / "run.json"
         if not meta_path.exists():
             raise UserError(f"{run_dir} has no run.json; pass a data/transfer/<run-id> folder to --resume.")
@@ -324,14 +328,14 @@ def check_run(run_dir: Path) -> int:
     """`--check RUN_DIR|latest`: the stage threshold on a finished run; 1 when a row fails it."""
     from shotbench.runs import latest_run
     from shotbench.transfer.results import load_cases, stage_checks, threshold_text
+    from shotbench.transfer.runfolder import check_run_folder
 
     if str(run_dir) == "latest":
         found = latest_run(transfer_runs_dir(), "transfer")
         if found is None:
             raise UserError("there is no transfer run to check yet; run `make bench-transfer` first.")
         run_dir = found
-    if not (run_dir / "cases.csv").is_file():
-        raise UserError(f"{run_dir} holds no cases.csv; pass a data/transfer/<run-id> folder to --check.")
+    check_run_folder(run_dir, "--check")
     print(threshold_text(run_dir))
     checks = stage_checks(load_cases(run_dir))
     return 0 if checks and all(c.passed for c in checks) else 1

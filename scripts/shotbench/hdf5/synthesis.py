@@ -558,6 +558,7 @@ def _pin_times(fh: BinaryIO, addr: int, stamp: int) -> None:
 
 SECONDS_PER_MB = 0.04  # measured write rate on a busy 2-core machine (about 25 MB/s), for the estimate
 METADATA_PER_DATASET = 4_096  # bytes of object header, index and link per dataset, generously
+MIN_PAGE_SIZE = 4_096  # the smallest file-space page made (bench's config is checked against it too)
 
 
 def _check(shots: int, signals: int, file_size: int, page_size: int, paging: str, seed: int,
@@ -573,8 +574,8 @@ def _check(shots: int, signals: int, file_size: int, page_size: int, paging: str
         raise UserError(f"--layout must be one of {', '.join(LAYOUTS)}.")
     if seed < 0:
         raise UserError("--seed must be zero or a positive whole number.")
-    if page_size < 4_096:
-        raise UserError("--page-size must be at least 4096 bytes.")
+    if page_size < MIN_PAGE_SIZE:
+        raise UserError(f"--page-size must be at least {MIN_PAGE_SIZE} bytes.")
     if file_size % page_size or file_size < 2 * page_size:
         raise UserError(
             "--file-size must be a multiple of --page-size and at least two pages "

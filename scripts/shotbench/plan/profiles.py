@@ -473,6 +473,7 @@ def check_local_workers(cfg: BenchConfig) -> None:
 
 def validate(cfg: BenchConfig) -> None:
     _check_types(cfg)
+    _check_dotted_tables(cfg)
     for name in cfg.backends:
         registry.get(name)
     bad = [m for m in cfg.modes if m not in ALL_MODES]
@@ -517,6 +518,7 @@ def validate(cfg: BenchConfig) -> None:
     if any(v < 0 for v in cfg.family_many_page_buffers):
         raise UserError("family_many_page_buffers cannot be negative; use 0 or a size like 8000000.")
     _check_bounds(cfg, pbs)
+    _check_file_shape(cfg)
     if cfg.shots_files < 1:
         raise UserError(f"shots_files is the number of files a shots case reads, at least 1, not {cfg.shots_files}.")
     if cfg.budget_minutes < 0:
@@ -545,6 +547,57 @@ def validate(cfg: BenchConfig) -> None:
                     f"[options.{name}] {key} = {value!r} is not one of {', '.join(map(repr, choices[key]))}; "
                     "fix it in the config."
                 )
+
+
+def _check_dotted_tables(cfg: BenchConfig) -> None:
+    """`[options.ros3-2.0]` unquoted is split by TOML at its dots (backend `ros3-2`, table `0`): one
+    sentence that says to quote the name, not "unknown backend 'ros3-2'"."""
+    known = registry.names()
+    for name, opts in cfg.options.items():
+        if registry.TWIN in name or name in known:
+            continue
+        joined = [f"{name}.{key}" for key, value in opts.items() if isinstance(value, dict)]
+        meant = next((j for j in joined if registry.TWIN not in j and j in known), None)
+        if meant is not None:
+            raise UserError(
+                f'write the table as [options."{meant}"] (quoted): TOML splits an unquoted [options.{meant}] at '
+                f"its dots, so it read a backend {name!r}; fix it in the config."
+            )
+        meant = next((k for k in known if k.startswith(f"{name}.")), None)
+        if meant is not None:
+            raise UserError(
+                f"unknown backend {name!r} in [options]: TOML splits an unquoted table name at its dots; "
+                f'quote the backend\'s whole name in the config, e.g. [options."{meant}"].'
+            )
+
+
+def _check_file_shape(cfg: BenchConfig) -> None:
+    """The synthetic files' shape, by the rules `shotbench synth` makes them with, named by the
+    TOML keys: a bad file_size was refused only once the files were being made, naming synth's
+    flags, which bench does not have."""
+    from shotbench.hdf5 import synthesis
+
+    example = "e.g. file_size = 16000000 with page_size = 8000000"
+    if cfg.signals > synthesis.MAX_SIGNALS:
+        raise UserError(
+            f"signals = {cfg.signals} is more than the {synthesis.MAX_SIGNALS} a shot holds; fix it in the config."
+        )
+    if cfg.page_size < synthesis.MIN_PAGE_SIZE:
+        raise UserError(
+            f"page_size = {cfg.page_size} is under {synthesis.MIN_PAGE_SIZE} bytes; fix it in the config, {example}."
+        )
+    if cfg.file_size % cfg.page_size or cfg.file_size < 2 * cfg.page_size:
+        raise UserError(
+            f"file_size = {cfg.file_size} must be a multiple of page_size ({cfg.page_size}) and at least two pages "
+            f"(one for metadata, one for raw data); fix it in the config, {example}."
+        )
+    try:
+        synthesis.plan_shot(synthesis.make_shot_ids(1, 0)[0], 0, cfg.signals, cfg.file_size - cfg.page_size, 0)
+    except UserError:
+        raise UserError(
+            f"file_size = {cfg.file_size} leaves {cfg.file_size - cfg.page_size:,} bytes of raw data, too few for "
+            f"{cfg.signals} signals; give a larger file_size or fewer signals in the config, {example}."
+        ) from None
 
 
 def _check_networks(cfg: BenchConfig) -> None:

@@ -20,11 +20,19 @@ from pathlib import Path
 from typing import IO, Any
 
 from shotbench.analyse import analysis, multishot, readerdecision
-from shotbench.diskspace import atomic_write, full_disk, is_full, require, writable
+from shotbench.diskspace import atomic_write, full_disk, is_full, output_folder, require, writable
 from shotbench.errors import UserError
 from shotbench.paths import data_dir, repo_root, reports_dir, runs_dir, transfer_runs_dir
 from shotbench.reports.htmlcheck import external_resources
-from shotbench.runs import DETAILS_CSV, DIRECTION, latest_run, read_meta, run_folders
+from shotbench.runs import (
+    DETAILS_CSV,
+    DIRECTION,
+    latest_run,
+    read_meta,
+    require_cases,
+    require_read_run,
+    run_folders,
+)
 
 KERNEL_NAME = "shotbench"
 INDEX_NAME = "index.html"
@@ -229,6 +237,8 @@ def check_inputs(specs: list[str]) -> list[analysis.Input]:
 
     inputs = analysis.parse_inputs(specs)
     for inp in inputs:
+        if inp.kind == "run":
+            require_cases(inp.path)
         path = inp.path / "workers.csv" if inp.kind == "run" else inp.path
         try:
             header = pd.read_csv(path, nrows=0)
@@ -244,6 +254,12 @@ def check_inputs(specs: list[str]) -> list[analysis.Input]:
                 "shotbench or MDSplusBench, or a run folder."
             )
     return inputs
+
+
+def absolute_inputs(inputs: list[analysis.Input]) -> list[str]:
+    """LABEL=PATH with each path absolute: the notebook runs in the repository root, where a path
+    relative to the user's folder names nothing."""
+    return [f"{inp.label}={inp.path.resolve()}" for inp in inputs]
 
 
 MULTI_SHOT_NOTEBOOK = "multi-shot.ipynb"
@@ -458,24 +474,28 @@ def render_run(
 
     `extra` adds notebook parameters (e.g. a shared baseline) to the kind's own.
     """
-    run = run.resolve()
     details = DETAILS_CSV[kind.run_kind]
+    if kind.run_kind == "read":  # a transfer or ablation run is named, with the command that reads it
+        require_read_run(run, f"pass a run folder such as {kind.folder()}/<run-id>")
+        require_cases(run)  # before the kernel, where a run without cases ends in a traceback
+    run = run.resolve()
     if not (run / details).is_file():
         raise UserError(f"{run} has no {details}; pass a run folder such as {kind.folder()}/<run-id>.")
     out_dir = out or kind.out_dir(run)
     t0 = time.monotonic()
-    print(f"Rendering {run.name} with {kind.notebook} into {out_dir} ...", flush=True)
-    params = {**kind.params(run, out_dir, hide_code), **(extra or {})}
-    html_path = render_notebook(kind.notebook_path, params, out_dir, kind.stem, hide_code)
-    print(f"  {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {time.monotonic() - t0:.0f} s)", flush=True)
-    if kind.name == "ros3" and multishot.has_many_shot_rows(run):  # a `layouts` run: its many-shot half
-        many = render_notebook(repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK, {"inputs": params["inputs"]},
-                               out_dir, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code)  # fmt: skip
-        print(f"  {many}", flush=True)
-    if kind.name == "ros3" and readerdecision.is_readers_run(run):  # a `readers` run: the reader decision
-        readers = render_notebook(repo_root() / "notebooks" / READERS_NOTEBOOK, {"inputs": params["inputs"]},
-                                  out_dir, Path(READERS_NOTEBOOK).stem, hide_code)  # fmt: skip
-        print(f"  {readers}", flush=True)
+    with output_folder(out_dir, "report folder"):  # a refusal leaves no half-written report folder
+        print(f"Rendering {run.name} with {kind.notebook} into {out_dir} ...", flush=True)
+        params = {**kind.params(run, out_dir, hide_code), **(extra or {})}
+        html_path = render_notebook(kind.notebook_path, params, out_dir, kind.stem, hide_code)
+        print(f"  {html_path} ({html_path.stat().st_size / 1e6:.1f} MB, {time.monotonic() - t0:.0f} s)", flush=True)
+        if kind.name == "ros3" and multishot.has_many_shot_rows(run):  # a `layouts` run: its many-shot half
+            many = render_notebook(repo_root() / "notebooks" / MULTI_SHOT_NOTEBOOK, {"inputs": params["inputs"]},
+                                   out_dir, Path(MULTI_SHOT_NOTEBOOK).stem, hide_code)  # fmt: skip
+            print(f"  {many}", flush=True)
+        if kind.name == "ros3" and readerdecision.is_readers_run(run):  # a `readers` run: the reader decision
+            readers = render_notebook(repo_root() / "notebooks" / READERS_NOTEBOOK, {"inputs": params["inputs"]},
+                                      out_dir, Path(READERS_NOTEBOOK).stem, hide_code)  # fmt: skip
+            print(f"  {readers}", flush=True)
     if out is None:
         write_index(rendered_entries())
     return html_path
@@ -512,4 +532,5 @@ def render_direction(run: Path, hide_code: bool, out: Path | None = None) -> Pat
     out_dir = out or reports_dir() / DIRECTION / run.name
     print(f"Rendering {run.name} with {OPEN_COST_NOTEBOOK} into {out_dir} ...", flush=True)
     notebook = repo_root() / "notebooks" / OPEN_COST_NOTEBOOK
-    return render_notebook(notebook, {"run": str(run.resolve())}, out_dir, Path(OPEN_COST_NOTEBOOK).stem, hide_code)
+    with output_folder(out_dir, "report folder"):  # a refusal leaves no half-written report folder
+        return render_notebook(notebook, {"run": str(run.resolve())}, out_dir, Path(OPEN_COST_NOTEBOOK).stem, hide_code)

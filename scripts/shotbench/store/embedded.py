@@ -156,12 +156,17 @@ def _healthy(port: int, timeout: float = 1.0, ca: str | None = None) -> bool:
         return False
 
 
+_RECORD_KEYS = ("pid", "port", "upstream_port", "endpoint_url", "region", "root", "access_log")
+
+
 def _read_state(state: Path) -> dict | None:
+    """server.json, or None when it is missing, unreadable or not one `start` wrote (a stale record)."""
     path = state / "server.json"
     try:
-        return json.loads(path.read_text())
+        rec = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return rec if isinstance(rec, dict) and all(k in rec for k in _RECORD_KEYS) else None
 
 
 def status(state: Path | None = None) -> ServerInfo | None:

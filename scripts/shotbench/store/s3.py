@@ -25,7 +25,7 @@ T = TypeVar("T")
 DEFAULT_REGION = "us-east-1"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5")
 CONNECT_TIMEOUT = 3.0
-PREFLIGHT_READ_TIMEOUT = 10.0  # a listing of a prefix answers well within this
+PREFLIGHT_READ_TIMEOUT = 10.0  # a listing page, a HEAD or a bucket's creation answers well within this
 PREFLIGHT_RETRIES = 1  # botocore's own, for each call: a silent endpoint costs 2 read timeouts
 PREFLIGHT_ATTEMPTS = 3  # calls when botocore's tries all ended in a dropped connection (not in silence)
 SIGNATURE_PROBE_BYTES = 2048 + len(HDF5_SIGNATURE)
@@ -124,6 +124,12 @@ class S3Config:
         host = urlsplit(self.endpoint_url).hostname or ""
         return host in ("localhost", "::1") or host.startswith("127.")
 
+    def question_client(self) -> Any:
+        """A client for requests the server answers at once (a listing page, a HEAD, a bucket's
+        creation): an endpoint that accepts connections and never answers is named within
+        2 x PREFLIGHT_READ_TIMEOUT, not the minutes of a client sized for large bodies."""
+        return self.boto3_client(read_timeout=PREFLIGHT_READ_TIMEOUT, retries=PREFLIGHT_RETRIES)
+
     def boto3_client(self, max_pool_connections: int = 10, read_timeout: float = 60.0, retries: int = 2) -> Any:
         """A client with bounded waits: a dead endpoint fails in seconds, not minutes."""
         import boto3
@@ -210,6 +216,8 @@ def parse_location(text: str) -> Location:
     if "://" in text:
         scheme = text.split("://", 1)[0]
         raise UserError(f"'{scheme}://' locations are not supported; give s3://bucket/prefix or a local folder.")
+    if text.lower().startswith("s3:") and not os.path.exists(text):  # `s3:/b/p`, `s3:b/p`: a typo, not a folder
+        raise UserError(f"'{text}' is not an S3 location; did you mean s3://{text[3:].lstrip('/')}?")
     from shotbench.diskspace import check_path
 
     check_path(text, "data folder")
@@ -248,7 +256,7 @@ def _local_files(loc: Location) -> list[ShotObject]:
 
 
 def _s3_objects(loc: Location, cfg: S3Config, client: Any = None) -> list[ShotObject]:
-    client = client or cfg.boto3_client()
+    client = client or cfg.question_client()
     out: list[ShotObject] = []
     try:
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=loc.bucket, Prefix=loc.prefix):
@@ -266,7 +274,8 @@ def list_shot_files(loc: Location, cfg: S3Config | None = None) -> list[ShotObje
     if loc.kind == "local":
         objs = _local_files(loc)
     else:
-        objs = _s3_objects(loc, cfg or S3Config.from_env())
+        cfg = cfg or S3Config.from_env()
+        objs = _again_if_dropped(lambda: _s3_objects(loc, cfg))
     return [o for o in objs if is_shot_name(o.key)]
 
 
@@ -313,6 +322,14 @@ def _check_reachable(cfg: S3Config) -> None:
         ) from None
 
 
+def silent(cfg: S3Config) -> UserError:
+    """The sentence for an endpoint that took a request and sent no answer in time."""
+    return UserError(
+        f"the S3 endpoint {cfg.endpoint_url or 'AWS'} accepted the connection but did not answer within "
+        f"{PREFLIGHT_READ_TIMEOUT:.0f} s; check that the server is healthy (or fix {endpoint_setting()}) and retry."
+    )
+
+
 def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
     """Map a botocore failure to one sentence naming the fix (other exceptions pass through)."""
     from botocore.exceptions import (
@@ -344,7 +361,7 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
             f"or fix {endpoint_setting()}."
         )
     if isinstance(exc, ReadTimeoutError):
-        return UserError(f"the S3 endpoint {where} stopped answering; check that the server is healthy and retry.")
+        return silent(cfg)
     if isinstance(exc, ConnectionClosedError):
         return DroppedConnection(
             f"the S3 endpoint {where} closed the connection before answering, each time it was "
@@ -421,7 +438,7 @@ def preflight(loc: Location, cfg: S3Config | None = None) -> list[ShotObject]:
             "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
             "or for the embedded server run `source .shotbench/env.sh`."
         )
-    client = cfg.boto3_client(read_timeout=PREFLIGHT_READ_TIMEOUT, retries=PREFLIGHT_RETRIES)
+    client = cfg.question_client()
     objs = _again_if_dropped(lambda: _s3_objects(loc, cfg, client))
     shots = [o for o in objs if is_shot_name(o.key)]
     _check_not_empty(loc, objs, shots)
@@ -458,7 +475,7 @@ def _check_not_empty(loc: Location, objs: list[ShotObject], shots: list[ShotObje
         return
     if objs:
         raise UserError(
-            f"{loc.uri()} holds {len(objs)} files but none named *.h5 or *.hdf5; point the data location at "
+            f"{loc.uri()} holds {len(objs)} file{'s' if len(objs) != 1 else ''} but none named *.h5 or *.hdf5; point the data location at "
             "the folder of shot files."
         )
     hint = f"`shotbench stage DIR {loc.uri()}`" if loc.kind == "s3" else f"`shotbench synth --out {loc.uri()}`"

@@ -56,7 +56,15 @@ from typing import Any
 from shotbench.errors import UserError
 from shotbench.redact import mask
 from shotbench.store.crt import Engine, Pending, S3Failure
-from shotbench.store.s3 import DEFAULT_REGION, Location, S3Config, check_local_folder, explain
+from shotbench.store.s3 import (
+    DEFAULT_REGION,
+    PREFLIGHT_READ_TIMEOUT,
+    Location,
+    S3Config,
+    check_local_folder,
+    explain,
+    silent,
+)
 from shotbench.units import MiB
 
 MULTIPART_THRESHOLD = 64 * MiB  # one PUT per 16 MB shot file: simplest ETag, fewest requests
@@ -203,11 +211,12 @@ def _remote(
     unusual (a missing bucket, refused credentials, no server) takes the botocore path, whose
     errors `explain` turns into one sentence."""
     try:
-        return engine.list_objects(loc.bucket, loc.prefix, timeout=60)
-    except S3Failure:
-        pass
+        return engine.list_objects(loc.bucket, loc.prefix, timeout=PREFLIGHT_READ_TIMEOUT)
+    except S3Failure as exc:
+        if exc.code == "Timeout":  # silence: the botocore path would only wait again
+            raise silent(cfg) from None
     try:
-        client = cfg.boto3_client()
+        client = cfg.question_client()
         ensure_bucket(client, loc, cfg, create_bucket)
         return _existing(client, loc)
     except Exception as exc:  # noqa: BLE001 - explain() turns any client error into one sentence

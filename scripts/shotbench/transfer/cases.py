@@ -71,7 +71,10 @@ def parse_rows(text: str) -> tuple[Row, ...]:
         m = re.fullmatch(r"\s*(\d+)\s*[x×]\s*(.+)", part)
         if m is None or int(m.group(1)) < 1:
             raise UserError(f"cannot read the row {part!r}; write rows like 1000x1MiB,10x100MiB.")
-        rows.append(Row(int(m.group(1)), parse_size(m.group(2))))
+        size = parse_size(m.group(2))
+        if size < 1:  # a row of empty files moves nothing: it only stopped at the credentials check
+            raise UserError(f"the row {part.strip()!r} has files of 0 bytes; write rows like 1000x1MiB,10x100MiB.")
+        rows.append(Row(int(m.group(1)), size))
     if not rows:
         raise UserError("--rows is empty; give at least one row like 100x1MiB.")
     return tuple(rows)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from shotbench import stats
+from shotbench.errors import UserError
 from shotbench.runs import RUN_JSON, read_meta
 from shotbench.transfer.cases import size_label
 from shotbench.transfer.checks import same_check_tools
@@ -36,9 +37,35 @@ LOOPBACK = "loopback"
 CPU_COLUMNS = ("client-cpu-s", "server-cpu-s")
 
 
+NUMBERS = ("trial", "concurrency", "file-count", "file-size", "total-bytes", "seconds", "mb-per-s")
+NEEDED = ("direction", "tool", "test", "error", *NUMBERS)
+"""The columns of cases.csv the tables read (runs of every age have them), and those of them that
+hold numbers (seconds and mb-per-s are empty where a case failed)."""
+
+
+def _damaged(path: Path, why: str) -> UserError:
+    return UserError(f"{path} is damaged ({why}); restore it from a copy or start a new run with `shotbench transfer`.")
+
+
 def load_cases(run_dir: Path) -> pd.DataFrame:
+    """cases.csv as a frame; a damaged one (empty, not CSV, without the columns or numbers the
+    tables read) is one sentence naming it, not a pandas error in a notebook."""
+    path = run_dir / "cases.csv"
     blank = {c: [""] for c in ("seconds", "mb-per-s", *CPU_COLUMNS)}
-    df = pd.read_csv(run_dir / "cases.csv", keep_default_na=False, na_values=blank)
+    try:
+        df = pd.read_csv(path, keep_default_na=False, na_values=blank)
+    except pd.errors.EmptyDataError:
+        raise _damaged(path, "it is empty, without even its header row") from None
+    except ValueError:  # pandas' ParserError, or bytes that are not UTF-8
+        raise _damaged(path, "it is not a readable CSV table") from None
+    missing = [c for c in NEEDED if c not in df.columns]
+    if missing:
+        raise _damaged(path, f"it lacks the columns {', '.join(missing)}")
+    for c in NUMBERS:
+        text = df[c].where(df[c].notna(), "").astype(str).str.strip()
+        wrong = text[(text != "") & pd.to_numeric(text, errors="coerce").isna()]
+        if len(wrong):
+            raise _damaged(path, f"its column {c} holds {wrong.iloc[0]!r}, not a number")
     df["error"] = df["error"].astype(str)
     for c in CPU_COLUMNS:  # runs written before CPU was counted: unknown
         df[c] = pd.to_numeric(df[c], errors="coerce") if c in df.columns else float("nan")

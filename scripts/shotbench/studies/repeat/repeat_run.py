@@ -15,10 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from shotbench.diskspace import atomic_write
+from shotbench.diskspace import atomic_write, writable
 from shotbench.errors import UserError, refuse_repeats
 from shotbench.paths import runs_dir
-from shotbench.runs import kind_of
+from shotbench.runs import refuse_copies, require_cases, require_read_run
 from shotbench.studies.repeat import repeatability as repeat
 
 
@@ -34,9 +34,10 @@ def checked_runs(paths: list[str]) -> list[Path]:
     """Existing read runs to score, at least two of them."""
     refuse_repeats(paths, "--runs", lambda p: Path(p).resolve())  # a run compared with itself says nothing
     folders = [Path(p) for p in paths]
-    bad = [p for p in folders if kind_of(p) != "read"]
-    if bad:
-        raise UserError(f"{bad[0]} is not a run folder; pass read runs such as data/runs/<run-id>.")
+    for folder in folders:
+        require_read_run(folder, "pass read runs such as data/runs/<run-id>")
+        require_cases(folder)
+    refuse_copies(folders, "--runs")  # a copy keeps its run id: it would repeat perfectly
     if len(folders) < 2:
         raise UserError("repeatability needs at least two runs; pass two or more with --runs.")
     return folders
@@ -49,13 +50,31 @@ def _new_run(where: Path, before: set[Path]) -> Path:
     return made[-1]
 
 
+def bench_runs_dir(bench_args: list[str]) -> Path:
+    """Where each bench run makes its folder: the last --runs-dir among its arguments, spelled
+    `--runs-dir X` or `--runs-dir=X` as bench reads it, else data/runs."""
+    where = runs_dir()
+    for i, arg in enumerate(bench_args):
+        flag, eq, value = arg.partition("=")
+        if flag != "--runs-dir":
+            continue
+        if not eq:
+            value = bench_args[i + 1] if i + 1 < len(bench_args) else ""
+        if not value or (not eq and value.startswith("-")):
+            raise UserError(
+                "--runs-dir after -- needs a folder, e.g. `shotbench repeat -- --runs-dir /tmp/runs`; give it one."
+            )
+        where = Path(value)
+    return where
+
+
 def make_runs(times: int, bench_args: list[str]) -> list[Path]:
     """Run `shotbench bench bench_args` `times` times back to back; the run folders, in order."""
     if times < 2:
         raise UserError("--times must be at least 2: repeatability compares runs with each other.")
     rest = [a for a in bench_args if a != "--"]
-    where = Path(rest[rest.index("--runs-dir") + 1]) if "--runs-dir" in rest else runs_dir()
-    where.mkdir(parents=True, exist_ok=True)
+    where = bench_runs_dir(rest)
+    writable(where, "runs folder")
     folders = []
     for i in range(times):
         print(f"repeat: run {i + 1} of {times}: shotbench bench {' '.join(rest)}", flush=True)
