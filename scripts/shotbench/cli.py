@@ -39,6 +39,10 @@ COMMANDS: dict[str, str] = {
 }
 
 
+KEEPS_RESULTS = {"stage", "synth", "bench", "repeat", "transfer", "direction", "chaos", "anatomy", "bench-harness"}
+"""Commands that write results as they go, so an interrupt keeps what they wrote (`--resume`)."""
+
+
 class Parser(argparse.ArgumentParser):
     """Bad arguments are one line naming the fix (exit 2), not a usage block."""
 
@@ -62,6 +66,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+PATH_OPTIONS = ("output", "out", "runs_dir", "shots_dir", "config", "local_copies")
+"""Options that name a file or folder: given as empty text, each meant the current folder or the default."""
+
+
+def _refuse_empty_paths(argv: list[str]) -> None:
+    """Read from the command line itself: after parsing, `Path("")` is the current folder."""
+    flags = {"--" + dest.replace("_", "-") for dest in PATH_OPTIONS}
+    own = argv[: argv.index("--")] if "--" in argv else argv  # after --: another command's, checked by it
+    for i, arg in enumerate(own):
+        flag, eq, value = arg.partition("=")
+        if flag in flags and ((eq and not value.strip()) or (not eq and i + 1 < len(own) and not own[i + 1].strip())):
+            raise UserError(f"{flag} is empty text; give it a path.")
+
+
 def _interrupt(signum: int, _frame: object) -> None:
     """SIGTERM takes the Ctrl-C path: finally blocks run, children are stopped, state is saved."""
     raise Terminated
@@ -73,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)  # `timeout`, CI cancellation: like Ctrl-C
     try:
+        _refuse_empty_paths(argv)
         code = int(args.func(args) or 0)
         if code == 0 and getattr(args, "report", False) and getattr(args, "run_folder", None):
             from shotbench.reports.render import KINDS, render_run  # a finished run's report (`bench --report`)
@@ -92,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"shotbench: {one_line(user)}", file=sys.stderr)
         return user.exit_code
     except KeyboardInterrupt as exc:
-        print("shotbench: interrupted; results written so far are kept.", file=sys.stderr)
+        kept = "; results written so far are kept" if argv and argv[0] in KEEPS_RESULTS else ""
+        print(f"shotbench: interrupted{kept}.", file=sys.stderr)
         return interrupt_exit(exc)
 
 

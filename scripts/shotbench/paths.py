@@ -36,6 +36,10 @@ def _folder(path: Path, setting: str) -> Path:
         where = f"{setting} is {one_line(path)}" if setting else f"{one_line(path)}"
         fix = f"point {setting} at a folder you can write" if setting else "make it a writable folder"
         raise UserError(f"{where}, which cannot be a folder ({why}); {fix}.") from None
+    if not os.access(path, os.W_OK | os.X_OK):  # its lock and its files are made inside it
+        where = f"{setting} is {one_line(path)}" if setting else f"{one_line(path)}"
+        fix = f"point {setting} at a folder you can write" if setting else "make it a writable folder"
+        raise UserError(f"{where}, a folder this user cannot write; {fix}.")
     return path
 
 

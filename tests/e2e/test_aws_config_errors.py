@@ -7,8 +7,6 @@ naming the fix, and that no traceback got out.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +15,7 @@ import pytest
 
 from shotbench.paths import cache_dir, envs_dir
 from shotbench.store.s3 import without_s3_settings
+from support.filerights import without_file_rights
 
 TIMEOUT = 300  # bench builds missing backend environments before it looks at S3
 
@@ -137,16 +136,7 @@ def test_an_unreadable_credentials_file_is_one_sentence(tmp_path: Path) -> None:
     creds.write_text("[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = s\n")
     creds.chmod(0o000)
     args = [sys.executable, "-m", "shotbench.cli", "stage", str(_shots(tmp_path)), "s3://bkt/shots/"]
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("running as root without setpriv (util-linux), so no file is unreadable here")
-        caps = "-dac_override,-dac_read_search"
-        drop = [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}"]
-        probe = subprocess.run([*drop, "true"], capture_output=True, text=True, timeout=30)
-        if probe.returncode != 0:
-            pytest.skip(f"root here cannot drop its capabilities: {probe.stderr.strip()}")
-        args = [*drop, *args]
+    args = without_file_rights(args)
     env = _env(tmp_path, AWS_SHARED_CREDENTIALS_FILE=str(creds))
     done = subprocess.run(args, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
     assert_one_sentence(done, str(creds), "cannot be read", "Permission denied")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
+from shotbench.errors import UserError
 from shotbench.store import accesslog
 from shotbench.store import embedded as server
 
@@ -89,6 +90,20 @@ def test_restart_keeps_buckets_and_credentials(tmp_path: Path) -> None:
         assert second.access_key == first.access_key and second.pid != first.pid
         body = second.s3config().boto3_client().get_object(Bucket="kept", Key="x.h5")["Body"].read()
         assert body == b"abc"
+    finally:
+        server.stop(state)
+
+
+@pytest.mark.server
+def test_a_start_on_another_port_is_refused_while_one_runs(tmp_path: Path) -> None:
+    """`server start --port 8080` beside a running server said "already running" and exit 0, on
+    the old port; network and TLS mismatches were already refused."""
+    state = tmp_path / "state"
+    first = server.start(state, private=True)
+    try:
+        assert server.start(state, port=first.port, private=True).pid == first.pid  # the same port: it is that one
+        with pytest.raises(UserError, match=f"already running on port {first.port}.*to start it on"):
+            server.start(state, port=first.port + 1, private=True)
     finally:
         server.stop(state)
 

@@ -15,6 +15,7 @@ from boto3.s3.transfer import TransferConfig
 from shotbench.errors import UserError
 from shotbench.store.s3 import list_shot_files, parse_location, without_s3_settings
 from shotbench.store.staging import md5_etag, same_object, stage
+from support.filerights import without_file_rights
 
 
 def _fresh(prefix: str, bucket: str):
@@ -308,3 +309,50 @@ def test_an_interrupted_stage_resumes_and_every_object_is_the_file(s3_server, s3
     assert summary.skipped == before and summary.files == len(files) - before
     for name, data in files.items():
         assert client.get_object(Bucket=loc.bucket, Key=loc.prefix + name)["Body"].read() == data
+
+
+# ---------------------------------------------------------------- a file stage cannot read
+
+
+@pytest.mark.parametrize("unreadable", ["small.h5", "big.h5", "locked"])
+def test_an_unreadable_file_or_folder_is_refused_before_anything_is_uploaded(
+    s3_server, s3_bucket: str, tmp_path: Path, unreadable: str
+) -> None:
+    """A file below or above the multipart threshold, or a folder, that stage cannot read: one
+    sentence naming it, and not even the readable files were uploaded."""
+    src = tmp_path / "src"
+    (src / "locked").mkdir(parents=True)
+    (src / "a.h5").write_bytes(b"readable")
+    (src / "small.h5").write_bytes(b"small")
+    with open(src / "big.h5", "wb") as fh:
+        fh.truncate(65 * 1024 * 1024)  # above the multipart threshold, sparse
+    (src / "locked" / "c.h5").write_bytes(b"in a locked folder")
+    (src / unreadable).chmod(0)
+    env = without_s3_settings() | s3_server.s3config().env_vars()
+    env["SHOTBENCH_STATE"] = str(tmp_path / "state")
+    loc = _fresh("unreadable", s3_bucket)
+    argv = [sys.executable, "-m", "shotbench", "stage", str(src), loc.uri(), "--no-progress"]
+    try:
+        proc = subprocess.run(without_file_rights(argv), capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        (src / unreadable).chmod(0o755)
+    assert proc.returncode == 2, proc.stderr
+    assert f"cannot read {'the folder ' if unreadable == 'locked' else ''}{src / unreadable} (Permission denied)" in (
+        proc.stderr
+    )
+    assert "fix its permissions" in proc.stderr and "Traceback" not in proc.stderr
+    assert list_shot_files(loc, s3_server.s3config()) == []
+
+
+def test_an_io_error_while_uploading_is_one_sentence_and_leaves_no_object(
+    s3_server, s3_bucket: str, tmp_path: Path
+) -> None:
+    """A file that opens but fails when read (here a link to /proc/self/mem, whose first page is
+    not mapped): one sentence naming it, and the object its PUT made is deleted again."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "mem.h5").symlink_to("/proc/self/mem")
+    loc = _fresh("eio", s3_bucket)
+    with pytest.raises(UserError, match=r"cannot read .*mem\.h5 \(Input/output error\); check the disk"):
+        stage(src, loc, s3_server.s3config(), jobs=2, progress=False)
+    assert list_shot_files(loc, s3_server.s3config()) == []

@@ -38,7 +38,7 @@ def config(tmp_path: Path, text: str) -> str:
         (["--data", "s3:/bucket"], ["did you mean s3://bucket?"]),
         (["--data", "{tmp}/nonexist"], ["does not exist"]),
         (["--data", "s3://bucket/p", "--network", "latency-20ms"], ["embedded server only", "drop --network"]),
-        (["--scheduler", "garbage"], ["--scheduler garbage", "tcp://host:8786"]),
+        (["--scheduler", "garbage"], ["--scheduler 'garbage' is not a scheduler address", "tcp://HOST:PORT"]),
         (["--shots-dir", "{tmp}/afile"], ["is a file", "--shots-dir"]),
     ],
     ids=[
@@ -174,3 +174,12 @@ def test_dry_run_of_a_resume_checks_the_run_it_resumes(tmp_path: Path) -> None:
     run = resumable(tmp_path, cfg, data=str(tmp_path / "gone"))
     proc = refuse(["--resume", str(run), "--dry-run"], tmp_path)
     assert_one_sentence(proc, tmp_path, "gone", "does not exist")
+
+
+def test_dry_run_refuses_a_runs_folder_a_run_could_not_make(tmp_path: Path) -> None:
+    """`--dry-run --runs-dir FILE` said "nothing was run", where the run refuses at once."""
+    (tmp_path / "afile").write_text("")
+    for runs in (tmp_path / "afile", tmp_path / "afile" / "x"):
+        proc = run_cli(["bench", "--dry-run", "--runs-dir", str(runs), *SMALL])
+        assert proc[0] == 2 and f"({tmp_path / 'afile'} is a file)" in proc[1], proc
+    assert not (tmp_path / "runs").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,26 @@ def test_server_install_builds_the_server_alone_unless_all_is_asked(
     built.clear()
     assert cli.main(["server", "install", "--all"]) == 0
     assert built == ["versitygw", "toxiproxy_server", "toxiproxy_cli"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["site", "--output", ""],
+        ["bench", "--dry-run", "--runs-dir", ""],
+        ["compare", "a", "b", "--output", " "],
+        ["synth", "--shots", "1", "--out", ""],
+    ],
+    ids=["site", "bench", "compare", "synth"],
+)
+def test_an_empty_path_option_is_refused_not_read_as_the_current_folder(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`site --output ""` rebuilt the checkout's site/, `synth --out ""` wrote into the current folder."""
+    from support.incli import one_line
+
+    monkeypatch.chdir(tmp_path)  # where a regression would write
+
+    code, line = one_line(argv)
+    flag = argv[argv.index(next(a for a in argv if a.startswith("--") and a != "--dry-run" and a != "--shots"))]
+    assert code == 2 and f"{flag} is empty text" in line

@@ -21,6 +21,7 @@ from shotbench import cli
 from shotbench.hdf5.synthesis import CATALOG, COMPRESS_ABOVE, make_dataset
 
 SMALL = {"signals": 12, "file_size": 2_000_000, "page_size": 1_000_000}
+SMALL_ARGS = ["--signals", "12", "--file-size", "2000000", "--page-size", "1000000"]
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +213,44 @@ def test_cli_rejects_bad_parameters_with_one_sentence(
     err = capsys.readouterr().err.strip()
     assert err.startswith("shotbench: ") and err.count("\n") == 0
     assert not list(tmp_path.glob("*.h5"))
+
+
+@pytest.mark.parametrize("layout", ["single", "shot"])
+def test_earliest_libver_with_paging_is_refused_up_front(
+    layout: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Page aggregation is a 1.10 format feature: h5py used to fail with a traceback about a
+    "File space info message's version"."""
+    out = tmp_path / "shots"
+    assert cli.main(["synth", "--out", str(out), "--shots", "1", "--libver", "earliest", "--layout", layout]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--libver earliest" in err and "--paging unpaged" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("out", ["", " ", "~", "~/shots", "~/"])
+def test_empty_or_unexpanded_tilde_out_is_refused(
+    out: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`--out ""` wrote into the current folder, and `--out=~/shots` (no ~ expansion after `=`)
+    made a folder named `~` there, one `rm -rf ~` away from a disaster."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["synth", f"--out={out}", "--shots", "1", *SMALL_ARGS]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("shotbench: --out") and err.count("\n") == 0
+    assert ("empty" in err) if not out.strip() else ("did not expand" in err and "full path" in err)
+    assert not list(tmp_path.iterdir())
+
+
+def test_partial_files_of_a_killed_run_are_swept_by_the_next(tmp_path: Path) -> None:
+    out = tmp_path / "shots"
+    out.mkdir()
+    stale = [out / ".1160703001.h5.partial", out / ".shot2_sig12_shot.h5.partial"]
+    for path in stale:
+        path.write_bytes(b"half a file")
+    assert cli.main(["synth", "--out", str(out), "--shots", "1", *SMALL_ARGS]) == 0
+    assert not [p for p in stale if p.exists()]
+    assert [p.name for p in out.iterdir()] == ["1160703001.h5"]
 
 
 # ---------------------------------------------------------------------------------------

@@ -19,17 +19,47 @@ from shotbench.errors import UserError
 RUN_POLL_S = 1.0
 
 
+SCHEDULER_ANSWER_TIMEOUT = 20.0  # a scheduler's first bytes (its handshake); refused after this
+
+
 def check_scheduler(addr: str) -> str:
     """`tcp://host:port` (a bare host:port gets tcp://), or one sentence naming the form."""
-    full = addr if "://" in addr else f"tcp://{addr}"
-    parts = urlsplit(full)
+    scheduler_address(addr)
+    return addr if "://" in addr else f"tcp://{addr}"
+
+
+def scheduler_address(addr: str) -> tuple[str, int, str]:
+    """Host, port and scheme of --scheduler, or one sentence when it is no scheduler address."""
+    parts = urlsplit(addr if "://" in addr else f"tcp://{addr}")
     try:
         port = parts.port
     except ValueError:
         port = None
     if parts.scheme not in ("tcp", "tls") or not parts.hostname or not port:
         raise UserError(f"--scheduler {addr!r} is not a scheduler address; give it as tcp://HOST:PORT.")
-    return full
+    return parts.hostname, port, parts.scheme
+
+
+def reach_scheduler(addr: str, fix: str) -> None:
+    """A Dask scheduler that does not take a connection within seconds, or takes it and says nothing
+    (a Dask server sends its handshake at once), is one sentence ending in `fix`, before any case
+    runs or worker starts."""
+    import socket
+
+    host, port, scheme = scheduler_address(addr)
+    try:
+        with socket.create_connection((host, port), timeout=5) as sock:
+            if scheme == "tcp":
+                sock.settimeout(SCHEDULER_ANSWER_TIMEOUT)
+                if not sock.recv(1):
+                    raise ConnectionResetError("it closed the connection without a word")
+    except TimeoutError:
+        raise UserError(
+            f"{addr} accepts connections but sent nothing within {SCHEDULER_ANSWER_TIMEOUT:.0f} s, "
+            f"so it is not a working Dask scheduler; start the scheduler or {fix}."
+        ) from None
+    except OSError as exc:
+        raise UserError(f"no Dask scheduler answers at {addr} ({exc.strerror or exc}); start it or {fix}.") from None
 
 
 def env_keys(envs: list[str] | None, backends: list[str] | None) -> list[str]:

@@ -209,6 +209,9 @@ def cached(spec: BuildSpec) -> BuildResult | None:
 # ---------------------------------------------------------------- sources
 
 
+DOWNLOAD_TIMEOUT = 30.0  # seconds a source's server may go without sending a byte
+
+
 def fetch(src: Source, name: str = "sources") -> Path:
     """The archive in the cache, downloaded once and checked against its pinned sha256."""
     if src.local is not None:
@@ -223,10 +226,16 @@ def fetch(src: Source, name: str = "sources") -> Path:
     last: Exception | None = None
     for attempt in range(3):
         try:
-            with urllib.request.urlopen(src.url, timeout=60) as resp, tmp.open("wb") as out:
+            with urllib.request.urlopen(src.url, timeout=DOWNLOAD_TIMEOUT) as resp, tmp.open("wb") as out:
                 shutil.copyfileobj(resp, out, MiB)
             break
         except (urllib.error.URLError, OSError) as exc:
+            if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
+                tmp.unlink(missing_ok=True)  # silence, not a dropped connection: asking again only waits again
+                raise UserError(
+                    f"{src.url} sent nothing for {DOWNLOAD_TIMEOUT:g} s; check the URL, the network or its "
+                    "proxy and run the build again."
+                ) from None
             last = exc
             time.sleep(attempt + 1)
     else:

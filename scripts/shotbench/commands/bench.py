@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from shotbench import __version__
 from shotbench.analyse import stopping
 from shotbench.backends import registry
+from shotbench.bench.poolstart import reach_scheduler, scheduler_address
 from shotbench.bench.prepare import check_envs, prepare, say
 from shotbench.diskspace import DiskFull, shorten
 from shotbench.errors import UserError, interrupt_exit
@@ -86,6 +87,8 @@ def plan_only(cfg: profiles.BenchConfig) -> list[planmod.Case]:
 def dry_run(args: argparse.Namespace, runs: Path) -> int:
     """`--dry-run`: the checks a run makes before it starts work (the same functions), and the
     plan's size, touching nothing: no server, build, Dask, network or file."""
+    if args.resume is None:
+        _check_runs_folder(runs)
     st = _settings(args, resume_folder(args.resume, runs) if args.resume is not None else None)
     check_start(st)
     cfg = st.cfg
@@ -95,6 +98,19 @@ def dry_run(args: argparse.Namespace, runs: Path) -> int:
         f"workers {' '.join(map(str, cfg.workers))}; {cfg.trials} trial(s); nothing was run."
     )
     return 0
+
+
+def _check_runs_folder(runs: Path) -> None:
+    """What `writable` refuses in the runs folder, without making it: the dry run touches nothing."""
+    import os
+
+    from shotbench.diskspace import check_path
+
+    check_path(runs, "runs folder")
+    there = next(p for p in (runs.absolute(), *runs.absolute().parents) if p.exists())
+    if not there.is_dir() or not os.access(there, os.W_OK | os.X_OK):
+        why = "is a file" if not there.is_dir() else "is not writable"
+        raise UserError(f"the runs folder {runs} cannot be made there ({there} {why}); give a folder you can write.")
 
 
 def resume_folder(arg: str, runs: Path) -> Path:
@@ -167,45 +183,6 @@ def default_tls(asked: bool | None, data: str | None, network: str) -> bool:
         return False
     profile = NETWORK_PROFILES.get(network)
     return not (profile is not None and profile.http is not None)
-
-
-SCHEDULER_ANSWER_TIMEOUT = 20.0  # a scheduler's first bytes (its handshake); the run is refused after this
-
-
-def scheduler_address(address: str) -> tuple[str, int, str]:
-    """Host, port and scheme of --scheduler, or one sentence when it is no address."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
-    try:
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        host, port = None, None
-    if not host or not port:
-        raise UserError(f"--scheduler {address} is not an address like tcp://host:8786; fix it.")
-    return host, port, parts.scheme
-
-
-def check_scheduler(address: str) -> None:
-    """A Dask scheduler that does not accept a connection within seconds is refused up front."""
-    import socket
-
-    host, port, scheme = scheduler_address(address)
-    try:
-        with socket.create_connection((host, port), timeout=5) as sock:
-            if scheme in ("", "tcp"):  # a Dask server sends its handshake as soon as it accepts
-                sock.settimeout(SCHEDULER_ANSWER_TIMEOUT)
-                if not sock.recv(1):
-                    raise ConnectionResetError("it closed the connection without a word")
-    except TimeoutError:
-        raise UserError(
-            f"{address} accepts connections but sent nothing within {SCHEDULER_ANSWER_TIMEOUT:.0f} s, "
-            "so it is not a working Dask scheduler; start the scheduler or drop --scheduler."
-        ) from None
-    except OSError as exc:
-        raise UserError(
-            f"no Dask scheduler answers at {address} ({exc.strerror or exc}); start it or drop --scheduler."
-        ) from None
 
 
 def finish_message(rows: list[dict[str, str]], cases_csv: Path) -> tuple[int, str]:
@@ -310,7 +287,7 @@ def check_start(st: _Settings) -> None:
     from shotbench.bench.prepare import check_data, check_shots
 
     if st.scheduler:
-        scheduler_address(st.scheduler)
+        scheduler_address(st.scheduler)  # its form: the run then connects
     else:
         profiles.check_local_workers(st.cfg)
     if st.data_arg is not None:
@@ -396,7 +373,7 @@ def _bench(args: argparse.Namespace, runs: Path, resume_dir: Path | None) -> int
     cfg, meta, data_arg, network, tls, scheduler = st.cfg, st.meta, st.data_arg, st.network, st.tls, st.scheduler
     shots_dir, local_copies = st.shots_dir, st.local_copies
     if scheduler:
-        check_scheduler(scheduler)
+        reach_scheduler(scheduler, "drop --scheduler")
 
     check_envs(cfg.backends)
     folder: RunFolder | None = None

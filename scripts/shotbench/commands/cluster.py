@@ -14,7 +14,15 @@ import shlex
 import sys
 from pathlib import Path
 
-from shotbench.bench.poolstart import check_scheduler, commands, env_keys, mark, python_of, run_pools
+from shotbench.bench.poolstart import (
+    check_scheduler,
+    commands,
+    env_keys,
+    mark,
+    python_of,
+    reach_scheduler,
+    run_pools,
+)
 from shotbench.errors import UserError
 
 
@@ -77,4 +85,5 @@ def _workers(args: argparse.Namespace) -> int:
             print(f"# the {env_key} pool")
             print(shlex.join(cmd))
         return 0
+    reach_scheduler(scheduler, "check --scheduler")  # before any worker starts and retries it for minutes
     return run_pools(cmds)

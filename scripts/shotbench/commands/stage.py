@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from shotbench.commands.server import WHICH_S3
-from shotbench.errors import UserError
+from shotbench.errors import UserError, one_line
 from shotbench.store import embedded as server
 from shotbench.store.s3 import parse_location
 
@@ -20,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     st.add_argument("src", metavar="SRC", help="local folder of shot files (e.g. data/shots)")
     st.add_argument("dest", metavar="DEST", help="s3://bucket/prefix")
-    st.add_argument("--jobs", "-j", type=int, default=8, help="concurrent uploads, shared by all files (default: 8)")
+    st.add_argument(
+        "--jobs", "-j", type=_jobs, default=8, help="concurrent uploads, shared by all files (1-1024; default: 8)"
+    )
     st.add_argument("--embedded", action="store_true", help="use the embedded server, starting it if needed")
     st.add_argument(
         "--create-bucket",
@@ -31,17 +34,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     st.set_defaults(func=_stage)
 
 
+def _jobs(text: str) -> int:
+    """--jobs: checked when the arguments are read, before any folder is walked or server asked."""
+    from shotbench.store.staging import MAX_JOBS
+
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if not 1 <= jobs <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(
+            f"{one_line(text)[:40]!r} is not a number of concurrent uploads; give a whole number from 1 to {MAX_JOBS}"
+        )
+    return jobs
+
+
+def _source(text: str) -> Path:
+    """SRC: a local folder (never empty text, which would mean the current folder, nor s3://)."""
+    if not text.strip():
+        raise UserError(
+            "the source folder SRC is empty text; give the folder of shot files to upload, "
+            "like `shotbench stage data/shots s3://bucket/prefix`."
+        )
+    src = parse_location(text)
+    if src.path is None:
+        raise UserError(
+            f"the source '{text}' is an S3 location; `shotbench stage` uploads a local folder: give the folder "
+            "first and the s3:// destination second."
+        )
+    return src.path
+
+
 def _stage(args: argparse.Namespace) -> int:
     from shotbench.store.staging import local_files, stage
 
     loc = parse_location(args.dest)
     if loc.kind != "s3":
         raise UserError(f"the destination '{args.dest}' is not an S3 location; give s3://bucket/prefix.")
-    local_files(args.src)  # a missing source is the first thing to say, before any S3 question
+    src = _source(args.src)
+    local_files(src)  # a missing or unreadable source is the first thing to say, before any S3 question
     cfg = server.resolve_s3config(embedded=args.embedded)
     print(f"staging {args.src} -> {loc.uri()} at {cfg.public()['endpoint']} ({args.jobs} jobs)", file=sys.stderr)
     summary = stage(
-        args.src,
+        src,
         loc,
         cfg,
         jobs=args.jobs,

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from shotbench.errors import UserError, one_line
 from shotbench.hdf5.synthesis import LAYOUTS, LIBVERS, MAX_SIGNALS, PAGINGS, make_dataset
 
 
@@ -18,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(paged aggregation, exact size, shared dimension scales): one file per shot, or one "
         "many-shot file stored shot by shot or signal by signal. Same seed, same bytes.",
     )
-    p.add_argument("--out", type=Path, required=True, help="folder for the .h5 files")
+    p.add_argument("--out", required=True, help="folder for the .h5 files")
     p.add_argument("--shots", type=int, required=True, help="number of shots")
     p.add_argument("--signals", type=int, default=MAX_SIGNALS, help="signals per shot (max 61)")
     p.add_argument(
@@ -51,7 +52,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def _out_folder(text: str) -> Path:
+    """--out as typed. An empty one would be the current folder, and a `~` the shell left alone
+    (`--out=~/shots`: no expansion after `=`) a folder named `~`, which invites `rm -rf ~`."""
+    if not text.strip():
+        raise UserError("--out is empty; give a folder.")
+    if Path(text).parts[0] == "~":
+        raise UserError(
+            f"--out {one_line(text)} starts with a ~ the shell did not expand; "
+            "write --out ~/shots with a space, or give the full path."
+        )
+    return Path(text)
+
+
 def _run(args: argparse.Namespace) -> int:
+    args.out = _out_folder(args.out)
     existing = {p.name: p.stat().st_mtime_ns for p in args.out.glob("*.h5")} if args.out.is_dir() else {}
     started = time.perf_counter()
     paths = make_dataset(

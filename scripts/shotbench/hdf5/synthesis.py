@@ -33,11 +33,12 @@ import errno
 import hashlib
 import os
 import shutil
+import signal
 import struct
 import sys
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -562,7 +563,7 @@ MIN_PAGE_SIZE = 4_096  # the smallest file-space page made (bench's config is ch
 
 
 def _check(shots: int, signals: int, file_size: int, page_size: int, paging: str, seed: int,
-           layout: str = "single") -> int:  # fmt: skip
+           layout: str = "single", libver: str = "v110") -> int:  # fmt: skip
     """Validate parameters; return the raw-data capacity each shot's payload is sized against."""
     if shots < 1:
         raise UserError("--shots must be at least 1.")
@@ -572,6 +573,10 @@ def _check(shots: int, signals: int, file_size: int, page_size: int, paging: str
         raise UserError(f"--paging must be one of {', '.join(PAGINGS)}.")
     if layout not in LAYOUTS:
         raise UserError(f"--layout must be one of {', '.join(LAYOUTS)}.")
+    if libver not in LIBVERS:
+        raise UserError(f"--libver must be one of {', '.join(LIBVERS)}.")
+    if libver == "earliest" and paging == "paged":  # page aggregation is a 1.10 file-format feature
+        raise UserError("--libver earliest cannot write paged files; add --paging unpaged, or use --libver v110.")
     if seed < 0:
         raise UserError("--seed must be zero or a positive whole number.")
     if page_size < MIN_PAGE_SIZE:
@@ -635,7 +640,7 @@ def make_shot_file(
     `index` is the file's position in the dataset; it only decides whether the file is one
     of those that carry fewer signals.
     """
-    capacity = _check(1, signals, file_size, page_size, paging, seed)
+    capacity = _check(1, signals, file_size, page_size, paging, seed, libver=libver)
     plan = plan_shot(shot_id, index, signals, capacity, seed)
     params = _params(signals, file_size, page_size, paging, seed, libver=libver)
     with _atomic(Path(path)) as tmp:
@@ -688,7 +693,7 @@ def make_many_shot_file(
     Same shot ids, signals and data as the single-shot files of the same seed; only the
     packing differs. The file is as long as libhdf5 makes it (whole pages when paged).
     """
-    capacity = _check(shots, signals, file_size, page_size, paging, seed, layout)
+    capacity = _check(shots, signals, file_size, page_size, paging, seed, layout, libver)
     if layout == "single":
         raise UserError("a many-shot file is stored in 'shot' or 'signal' layout; use --layout shot or signal.")
     ids = make_shot_ids(shots, seed)
@@ -750,13 +755,13 @@ def make_dataset(
 
     Free disk space is checked before anything is written.
     """
-    capacity = _check(shots, signals, file_size, page_size, paging, seed, layout)
-    if libver not in LIBVERS:
-        raise UserError(f"--libver must be one of {', '.join(LIBVERS)}.")
+    capacity = _check(shots, signals, file_size, page_size, paging, seed, layout, libver)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"{out} is a file; give --out a folder.")
     try:
+        if out.is_dir():
+            _sweep_partials(out)  # left by a run that was killed outright
         if layout != "single":
             path = out / many_shot_name(shots, signals, layout)
             if _is_good_many(path, _params(signals, file_size, page_size, paging, seed, shots, layout, libver), shots):
@@ -813,22 +818,69 @@ def _fill(
         (path, shot_id, index, signals, file_size, page_size, paging, seed, libver) for index, shot_id, path in todo
     ]
     jobs = min(len(calls), os.cpu_count() or 1)
-    with contextlib.ExitStack() as stack:
-        run: Any = map  # each file is its own seed's bytes, so with more cores they are written side by side
-        if jobs > 1:
-            import concurrent.futures as cf
-            import multiprocessing
-
-            run = stack.enter_context(
-                cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver"))
-            ).map
-        for done, _ in enumerate(run(_make_shot_file_of, calls), 1):
-            if progress:
-                eta = (time.perf_counter() - started) / done * (len(todo) - done)
-                print(f"\r  {done}/{len(todo)} files, ETA {eta:.0f} s ", end="", file=sys.stderr)
-    if progress and todo:
-        print(file=sys.stderr)
+    try:
+        with contextlib.ExitStack() as stack:
+            run: Any = map  # each file is its own seed's bytes, so with more cores they are written side by side
+            if jobs > 1:
+                run = stack.enter_context(_pool(jobs))
+            for done, _ in enumerate(run(_make_shot_file_of, calls), 1):
+                if progress:
+                    eta = (time.perf_counter() - started) / done * (len(todo) - done)
+                    print(f"\r  {done}/{len(todo)} files, ETA {eta:.0f} s ", end="", file=sys.stderr)
+    finally:
+        _sweep_partials(out)  # a worker stopped mid-file leaves its hidden temporary name behind
+        if progress and todo:
+            print(file=sys.stderr)
     return paths
+
+
+def _sweep_partials(out: Path) -> None:
+    """Remove the hidden `.NAME.h5.partial` files of writes that never finished."""
+    for tmp in out.glob(".*.h5.partial"):
+        tmp.unlink(missing_ok=True)
+
+
+def _ignore_interrupts() -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops them: a terminal sends SIGINT to the
+    whole process group, and a worker dying of it mid-task wedges the pool's shutdown."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _pool(jobs: int) -> Iterator[Callable[[Callable[[Any], Path], list[Any]], Iterator[Path]]]:
+    """A process pool's `map` whose workers are ended, within seconds, when the parent is
+    interrupted or fails. A plain `with ProcessPoolExecutor` waits for the pool to wind down, which
+    can deadlock (multiprocessing's exit hook then waits forever), and a second Ctrl-C orphans the
+    workers: they hold their own task queue open, so never see it close."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    pool = cf.ProcessPoolExecutor(
+        jobs, mp_context=multiprocessing.get_context("forkserver"), initializer=_ignore_interrupts
+    )
+
+    def run(fn: Callable[[Any], Path], calls: list[Any]) -> Iterator[Path]:
+        # not pool.map: an interrupted map cancels its futures, and the pool, broken by the
+        # workers ended below, then fails on them (InvalidStateError in its manager thread)
+        futures = [pool.submit(fn, call) for call in calls]
+        return (future.result() for future in futures)
+
+    try:
+        yield run
+    except BaseException:
+        workers = list((pool._processes or {}).values())
+        manager: Any = pool._executor_manager_thread  # sees the workers gone, fails what is left, ends
+        for worker in workers:
+            worker.terminate()
+        pool.shutdown(wait=False)
+        for worker in workers:
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.kill()
+        if manager is not None:
+            manager.join(timeout=5)
+        raise
+    pool.shutdown()
 
 
 # ---------------------------------------------------------------------------------------

@@ -309,6 +309,11 @@ def _start_locked(
                 f"the embedded server is already running over {'https' if running.ca_bundle else 'http'}; "
                 "stop it with `shotbench server stop` to start it the other way."
             )
+        if port and port != running.port:
+            raise UserError(
+                f"the embedded server is already running on port {running.port}; stop it with "
+                f"`shotbench server stop` to start it on {port}."
+            )
         return running
     _cleanup_stale(st)
     binary = tools.versitygw()

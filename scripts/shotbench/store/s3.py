@@ -221,7 +221,26 @@ def parse_location(text: str) -> Location:
     from shotbench.diskspace import check_path
 
     check_path(text, "data folder")
-    return Location(kind="local", path=Path(text).expanduser().resolve())
+    return Location(kind="local", path=_local_path(text))
+
+
+def _local_path(text: str) -> Path:
+    """The absolute folder `text` names (`~` and `~user` expanded, links resolved), or one sentence."""
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # `~nosuchuser/x`: pathlib has no home to put there
+        user = text.split("/", 1)[0]
+        raise UserError(
+            f"the data folder '{text}' starts with {user}, but there is no such user here whose home it could "
+            "be; write the folder's full path."
+        ) from None
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # a symbolic link that loops (Python < 3.13 raises)
+        raise UserError(
+            f"{text} is a symbolic link that loops (it leads back to itself); point it at the folder of "
+            "shot files, or give that folder."
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -238,24 +257,26 @@ def is_shot_name(name: str) -> bool:
 
 
 def check_local_folder(path: Path) -> None:
-    """A local data location must be an existing folder: one sentence otherwise."""
-    if not path.exists():
-        raise UserError(f"the folder {path} does not exist; make shot files with `shotbench synth --out {path}`.")
-    if not path.is_dir():
-        raise UserError(f"{path} is a file, not a folder; give the folder that holds the shot files.")
+    """A local data location must be an existing folder: one sentence otherwise (a missing one, a
+    file, a link that loops or leads nowhere, a folder that cannot be read)."""
+    from shotbench.store.localdir import check_folder
+
+    check_folder(path)
 
 
 def _local_files(loc: Location) -> list[ShotObject]:
+    """The folder's files as `stage` uploads them (`shotbench.store.localdir`): hidden files and
+    folders left out, every file readable or one sentence naming it."""
+    from shotbench.store.localdir import files_below
+
     assert loc.path is not None
     check_local_folder(loc.path)
-    return [
-        ShotObject(key=str(p), size=p.stat().st_size, etag=None)
-        for p in sorted(loc.path.rglob("*"))
-        if p.is_file() and not p.name.startswith(".")
-    ]
+    return [ShotObject(key=str(p), size=size, etag=None) for p, size in files_below(loc.path)]
 
 
 def _s3_objects(loc: Location, cfg: S3Config, client: Any = None) -> list[ShotObject]:
+    if cfg.endpoint_url:
+        _check_endpoint(cfg.endpoint_url)
     client = client or cfg.question_client()
     out: list[ShotObject] = []
     try:
@@ -304,6 +325,36 @@ def _check_endpoint(url: str) -> None:
         raise UserError(
             f"the S3 endpoint '{one_line(url)}' is not an http(s) URL; set {endpoint_setting()} like http://host:port."
         )
+    if parts.query or parts.fragment:  # botocore refuses it with a traceback of its own
+        raise UserError(
+            f"the S3 endpoint '{one_line(url)}' carries a query or a fragment; set {endpoint_setting()} to "
+            "scheme://host:port alone."
+        )
+
+
+def _tls_failure(exc: BaseException, cfg: S3Config) -> UserError:
+    """One sentence for a TLS handshake that failed: the CA bundle cannot be read, the endpoint's
+    certificate is not one it vouches for, or the port does not speak TLS at all."""
+    reason = str(exc)
+    bundle = cfg.ca_bundle or os.environ.get("AWS_CA_BUNDLE")
+    where, setting = cfg.endpoint_url or "AWS", endpoint_setting()
+    hint = "for the embedded server: `source .shotbench/env.sh`"
+    if "WRONG_VERSION_NUMBER" in reason:
+        return UserError(f"the S3 endpoint {where} does not speak TLS on that port; write http:// in {setting}.")
+    if bundle and any(t in reason for t in ("No such file", "Is a directory", "NO_CERTIFICATE", "PEM", "Errno")):
+        return UserError(
+            f"AWS_CA_BUNDLE names {one_line(bundle)}, which is not a readable file of PEM certificates; point it "
+            f"at the CA's PEM file ({hint}) or unset it."
+        )
+    if "CERTIFICATE_VERIFY_FAILED" in reason:
+        trusted = f"the CA bundle {one_line(bundle)}" if bundle else "this machine's CA store"
+        return UserError(
+            f"the S3 endpoint {where} presented a certificate that {trusted} does not vouch for; set "
+            f"AWS_CA_BUNDLE to the PEM file of its CA ({hint})."
+        )
+    return UserError(
+        f"TLS with the S3 endpoint {where} failed ({one_line(reason)[-160:]}); check {setting} and AWS_CA_BUNDLE."
+    )
 
 
 def _check_reachable(cfg: S3Config) -> None:
@@ -337,14 +388,22 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
         ConnectionClosedError,
         ConnectTimeoutError,
         EndpointConnectionError,
+        EndpointResolutionError,
         NoCredentialsError,
         ReadTimeoutError,
+        SSLError,
     )
 
     where = cfg.endpoint_url or "AWS"
     key = mask(cfg.access_key)
     if isinstance(exc, UserError):
         return exc
+    if isinstance(exc, SSLError):
+        return _tls_failure(exc, cfg)
+    if isinstance(exc, EndpointResolutionError):
+        return UserError(
+            f"botocore cannot use the S3 endpoint {where} ({one_line(exc)}); set {endpoint_setting()} to scheme://host:port."
+        )
     if isinstance(exc, NoCredentialsError):
         return UserError(
             "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
@@ -363,9 +422,10 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
     if isinstance(exc, ReadTimeoutError):
         return silent(cfg)
     if isinstance(exc, ConnectionClosedError):
+        tls = f"; if it serves https, write https:// in {endpoint_setting()}" if where.startswith("http://") else ""
         return DroppedConnection(
             f"the S3 endpoint {where} closed the connection before answering, each time it was "
-            "asked; check the network path to it (a proxy, a load balancer) and retry."
+            f"asked; check the network path to it (a proxy, a load balancer{tls}) and retry."
         )
     if not isinstance(exc, ClientError):
         return exc
@@ -379,9 +439,13 @@ def explain(exc: BaseException, loc: Location, cfg: S3Config) -> BaseException:
             f"point {endpoint_setting()} at an S3 endpoint."
         )
     if code in ("NoSuchBucket",) or (code == "404" and not loc.prefix):
+        path = urlsplit(cfg.endpoint_url).path.strip("/") if cfg.endpoint_url else ""
+        also = (
+            f" (or drop the path /{path} from {endpoint_setting()}: an endpoint is scheme://host:port)" if path else ""
+        )
         return UserError(
             f"bucket '{loc.bucket}' does not exist at {where}; create it or upload shot files with "
-            f"`shotbench stage DIR s3://{loc.bucket}/{loc.prefix}`."
+            f"`shotbench stage DIR s3://{loc.bucket}/{loc.prefix}`{also}."
         )
     if code in ("NoSuchKey", "404"):
         return UserError(f"an object under {loc.uri()} vanished while being read; re-run `shotbench stage` and retry.")

@@ -47,7 +47,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +56,7 @@ from typing import Any
 from shotbench.errors import UserError
 from shotbench.redact import mask
 from shotbench.store.crt import Engine, Pending, S3Failure
+from shotbench.store.localdir import files_below, unreadable
 from shotbench.store.s3 import (
     DEFAULT_REGION,
     PREFLIGHT_READ_TIMEOUT,
@@ -71,6 +72,7 @@ MULTIPART_THRESHOLD = 64 * MiB  # one PUT per 16 MB shot file: simplest ETag, fe
 PART_SIZE = 16 * MiB
 MULTIPART_CHUNKSIZE = PART_SIZE  # the name earlier versions used
 _COMMON_PART_SIZES = (PART_SIZE, 8 * MiB, 5 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 100 * MiB)
+MAX_JOBS = 1024  # connections awscrt keeps open at once: far beyond what any link or server here needs
 _MIN_RATE = 1e6  # bytes/s: no request may take longer than 60 s + its bytes at this rate
 
 
@@ -126,14 +128,12 @@ class FilesChanged(UserError):
 
 
 def local_files(src_dir: Path) -> list[Path]:
-    """Every regular, non-hidden file below `src_dir` (the key keeps the relative path)."""
+    """Every regular, non-hidden file below `src_dir` outside hidden folders (the key keeps the
+    relative path): the walk `ls` and the bench share, which opened each one, so a file or folder
+    that cannot be read is refused before anything is uploaded."""
     src_dir = Path(src_dir)
     check_local_folder(src_dir)
-    files = []
-    for top, dirs, names in os.walk(src_dir):  # one scandir per folder; hidden folders are not entered
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        files += [Path(top, n) for n in names if not n.startswith(".") and os.path.isfile(os.path.join(top, n))]
-    files.sort()
+    files = [path for path, _ in files_below(src_dir)]
     if not files:
         raise UserError(f"{src_dir} holds no files; make shot files with `shotbench synth --out {src_dir}` first.")
     return files
@@ -141,8 +141,8 @@ def local_files(src_dir: Path) -> list[Path]:
 
 def md5_etag(path: Path, part_size: int | None = None) -> str:
     """The ETag S3 gives an object uploaded from this file in one PUT, or in parts of `part_size`."""
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
+    with _reading(path), open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
         if part_size is None:
             h = hashlib.md5()
             while chunk := fh.read(MiB):
@@ -261,8 +261,18 @@ def read_crc64(fh: io.RawIOBase) -> tuple[int, int]:
 
 def file_crc64(path: Path) -> int:
     """The whole file's CRC64NVME, read in pieces (a multipart file never sits in memory whole)."""
-    with open(path, "rb", buffering=0) as fh:
+    with _reading(path), open(path, "rb", buffering=0) as fh:
         return read_crc64(fh)[0]
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """An OSError while stage reads `path` (an I/O error, a file removed or made unreadable
+    meanwhile) is one sentence naming the file, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        raise unreadable(path, exc) from None
 
 
 def _bound(nbytes: int) -> float:
@@ -294,7 +304,7 @@ def _stat(path: Path) -> tuple[int, int]:
 def _own_crc64(up: _Upload) -> int | None:
     """The file's CRC64NVME from a read of stage's own, beside its upload; None when that read did
     not see the file as stat saw it before the upload."""
-    with open(up.path, "rb", buffering=0) as fh:
+    with _reading(up.path), open(up.path, "rb", buffering=0) as fh:
         value, nbytes = read_crc64(fh)
         after = os.fstat(fh.fileno())
     return value if (nbytes, after.st_mtime_ns) == up.stat and after.st_size == nbytes else None
@@ -345,7 +355,13 @@ class _Stager:
     def finish_small(self, up: _Upload, pending: Pending) -> None:
         """Read the file once more for its own CRC64NVME while the PUT is on the wire, then wait for
         the PUT: the checksum the server stored must be the file's."""
-        crc = _own_crc64(up)
+        try:
+            crc = _own_crc64(up)
+        except UserError:  # the file cannot be read: whatever the PUT stored must not look staged
+            with contextlib.suppress(S3Failure):
+                pending.result(_bound(up.stat[0]))
+                self.delete(up.key)
+            raise
         if crc is None:
             up.torn = True
         try:
@@ -432,7 +448,12 @@ class _Stager:
             raise
         self._sweep(up)
         up.sent = True
-        crc = local()
+        try:
+            crc = local()
+        except UserError:  # the file cannot be read: the object must not look staged
+            with contextlib.suppress(S3Failure):
+                self.delete(up.key)
+            raise
         if crc is None:
             up.torn = True
             return
@@ -515,8 +536,8 @@ def stage(
 
     if loc.kind != "s3":
         raise UserError(f"the destination {loc.uri()} is not an S3 location; give s3://bucket/prefix.")
-    if jobs < 1:
-        raise UserError(f"--jobs must be at least 1, not {jobs}.")
+    if not 1 <= jobs <= MAX_JOBS:
+        raise UserError(f"--jobs takes a whole number from 1 to {MAX_JOBS}, not {jobs}; give e.g. --jobs 8.")
     if part_size < 5 * MiB or multipart_threshold < part_size:
         raise UserError("parts must be at least 5 MiB and the multipart threshold at least one part.")
     src_dir = Path(src_dir)
