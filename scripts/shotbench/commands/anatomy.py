@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from shotbench.anatomy.anatomy_run import run_anatomy, table, target, write
+from shotbench.diskspace import output_folder
 from shotbench.errors import UserError
 
 DEFAULT_BACKENDS = ["ros3-1.14", "ros3-2.0", "ros3-wheel", "fsspec", "obstore"]
@@ -24,13 +25,13 @@ def cmd_anatomy(args: argparse.Namespace) -> int:
 
     if args.opens < 2:
         raise UserError("--opens must be at least 2 (one process-cold open and warm ones).")
-    s3, bucket, key, size, keep = target(args.data, args.tls, say)
-    with keep:
-        results = run_anatomy(args.backends, s3, bucket, key, size, args.opens, strace=not args.no_strace, say=say)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = Path(args.out) if args.out else data_dir() / "anatomy" / f"{stamp}-{'https' if args.tls else 'http'}"
-    out.mkdir(parents=True, exist_ok=True)
-    write(out, results, s3, bucket, key, size, args.opens)
+    with output_folder(out, "output folder"):  # refused before minutes of opens, not after them
+        s3, bucket, key, size, keep = target(args.data, args.tls, say)
+        with keep:
+            results = run_anatomy(args.backends, s3, bucket, key, size, args.opens, strace=not args.no_strace, say=say)
+        write(out, results, s3, bucket, key, size, args.opens)
     say(table(results))
     say(f"anatomy: {out / 'anatomy.json'}")
     return 0
