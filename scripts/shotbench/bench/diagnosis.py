@@ -209,9 +209,10 @@ def _check_endpoint(endpoint: str) -> None:
     check_reachable(S3Config(endpoint_url=endpoint))
 
 
-def problems(f: dict[str, Any]) -> list[str]:
-    """Each thing that would spoil the run: one sentence, naming the fix (from the facts alone)."""
-    out = _access_problems(f)
+def problems(f: dict[str, Any], access: list[str] | None = None) -> list[str]:
+    """Each thing that would spoil the run: one sentence, naming the fix (from the facts alone;
+    `access`: `access_problems(f)`, when the caller has it already)."""
+    out = list(access) if access is not None else access_problems(f)
     creds, inst, plan = f["credentials"], f["instance"], f["plan"]
     if creds.get("expires") and not creds.get("refreshes"):
         try:
@@ -232,7 +233,7 @@ def problems(f: dict[str, Any]) -> list[str]:
     return out
 
 
-def _access_problems(f: dict[str, Any]) -> list[str]:
+def access_problems(f: dict[str, Any]) -> list[str]:
     """The location, the network, the endpoint and the credentials."""
     out: list[str] = []
     if f["data"] != EMBEDDED_DATA and (why := _refusal(lambda: _check_data(f["data"]))):
@@ -254,11 +255,11 @@ def folder_problems() -> list[str]:
     return [why for check in (cache_dir, state_dir) if (why := _refusal(check))]
 
 
-def listing_problem(f: dict[str, Any]) -> str | None:
+def listing_problem(f: dict[str, Any], access: list[str] | None = None) -> str | None:
     """What the run's first step would refuse in DATA (no shot file there, a silent endpoint, a
     missing bucket, refused credentials), asked of the endpoint itself; None when it would pass,
     and when DATA is the embedded server's or a cause is already among `problems`' first ones."""
-    if f["data"] == EMBEDDED_DATA or _access_problems(f):
+    if f["data"] == EMBEDDED_DATA or (access if access is not None else access_problems(f)):
         return None
     return _refusal(lambda: _check_listing(f["data"], f["credentials"]["source"] == "anonymous"))
 

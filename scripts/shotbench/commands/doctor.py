@@ -45,8 +45,9 @@ def main(args: argparse.Namespace) -> int:
 
     cfg, network = _settings(args)
     facts = doctor.facts(args.data, cfg.profile, network, args.anonymous, cfg=cfg)
-    found = doctor.folder_problems() + doctor.problems(facts)
-    if listing := doctor.listing_problem(facts):  # asked of the endpoint: the run's own first step, bounded
+    access = doctor.access_problems(facts)  # once: it connects to the endpoint
+    found = doctor.folder_problems() + doctor.problems(facts, access)
+    if listing := doctor.listing_problem(facts, access):  # asked of the endpoint: the run's own first step, bounded
         found.append(listing)
     if args.json:
         print(json.dumps({**facts, "problems": found}, indent=2))
