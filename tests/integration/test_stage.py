@@ -224,7 +224,12 @@ def test_a_small_file_changed_before_the_stage_ends_is_not_staged(s3_server, s3_
 def test_the_stage_command_reports_a_changed_file_in_one_sentence(
     s3_server, s3_bucket: str, tmp_path: Path, monkeypatch, capsys
 ) -> None:
-    """Through the CLI: exit 2, one sentence, no traceback (the file grows while `stage` runs)."""
+    """Through the CLI: exit 2, one sentence, no traceback (the file grows while `stage` runs).
+
+    The file is 24 MiB, one PUT still, so that its upload lasts tens of milliseconds: with 1 MiB
+    the window between stage's stat before the read and its stat after the PUT was a few
+    milliseconds, and in one CI run on two loaded cores the writer thread did not get to append
+    inside it (stage rightly saw an unchanged file and exited 0)."""
     import threading
 
     from shotbench.cli import main
@@ -237,17 +242,19 @@ def test_the_stage_command_reports_a_changed_file_in_one_sentence(
     src = tmp_path / "src"
     src.mkdir()
     grower = src / "growing.h5"
-    grower.write_bytes(os.urandom(1024 * 1024))
-    stop = threading.Event()
+    grower.write_bytes(os.urandom(24 * 1024 * 1024))
+    stop, growing = threading.Event(), threading.Event()
 
     def grow() -> None:  # a writer that appends the whole time
         while not stop.is_set():
             with open(grower, "ab") as fh:
                 fh.write(b"x" * 4096)
+            growing.set()
             stop.wait(0.001)
 
     writer = threading.Thread(target=grow, daemon=True)
     writer.start()
+    assert growing.wait(10), "the writer thread never appended"
     try:
         rc = main(["stage", str(src), f"s3://{s3_bucket}/grow-{uuid.uuid4().hex[:6]}", "--no-progress"])
     finally:
