@@ -1,4 +1,4 @@
-"""obstore and s3fs clients, built one way for both benchmarks from an `S3Config`.
+"""obstore, s3fs and libcurl clients, built one way for both benchmarks from an `S3Config`.
 
 Where to connect and how to sign (endpoint, region, path-style addressing, plain HTTP for a
 local server, a private CA, credentials or unsigned requests) come from the config and are
@@ -11,8 +11,11 @@ Imports stay inside the functions: a ROS3 environment has neither library.
 
 from __future__ import annotations
 
+import os
+import ssl
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from shotbench.store.s3 import DEFAULT_REGION
 
@@ -75,3 +78,30 @@ def s3fs_filesystem(cfg: S3Config, **options: Any) -> Any:
         skip_instance_cache=True,
         **options,
     )
+
+
+def curl_signing(cfg: S3Config, bucket: str) -> tuple[Callable[[str], str], list[str], Callable[[Any], None]]:
+    """How a libcurl (pycurl) handle reaches `bucket`: the URL of a key (path-style on an endpoint,
+    virtual-hosted on AWS, each byte of the key that is not unreserved percent-encoded once, as
+    SigV4 signs it), the headers every request carries, and a function that sets a handle's
+    signing (libcurl's own SigV4, or none for unsigned requests) and trust (the private CA, else
+    the system store: the wheel's libcurl looks for a Red Hat path that Debian does not have)."""
+    import pycurl
+
+    region = cfg.region or DEFAULT_REGION
+    if cfg.endpoint_url:
+        base = f"{cfg.endpoint_url.rstrip('/')}/{bucket}/"
+    else:
+        base = f"https://{bucket}.s3.{region}.amazonaws.com/"
+    headers = [f"x-amz-security-token: {cfg.session_token}"] if cfg.access_key and cfg.session_token else []
+    ca = cfg.ca_bundle or os.environ.get("SSL_CERT_FILE") or ssl.get_default_verify_paths().cafile
+
+    def setup(c: Any) -> None:
+        if cfg.access_key and not cfg.anonymous:
+            c.setopt(pycurl.AWS_SIGV4, f"aws:amz:{region}:s3")
+            c.setopt(pycurl.USERNAME, cfg.access_key)
+            c.setopt(pycurl.PASSWORD, cfg.secret_key or "")
+        if ca:
+            c.setopt(pycurl.CAINFO, ca)
+
+    return (lambda key: base + quote(key, safe="/-_.~")), headers, setup

@@ -1,23 +1,26 @@
 """Download objects to files, checked: the download side the transfer benchmark measures.
 
-Built on obstore (Rust's object_store). Every object is fetched as ranged GETs of at most
-PIECE bytes, `jobs` in flight across all objects, and each range is written where it belongs
-with `pwrite` as it arrives, in chunks of at least CHUNK bytes (Python is called per chunk, never
-per network read). A large object is fetched on many connections at once, not one (the way s5cmd
-and the CRT split a download), while small objects stay one GET each. Measured side by side on the
-embedded server (16 in flight): one 256 MiB object took 0.17 s in 16 MiB ranges against 0.29 s
-as one stream (median of 5 interleaved rounds). Writing each range as it arrives, rather than
-once it is whole, took one 256 MiB object in 0.19 s (p25–p75 0.18–0.20) against 0.56 s
-(0.35–0.71), s5cmd 0.27 s (0.25–0.30): 15 rounds, each download after a 256 MiB upload, the
-variants in a fresh random order per round.
+An object of one range (at most PIECE bytes) is one GET on libcurl (`shotbench.store.curlget`),
+whose response carries the CRC64NVME the server stores for it: the check costs no request of
+its own. A larger object is fetched as ranged GETs of at most PIECE bytes on obstore (Rust's
+object_store), each range written where it belongs with `pwrite` as it arrives, in chunks of at
+least CHUNK bytes (Python is called per chunk, never per network read), and its stored CRC64NVME
+is asked for with one HEAD, sent at the start on awscrt's own connections so that it overlaps
+the GETs (a ranged response carries none). A large object is so fetched on many connections at
+once (the way s5cmd and the CRT split a download), while small objects stay one GET each.
+Measured side by side on the embedded server (16 in flight): one 256 MiB object took 0.17 s in
+16 MiB ranges against 0.29 s as one stream (median of 5 interleaved rounds). Writing each range
+as it arrives, rather than once it is whole, took one 256 MiB object in 0.19 s (p25–p75
+0.18–0.20) against 0.56 s (0.35–0.71), s5cmd 0.27 s (0.25–0.30): 15 rounds, each download after
+a 256 MiB upload, the variants in a fresh random order per round.
 
-Every range must hold exactly the bytes asked for, and every file ends at the object's size.
-Each range's CRC64NVME is computed as it is written (awscrt's implementation, about 15 GB/s), the
+`jobs` GETs are in flight: first the one-GET objects, then the ranges of the large ones. Every
+range must hold exactly the bytes asked for, and every file ends at the object's size. Each
+range's CRC64NVME is computed as it is written (awscrt's implementation, about 15 GB/s), the
 ranges' values are combined into the file's, and where the server stores a CRC64NVME for the
-object (asked for with one HEAD per object, sent at the start on as many of awscrt's own
-connections as there are GETs in flight, so they overlap the GETs) the two must be equal: the
-download is checked against what was uploaded, not only against its length. When the caller
-knows the SHA-256 a file must have, the file is hashed once it is complete and compared.
+object the two must be equal: the download is checked against what was uploaded, not only
+against its length. When the caller knows the SHA-256 a file must have, the file is hashed once
+it is complete and compared.
 """
 
 from __future__ import annotations
@@ -137,10 +140,7 @@ def _get_into(store: Any, w: Wanted, p: Piece, fd: int) -> int:
                 crc = crc64nvme(data, crc)
             received += len(data)
     if received != p.length:
-        raise UserError(
-            f"{w.path} received {received} bytes at offset {p.start} of {w.key} where {p.length} were asked; "
-            "the object is not the size listed, fetch again."
-        )
+        raise _short(w, p, received)
     return int(crc)
 
 
@@ -173,41 +173,27 @@ def _stored_crc64(cfg: S3Config, bucket: str, wanted: list[Wanted], jobs: int) -
 def fetch_objects(
     cfg: S3Config, bucket: str, wanted: list[Wanted], jobs: int = 8, piece: int = PIECE, stored_crc: bool = True
 ) -> FetchSummary:
-    """Fetch every `wanted` object into its file, `jobs` ranges of at most `piece` bytes at a
-    time; one sentence on the first failure. `stored_crc=False` skips the comparison with the
-    server's CRC64NVME (and its HEADs): what that check costs can then be measured."""
+    """Fetch every `wanted` object into its file, `jobs` GETs of at most `piece` bytes at a time;
+    one sentence on the first failure. `stored_crc=False` skips the comparison with the server's
+    CRC64NVME (and the HEADs of large objects): what that check costs can then be measured."""
     if jobs < 1:
         raise UserError(f"--jobs must be at least 1, not {jobs}.")
     started = time.perf_counter()
-    stored = _stored_crc64(cfg, bucket, wanted, jobs) if stored_crc else _none_stored(len(wanted))
-    store = obstore_store(cfg, bucket)
-    files = [_Open() for _ in wanted]
-    crcs: dict[Piece, int] = {}
     plan = pieces([w.size for w in wanted], piece)
-    for p in plan:
-        files[p.index].left += 1
-
-    def one(p: Piece) -> None:
-        w, f = wanted[p.index], files[p.index]
-        with f.lock:
-            if f.fd is None:
-                f.started = time.perf_counter()
-                f.fd = _local(w.path, lambda: os.open(w.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
-            fd = f.fd
-        crcs[p] = _get_into(store, w, p, fd)
-        with f.lock:
-            f.left -= 1
-            if f.left == 0:
-                os.close(fd)
-                f.fd = None
-                f.finished = time.perf_counter()
-
+    split = sorted({p.index for p in plan if p.length != wanted[p.index].size})
+    heads = _stored_crc64(cfg, bucket, [wanted[i] for i in split], jobs) if stored_crc and split else None
+    run = _Fetch(cfg, bucket, wanted, jobs, [_Open() for _ in wanted], stored=[None] * len(wanted))
+    files, stored, in_split = run.files, run.stored, set(split)
     try:
-        with ThreadPoolExecutor(jobs) as pool:
-            list(pool.map(one, plan))
+        run.whole([p for p in plan if p.index not in in_split])
+        run.ranges([p for p in plan if p.index in in_split])
     except UserError:
         raise
-    except Exception as exc:  # noqa: BLE001 - obstore's errors (the server or the connection) become one sentence
+    except OSError as exc:
+        raise UserError(
+            f"cannot write {exc.filename or 'a file'} ({exc.strerror}); check the folder and its free space."
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - libcurl's and obstore's errors (the server or the connection) become one sentence
         text = " ".join(str(exc).split())[:200]
         raise UserError(
             f"fetching from s3://{bucket}/ failed ({type(exc).__name__}: {text}); check the location "
@@ -217,7 +203,10 @@ def fetch_objects(
         for f in files:
             if f.fd is not None:
                 os.close(f.fd)
-    checked = _check_crc64(wanted, plan, crcs, stored())
+    if heads is not None:
+        for i, value in zip(split, heads()):
+            stored[i] = value
+    checked = _check_crc64(wanted, plan, run.crcs, stored if stored_crc else [None] * len(wanted))
     for w in wanted:
         if (have := w.path.stat().st_size) != w.size:
             raise UserError(f"{w.path} received {have} bytes but the object {w.key} has {w.size}; fetch again.")
@@ -234,9 +223,66 @@ def fetch_objects(
     )
 
 
-def _none_stored(n: int) -> Callable[[], list[str | None]]:
-    """No stored checksums asked for: every file's check is its size (and SHA-256 when given)."""
-    return lambda: [None] * n
+def _short(w: Wanted, p: Piece, received: int, more: bool = False) -> UserError:
+    """A range that did not hold exactly the bytes asked for: the object is not the size listed."""
+    got = f"more than {p.length}" if more else f"{received}"
+    return UserError(
+        f"{w.path} received {got} bytes at offset {p.start} of {w.key} where {p.length} were asked; "
+        "the object is not the size listed, fetch again."
+    )
+
+
+@dataclass
+class _Fetch:
+    """One `fetch_objects` call: what it fetches and what each GET leaves (its files' descriptors
+    and times, each range's CRC64NVME, each object's stored CRC64NVME)."""
+
+    cfg: S3Config
+    bucket: str
+    wanted: list[Wanted]
+    jobs: int
+    files: list[_Open]
+    crcs: dict[Piece, int] = field(default_factory=dict)
+    stored: list[str | None] = field(default_factory=list)
+
+    def whole(self, plan: list[Piece]) -> None:
+        """The objects of one range each: one libcurl GET apiece, its response's stored CRC64NVME kept."""
+        from shotbench.store.curlget import CurlGets, Get
+
+        if not plan:
+            return
+        gets = [Get(self.wanted[p.index].key, str(self.wanted[p.index].path), p.length) for p in plan]
+        for p, got in zip(plan, CurlGets(self.cfg, self.bucket, self.jobs).run(gets)):
+            if got.more or got.received != p.length:
+                raise _short(self.wanted[p.index], p, got.received, got.more)
+            self.crcs[p], self.stored[p.index] = int(got.crc), got.stored
+            self.files[p.index].started, self.files[p.index].finished = got.started, got.finished
+
+    def ranges(self, plan: list[Piece]) -> None:
+        """The ranges of the large objects on obstore, `jobs` at a time, each file open while its ranges are."""
+        if not plan:
+            return
+        store = obstore_store(self.cfg, self.bucket)
+        for p in plan:
+            self.files[p.index].left += 1
+
+        def one(p: Piece) -> None:
+            w, f = self.wanted[p.index], self.files[p.index]
+            with f.lock:
+                if f.fd is None:
+                    f.started = time.perf_counter()
+                    f.fd = _local(w.path, lambda: os.open(w.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+                fd = f.fd
+            self.crcs[p] = _get_into(store, w, p, fd)
+            with f.lock:
+                f.left -= 1
+                if f.left == 0:
+                    os.close(fd)
+                    f.fd = None
+                    f.finished = time.perf_counter()
+
+        with ThreadPoolExecutor(self.jobs) as pool:
+            list(pool.map(one, plan))
 
 
 def _check_crc64(wanted: list[Wanted], plan: list[Piece], crcs: dict[Piece, int], stored: list[str | None]) -> int:

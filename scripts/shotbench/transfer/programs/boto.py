@@ -176,10 +176,11 @@ class Shotbench(Tool):
     family = "shotbench"
     describe = {
         "upload": "shotbench.store.staging.stage(dir, s3://…/, jobs=N)",
-        "download": "shotbench.store.fetch.fetch_objects(keys → files, jobs=N ranged GETs of ≤ 16 MiB)",
+        "download": "shotbench.store.fetch.fetch_objects(keys → files, jobs=N GETs of ≤ 16 MiB: libcurl for "
+        "whole objects, the stored CRC64NVME in each response; obstore ranges and one HEAD for larger ones)",
     }
 
-    requires = ("shotbench.store.staging", "awscrt.s3", "obstore")
+    requires = ("shotbench.store.staging", "awscrt.s3", "obstore", "pycurl")
 
     def upload(self, files, src, target, cfg, concurrency):
         from shotbench.store.s3 import parse_location
