@@ -148,7 +148,7 @@ def test_cluster_workers_prints_one_command_per_environment() -> None:
     [
         (["--scheduler", "nonsense"], "give it as tcp://HOST:PORT."),
         (["--scheduler", "tcp://h:1", "--env", "hdf5-9.9"], "unknown build 'hdf5-9.9'"),
-        (["--scheduler", "tcp://h:1", "--env", "main", "--nworkers", "0"], "give 1 or more."),
+        (["--scheduler", "tcp://h:1", "--env", "main", "--nworkers", "0"], "give a whole number from 1 to 1024"),
     ],
 )
 def test_cluster_workers_refuses_bad_input_in_one_sentence(args: list[str], says: str) -> None:

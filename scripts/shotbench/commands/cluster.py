@@ -23,7 +23,9 @@ from shotbench.bench.poolstart import (
     reach_scheduler,
     run_pools,
 )
-from shotbench.errors import UserError
+from shotbench.commands.argtypes import whole_number
+
+MAX_WORKERS = 1024  # worker processes per environment on one host: far beyond any host's cores
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,7 +53,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="the backends the pools are for (default: the default matrix's)",
     )
-    w.add_argument("--nworkers", type=int, default=2, metavar="N", help="workers per environment (default 2)")
+    w.add_argument(
+        "--nworkers",
+        type=whole_number("workers per environment", 1, MAX_WORKERS),
+        default=2,
+        metavar="N",
+        help=f"workers per environment (1-{MAX_WORKERS}; default 2)",
+    )
     w.add_argument(
         "--run", action="store_true", help="start them here and keep them until Ctrl-C (or SIGTERM), then stop them"
     )
@@ -76,8 +84,6 @@ def _mark(args: argparse.Namespace) -> int:
 
 
 def _workers(args: argparse.Namespace) -> int:
-    if args.nworkers < 1:
-        raise UserError(f"--nworkers {args.nworkers} starts no worker; give 1 or more.")
     scheduler = check_scheduler(args.scheduler)
     cmds = commands(scheduler, env_keys(args.env, args.backends), args.nworkers)
     if not args.run:

@@ -6,10 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from shotbench.commands.argtypes import whole_number
 from shotbench.commands.server import WHICH_S3
-from shotbench.errors import UserError, one_line
+from shotbench.errors import UserError
 from shotbench.store import embedded as server
 from shotbench.store.s3 import parse_location
+from shotbench.store.staging import MAX_JOBS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +24,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     st.add_argument("src", metavar="SRC", help="local folder of shot files (e.g. data/shots)")
     st.add_argument("dest", metavar="DEST", help="s3://bucket/prefix")
     st.add_argument(
-        "--jobs", "-j", type=_jobs, default=8, help="concurrent uploads, shared by all files (1-1024; default: 8)"
+        "--jobs",
+        "-j",
+        type=whole_number("concurrent uploads", 1, MAX_JOBS),
+        default=8,
+        help="concurrent uploads, shared by all files (1-1024; default: 8)",
     )
     st.add_argument("--embedded", action="store_true", help="use the embedded server, starting it if needed")
     st.add_argument(
@@ -32,21 +38,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     st.add_argument("--no-progress", action="store_true", help="no progress bar")
     st.set_defaults(func=_stage)
-
-
-def _jobs(text: str) -> int:
-    """--jobs: checked when the arguments are read, before any folder is walked or server asked."""
-    from shotbench.store.staging import MAX_JOBS
-
-    try:
-        jobs = int(text)
-    except ValueError:
-        jobs = 0
-    if not 1 <= jobs <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(
-            f"{one_line(text)[:40]!r} is not a number of concurrent uploads; give a whole number from 1 to {MAX_JOBS}"
-        )
-    return jobs
 
 
 def _source(text: str) -> Path:
