@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import errno
 
+from shotbench.diskspace import atomic_write
+from shotbench.errors import UserError
 from shotbench.reports import columnref
+
+REFUSED = (errno.EACCES, errno.EPERM, errno.EROFS)  # the folder's permissions or a read-only mount: the user's to fix
 
 
 def cmd_columns(args: argparse.Namespace) -> int:
@@ -17,8 +22,17 @@ def cmd_columns(args: argparse.Namespace) -> int:
             return 1
         print(f"{target} matches the schema.")
         return 0
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, text, then="run `make columns` again")
+    except OSError as exc:
+        if exc.errno not in REFUSED:
+            raise
+        folder = next(p for p in target.parents if p.exists())  # the one that refused: docs/ when reference/ is missing
+        raise UserError(
+            f"cannot write {target} ({exc.strerror}); make {folder} writable, or run `make columns` in a checkout "
+            "you can write."
+        ) from None
     print(f"Wrote {target}.")
     return 0
 
