@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,46 @@ def test_an_empty_path_option_is_refused_not_read_as_the_current_folder(
     code, line = one_line(argv)
     flag = argv[argv.index(next(a for a in argv if a.startswith("--") and a != "--dry-run" and a != "--shots"))]
     assert code == 2 and f"{flag} is empty text" in line
+
+
+SIGNAL_ON_IMPORT = """
+import importlib, os, sys
+
+load = importlib.import_module
+
+
+def import_module(name, *args):
+    if name.startswith("shotbench.commands."):  # the command's own modules: up to 0.4 s of pandas, Dask, botocore
+        os.kill(os.getpid(), int(sys.argv[1]))
+    return load(name, *args)
+
+
+importlib.import_module = import_module
+from shotbench.cli import main
+
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("sig", "argv", "line"),
+    [
+        (signal.SIGTERM, ["compare", "a", "b"], "shotbench: interrupted."),
+        (
+            signal.SIGTERM,
+            ["stage", "data/shots", "s3://b/x"],
+            "shotbench: interrupted; results written so far are kept.",
+        ),
+        (signal.SIGINT, ["compare", "a", "b"], "shotbench: interrupted."),
+    ],
+)
+def test_a_signal_while_the_command_loads_ends_with_the_line_of_a_later_one(
+    sig: signal.Signals, argv: list[str], line: str
+) -> None:
+    """`timeout` or a CI cancellation in a command's first fraction of a second (before its
+    modules are loaded and its arguments read) ended it with 143 and not a word; Ctrl-C then
+    was a traceback."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNAL_ON_IMPORT, str(int(sig)), *argv], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (128 + sig, line + "\n")
