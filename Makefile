@@ -18,12 +18,17 @@ on = $(if $(filter 1 yes true on,$(1)),1,$(if $(filter-out 0 no false off,$(1)),
 code    = $(if $(call on,$(CODE),CODE),--code)
 $(foreach v,CODE HTTP ANONYMOUS TLS,$(if $(call on,$($(v)),$(v)),))  # checked now, before any prerequisite is built
 SHOTS   ?= 24
+# q: a value a user gives (DATA=, RUN=, THRESHOLD=, ...) as exactly one shell word, whatever it holds (spaces,
+# quotes, a `--flag` of its own): `make report RUN="data/runs/my run"` split the path, and THRESHOLD="1.1 --output x"
+# passed a flag through.
+q = '$(subst ','\'',$(1))'
 BUILD_DEPS   := build-essential libcurl4-openssl-dev libssl-dev zlib1g-dev pkg-config
 BROWSER_DEPS := chromium
 TOOL_DEPS    := strace openssl util-linux
 
-bench_args = --profile $(PROFILE) $(if $(NETWORK),--network $(NETWORK)) $(if $(DATA),--data $(DATA)) $(if $(CONFIG),--config $(CONFIG)) $(if $(call on,$(HTTP),HTTP),--no-tls) $(if $(call on,$(ANONYMOUS),ANONYMOUS),--anonymous) \
-             $(if $(FAULTS),--faults $(FAULTS) --keep-going) $(if $(TRIALS),--trials $(TRIALS))
+bench_args = --profile $(call q,$(PROFILE)) $(if $(NETWORK),--network $(call q,$(NETWORK))) $(if $(DATA),--data $(call q,$(DATA))) $(if $(CONFIG),--config $(call q,$(CONFIG))) \
+             $(if $(call on,$(HTTP),HTTP),--no-tls) $(if $(call on,$(ANONYMOUS),ANONYMOUS),--anonymous) \
+             $(if $(FAULTS),--faults $(call q,$(FAULTS)) --keep-going) $(if $(TRIALS),--trials $(call q,$(TRIALS)))
 
 .PHONY: help venv tools envs synth server-start server-stop server-status doctor bench-ros3 bench-direction bench-readers bench-repeat \
         bench-harness anatomy bench-transfer report reports site report-reference compare columns lab lint test test-all test-fast fuzz bench-chaos rehearse clean
@@ -44,7 +49,7 @@ envs: venv ## Build libhdf5 1.14.6 and 2.0 with ROS3 + h5py, install the h5py-s3
 	@$(SB) envs build
 
 synth: venv ## Make SHOTS (default 24) synthetic shot files in data/shots (skips files already there)
-	@$(SB) synth --out data/shots --shots $(SHOTS)
+	@$(SB) synth --out data/shots --shots $(call q,$(SHOTS))
 
 server-start: tools ## Start the embedded S3 server; prints endpoint and credentials file
 	@$(SB) server start
@@ -56,37 +61,37 @@ server-status: venv ## Is the embedded S3 server running, and where
 	@$(SB) server status
 
 doctor: venv ## One screen before a run: endpoint, region, credentials and expiry, instance, builds, what bench-ros3 would run and how long (its DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=, TRIALS=, HTTP=1, ANONYMOUS=1)
-	@$(SB) doctor --profile $(PROFILE) $(if $(DATA),--data $(DATA)) $(if $(NETWORK),--network $(NETWORK)) $(if $(CONFIG),--config $(CONFIG)) $(if $(call on,$(HTTP),HTTP),--no-tls) $(if $(call on,$(ANONYMOUS),ANONYMOUS),--anonymous) \
-	    $(if $(FAULTS),--faults $(FAULTS)) $(if $(TRIALS),--trials $(TRIALS))
+	@$(SB) doctor --profile $(call q,$(PROFILE)) $(if $(DATA),--data $(call q,$(DATA))) $(if $(NETWORK),--network $(call q,$(NETWORK))) $(if $(CONFIG),--config $(call q,$(CONFIG))) \
+	    $(if $(call on,$(HTTP),HTTP),--no-tls) $(if $(call on,$(ANONYMOUS),ANONYMOUS),--anonymous) $(if $(FAULTS),--faults $(call q,$(FAULTS))) $(if $(TRIALS),--trials $(call q,$(TRIALS)))
 
 bench-ros3: envs tools ## Run the ROS3/backends benchmark (DATA=, PROFILE=, NETWORK=, CONFIG=, FAULTS=, TRIALS=), then the report
 	@$(SB) bench $(bench_args)
 	@$(SB) report --latest $(code)
 
 bench-direction: envs tools ## Ablation: one knob at a time (page buffer, workers, TLS, latency, bandwidth, credentials, 2.2 block size, 2.0 vs wheel) and the open-cost reproducer, then its report
-	@$(SB) direction $(if $(TRIALS),--trials $(TRIALS))
+	@$(SB) direction $(if $(TRIALS),--trials $(call q,$(TRIALS)))
 	@$(SB) report --direction latest $(code)
 
 bench-readers: envs tools ## Every reader on the compat and the default files (shots, signals; 1, 2 workers), then its report
-	@$(SB) bench --profile readers $(if $(NETWORK),--network $(NETWORK))
+	@$(SB) bench --profile readers $(if $(NETWORK),--network $(call q,$(NETWORK)))
 
 bench-repeat: envs tools ## The bench matrix N times back to back (N=3; PROFILE=, CONFIG=, …): how far ratios to local and to the rest of each round move, how often intervals cover
-	@$(SB) repeat --times $(or $(N),3) -- $(bench_args)
+	@$(SB) repeat --times $(call q,$(or $(N),3)) -- $(bench_args)
 
 bench-harness: envs tools ## Upstream-style harness vs ours on the same files: prints the runtime ratio
-	@$(SB) bench-harness $(if $(DATA),--data $(DATA))
+	@$(SB) bench-harness $(if $(DATA),--data $(call q,$(DATA)))
 
 anatomy: envs tools ## Where one open's time goes, per backend (TLS=1 for https; DATA=s3://bucket/key.h5)
-	@$(SB) anatomy $(if $(call on,$(TLS),TLS),--tls) $(if $(DATA),--data $(DATA))
+	@$(SB) anatomy $(if $(call on,$(TLS),TLS),--tls) $(if $(DATA),--data $(call q,$(DATA)))
 
 bench-transfer: tools ## Upload/download benchmark, tool against tool (DATA=, PROFILE=quick|medium|full)
 	@$(SB) transfer --install-only
-	@$(SB) transfer --profile $(PROFILE) $(if $(DATA),--data $(DATA))
+	@$(SB) transfer --profile $(call q,$(PROFILE)) $(if $(DATA),--data $(call q,$(DATA)))
 	@$(SB) report --latest-transfer $(code)
 	@$(SB) transfer --check latest
 
 report: venv ## Render the report of the latest run (or RUN=data/runs/<id>) into reports/
-	@$(SB) report $(if $(RUN),--run $(RUN),--latest) $(code)
+	@$(SB) report $(if $(RUN),--run $(call q,$(RUN)),--latest) $(code)
 
 site: venv ## Build docs/ (Sphinx), every published report and the run folders into site/: static, offline, ready for GitHub Pages
 	@$(SB) site
@@ -95,7 +100,7 @@ reports: report-reference ## Re-render every run and the upstream study; write r
 	@$(SB) reports $(code)
 
 compare: venv ## Compare two runs case by case (A=run-dir B=run-dir THRESHOLD=1.10): exit 1 on a significant slowdown
-	@$(SB) compare $(A) $(B) $(if $(THRESHOLD),--threshold $(THRESHOLD))
+	@$(SB) compare $(if $(A),$(call q,$(A))) $(if $(B),$(call q,$(B))) $(if $(THRESHOLD),--threshold $(call q,$(THRESHOLD)))
 
 report-reference: venv ## Render the upstream MDSplusBench single-shot and many-shot studies (old vs new ROS3) into reports/mdsplusbench
 	@$(SB) report --reference $(code)
@@ -111,14 +116,14 @@ lint: venv ## Layering contract (import-linter), ruff check, mypy, then ruff for
 	@.venv/bin/ruff check scripts/shotbench tests
 	@# mypy's cache lives with the build cache: a fresh clone checks in under a second what took 22 s
 	@# (mypy compares each file's hash with the cache's, so a changed file is always checked again)
-	@MYPY_CACHE_DIR="$(or $(SHOTBENCH_CACHE),$(HOME)/.cache/shotbench)/mypy" .venv/bin/mypy scripts/shotbench
+	@MYPY_CACHE_DIR=$(call q,$(or $(SHOTBENCH_CACHE),$(HOME)/.cache/shotbench)/mypy) .venv/bin/mypy scripts/shotbench
 	@.venv/bin/ruff format --check scripts/shotbench tests
 
 TEST_JOBS ?= 3
 # most tests wait on servers, timeouts and subprocesses, so 3 processes keep 2 cores busy; one file per
 # process keeps module fixtures shared. Tests that time runs against each other or count TCP segments
 # (marked `alone`) run after, with the machine to themselves.
-pytest_parallel = $(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not alone"
+pytest_parallel = $(PY) -m pytest -n $(call q,$(TEST_JOBS)) --dist loadfile -m "not alone"
 pytest_alone    = $(PY) -m pytest -m alone
 
 test: venv envs tools lint ## Run make lint, then the suite on what `make bench-ros3` builds (1.14.6, 2.0, the wheel); lists the tests that need optional builds
@@ -138,13 +143,13 @@ test-fast: venv ## Fast tests only: no builds, no server, no notebook, no browse
 	  $(PY) -m pytest -n auto -m "not slow and not browser and not server and not notebook"; rc=$$?; rm -rf "$$empty"; exit $$rc
 
 bench-chaos: envs tools ## Quick matrix under mixed faults (resets, stalls, 503s), a SIGKILL and a server kill, resumed: prints lost/duplicated counts
-	@$(SB) chaos --profile $(PROFILE) $(if $(CONFIG),--config $(CONFIG))
+	@$(SB) chaos --profile $(call q,$(PROFILE)) $(if $(CONFIG),--config $(call q,$(CONFIG)))
 
 fuzz: venv ## Fuzz bench's arguments and TOML configs with many generated inputs (FUZZ_EXAMPLES=5000 per property)
-	@SHOTBENCH_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),5000) $(PY) -m pytest tests/unit/test_fuzz_inputs.py -p no:cacheprovider -q
+	@SHOTBENCH_FUZZ_EXAMPLES=$(call q,$(or $(FUZZ_EXAMPLES),5000)) $(PY) -m pytest tests/unit/test_fuzz_inputs.py -p no:cacheprovider -q
 
 rehearse: ## A fresh clone, empty HOME, stock PATH: run `make bench-ros3` and `make test` as a new user (REHEARSE=warm|cold)
-	@scripts/rehearse.sh $(or $(REHEARSE),warm)
+	@scripts/rehearse.sh $(call q,$(or $(REHEARSE),warm))
 
 clean: ## Remove generated reports and local state (keeps data/runs and the build cache)
 	rm -rf reports/*.html reports/*/ .shotbench

@@ -5,6 +5,7 @@ test is the exact input a user gave, the one sentence it must end in, and its ex
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -224,6 +225,66 @@ def test_a_make_switch_with_another_value_stops_make_before_any_build() -> None:
     done = _make("bench-ros3", "HTTP=maybe")
     assert done.returncode == 2 and done.stdout == ""
     assert "HTTP=maybe is not a switch; write HTTP=1 to turn it on, or leave it out." in done.stderr
+
+
+ODD = "my run's --output /tmp/x"  # a space, a quote and a flag of its own: one argument all the same
+BENCH = ["--profile", ODD, "--network", ODD, "--data", ODD, "--config", ODD]
+
+
+@pytest.mark.parametrize(
+    ("target", "settings", "argv"),
+    [
+        ("report", ["RUN"], ["report", "--run", ODD]),
+        ("compare", ["A", "B", "THRESHOLD"], ["compare", ODD, ODD, "--threshold", ODD]),
+        (
+            "bench-ros3",
+            ["PROFILE", "NETWORK", "DATA", "CONFIG", "FAULTS", "TRIALS"],
+            ["bench", *BENCH, "--faults", ODD, "--keep-going", "--trials", ODD],
+        ),
+        (
+            "doctor",
+            ["PROFILE", "NETWORK", "DATA", "CONFIG", "FAULTS", "TRIALS"],
+            [
+                "doctor",
+                "--profile",
+                ODD,
+                "--data",
+                ODD,
+                "--network",
+                ODD,
+                "--config",
+                ODD,
+                "--faults",
+                ODD,
+                "--trials",
+                ODD,
+            ],
+        ),
+        ("bench-repeat", ["N", "PROFILE", "NETWORK", "DATA", "CONFIG"], ["repeat", "--times", ODD, "--", *BENCH]),
+        ("bench-direction", ["TRIALS"], ["direction", "--trials", ODD]),
+        ("bench-readers", ["NETWORK"], ["bench", "--profile", "readers", "--network", ODD]),
+        ("bench-harness", ["DATA"], ["bench-harness", "--data", ODD]),
+        ("anatomy", ["DATA"], ["anatomy", "--data", ODD]),
+        ("bench-transfer", ["PROFILE", "DATA"], ["transfer", "--profile", ODD, "--data", ODD]),
+        ("bench-chaos", ["PROFILE", "CONFIG"], ["chaos", "--profile", ODD, "--config", ODD]),
+        ("synth", ["SHOTS"], ["synth", "--out", "data/shots", "--shots", ODD]),
+    ],
+)
+def test_a_make_variable_reaches_shotbench_as_one_argument(
+    target: str, settings: list[str], argv: list[str], tmp_path: Path
+) -> None:
+    """`make report RUN="data/runs/my run"` split the path, and THRESHOLD="1.1 --output x" passed
+    `--output` to compare. The recipe lines `make -n` prints are run by bash as make runs them, with
+    shotbench replaced by a program that prints the arguments it was given."""
+    printer = tmp_path / "printargs"
+    printer.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    printer.chmod(0o755)
+    done = _make(target, f"SB={printer}", *(f"{name}={ODD}" for name in settings))
+    assert done.returncode == 0, done.stderr
+    lines = [ln for ln in done.stdout.replace("\\\n", "").splitlines() if ln.startswith(f"{printer} {argv[0]} ")]
+    runs = [subprocess.run(["bash", "-c", ln], capture_output=True, text=True, timeout=60, check=True) for ln in lines]
+    given = [json.loads(run.stdout) for run in runs]
+    assert argv in given, given
 
 
 def test_compare_against_an_unfinished_run_does_not_pass(tmp_path: Path) -> None:
