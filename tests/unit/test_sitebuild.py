@@ -26,3 +26,19 @@ def test_a_site_never_replaces_a_folder_it_did_not_build(tmp_path: Path) -> None
     (tmp_path / "empty").mkdir()
     for out in (ours, tmp_path / "empty", tmp_path / "new"):
         sitebuild._check_output(out, tmp_path / "default")
+
+
+def test_a_page_that_does_not_build_is_named_in_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sphinx reads a copy of docs/ in a temporary folder, gone when the build ends: its warnings
+    name the page a user edits, and a warning that names no page is not the one shown."""
+    import subprocess
+
+    from shotbench.errors import UserError
+    from shotbench.reports import sitebuild
+
+    copy, source = tmp_path / "tmp" / "docs", tmp_path / "checkout" / "docs"
+    warnings = f"WARNING: a domain without a page\n{copy}/guides/quickstart.md:115: WARNING: target not found\n"
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a[0], 1, "", warnings))
+    with pytest.raises(UserError) as refused:
+        sitebuild.sphinx(copy, tmp_path / "out", tmp_path / "tmp" / "doctrees", source)
+    assert f"2 problem(s), first: {source}/guides/quickstart.md:115: WARNING: target not found" in str(refused.value)

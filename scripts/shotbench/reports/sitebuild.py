@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,18 +167,22 @@ def copy_data(site: Path) -> None:
     _folder_index(Path("data"), "shotbench: run folders", dest)
 
 
-def sphinx(docs: Path, out: Path) -> None:
-    """Build the pages with Sphinx (its warnings are errors: a broken link fails the build)."""
+def sphinx(docs: Path, out: Path, doctrees: Path, source: Path) -> None:
+    """Build the pages of `docs`, a copy of `source`, with Sphinx (its warnings are errors: a broken
+    link fails the build); a problem names its page in `source`, the folder a user edits."""
     done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", "-E", str(docs), str(out)],
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", "-E", "-d", str(doctrees)]
+        + [str(docs), str(out)],
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
-        detail = (done.stderr or done.stdout).strip().splitlines()
+        detail = (done.stderr or done.stdout).strip().replace(str(docs), str(source)).splitlines()
+        named = [line for line in detail if str(source) in line]  # problems that name a page come first
+        first = (named or detail or ["?"])[0]
         raise UserError(
-            f"the documentation did not build ({len(detail)} problem(s), first: {detail[0] if detail else '?'}); "
+            f"the documentation did not build ({len(detail)} problem(s), first: {first}); "
             "fix the page named and run `make site` again."
         )
 
@@ -192,17 +197,21 @@ def offline_problems(site: Path) -> list[str]:
 
 
 def build(out: Path | None = None, render_stale: bool = True) -> Site:
-    """Build the whole site into `out` (default site/ in the checkout)."""
+    """Build the whole site into `out` (default site/ in the checkout). The pages are built from a
+    copy of docs/ in a temporary folder, with the pages generated here and Sphinx's build tree, so
+    the checkout is left as it was (only `render_stale` writes there: the reports, into reports/)."""
     default = (repo_root() / "site").resolve()
     out = (out or default).resolve()
     _check_output(out, default)
-    docs = repo_root() / "docs"
     rendered = render_reports() if render_stale else []
-    (docs / PUBLISHED_PAGE).write_text(published_page(), encoding="utf-8")
-    sitedocs.write_generated(docs)
-    if out.exists():
-        shutil.rmtree(out)
-    sphinx(docs, out)
+    with tempfile.TemporaryDirectory(prefix="shotbench-site-") as tmp:
+        docs = Path(tmp) / "docs"
+        shutil.copytree(repo_root() / "docs", docs, ignore=shutil.ignore_patterns("_build", "__pycache__"))
+        (docs / PUBLISHED_PAGE).write_text(published_page(), encoding="utf-8")
+        sitedocs.write_generated(docs)
+        if out.exists():
+            shutil.rmtree(out)
+        sphinx(docs, out, Path(tmp) / "doctrees", repo_root() / "docs")
     if reports_dir().is_dir():
         shutil.copytree(reports_dir(), out / "reports", ignore=shutil.ignore_patterns("*.ipynb", "lab"))
     copy_data(out)
