@@ -251,13 +251,14 @@ def target(data: str | None, tls: bool, say: Any) -> tuple[Any, str, str, int, A
     import contextlib
 
     from shotbench.paths import state_dir
-    from shotbench.store.s3 import S3Config, list_shot_files, parse_location
+    from shotbench.store.embedded import resolve_s3config
+    from shotbench.store.s3 import list_shot_files, parse_location
 
     if data:
         loc = parse_location(data)
         if loc.kind != "s3":
             raise UserError("--data must be an s3://bucket/key URL of one HDF5 shot file.")
-        s3 = S3Config.from_env()
+        s3 = resolve_s3config()  # the S3 `ls` would list it from
         objs = list_shot_files(loc, s3)
         if not objs:
             raise UserError(f"no object found at {data}; name one HDF5 shot file.")

@@ -18,13 +18,17 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shotbench.backends import registry
 from shotbench.errors import UserError
 from shotbench.plan import profiles
 from shotbench.provenance import imds_base, imds_get
 from shotbench.store.network import check_network
+from shotbench.store.s3 import DEFAULT_REGION
+
+if TYPE_CHECKING:
+    from shotbench.store.embedded import ServerInfo
 
 SECONDS_PER_CASE_GUESS = 8.0  # without an earlier run to go by (the quick profile on a laptop: 5-10 s)
 
@@ -135,15 +139,23 @@ def facts(data: str | None, profile: str = "quick", network: str | None = None, 
     cases = len(planmod_cases(cfg))
     seconds, basis = _estimate(cases, runs or data_dir() / "runs", profile)
     instance = _instance()
-    endpoint, endpoint_from = _endpoint() if data else ("embedded server (started by the run)", "no DATA given")
-    region, region_from = _region(instance["region"]) if data else ("us-east-1", "embedded server")
+    server = _server_of(data, anonymous)
+    if not data:
+        endpoint, endpoint_from = "embedded server (started by the run)", "no DATA given"
+        region, region_from = DEFAULT_REGION, "embedded server"
+    elif server is not None:
+        endpoint, endpoint_from = server.endpoint_url, "the running embedded server: no AWS endpoint or key is set"
+        region, region_from = server.region, "embedded server"
+    else:
+        endpoint, endpoint_from = _endpoint()
+        region, region_from = _region(instance["region"])
     return {
         "data": data or EMBEDDED_DATA,
         "endpoint": endpoint,
         "endpoint_from": endpoint_from,
         "region": region,
         "region_from": region_from,
-        "credentials": _credentials(anonymous, embedded=not data),
+        "credentials": _credentials(anonymous, embedded=not data or server is not None),
         "instance": instance,
         "builds": _builds(cfg.backends),
         "network": network or profiles.PROFILE_NETWORK.get(profile, "none"),
@@ -158,6 +170,19 @@ def facts(data: str | None, profile: str = "quick", network: str | None = None, 
             "basis": basis,
         },  # fmt: skip
     }
+
+
+def _server_of(data: str | None, anonymous: bool) -> ServerInfo | None:
+    """The running embedded server an s3:// DATA would be read from, chosen as `ls`, `stage` and
+    `bench` choose it (`resolve_s3`); None when the environment's S3 would be, and for no DATA."""
+    if not data or not data.strip().startswith("s3://"):
+        return None
+    from shotbench.store.embedded import resolve_s3
+
+    try:
+        return resolve_s3(anonymous=anonymous)[1]
+    except UserError:  # no S3 at all: the credentials check names it
+        return None
 
 
 def planmod_cases(cfg: profiles.BenchConfig) -> list[Any]:
@@ -197,10 +222,11 @@ def _check_listing(data: str, anonymous: bool) -> None:
     """What the run's first step refuses: a folder or prefix with no shot file, or one whose
     listing or first bytes the endpoint does not give (a silent server, a missing bucket, refused
     credentials), each bounded as the run bounds it: seconds, not minutes."""
-    from shotbench.store.s3 import S3Config, parse_location, preflight
+    from shotbench.store.embedded import resolve_s3config
+    from shotbench.store.s3 import parse_location, preflight
 
     loc = parse_location(data)
-    preflight(loc, S3Config.from_env(anonymous) if loc.kind == "s3" else None)
+    preflight(loc, resolve_s3config(quiet=True, anonymous=anonymous) if loc.kind == "s3" else None)
 
 
 def _check_endpoint(endpoint: str) -> None:
@@ -243,8 +269,11 @@ def access_problems(f: dict[str, Any]) -> list[str]:
     if f["endpoint"].startswith("http") and (why := _refusal(lambda: _check_endpoint(f["endpoint"]))):
         out.append(why)
     if f["data"].startswith("s3://") and f["credentials"]["source"] == "none":
-        out.append("no AWS credentials were found; attach an instance role, set AWS_PROFILE or AWS_ACCESS_KEY_ID and "
-                   "AWS_SECRET_ACCESS_KEY, or read a public bucket with ANONYMOUS=1.")  # fmt: skip
+        fixes = ["attach an instance role", "set AWS_PROFILE or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+                 "read a public bucket with ANONYMOUS=1"]  # fmt: skip
+        if not f["endpoint"].startswith("http"):  # no endpoint set either: a running embedded server would be read
+            fixes.append("start the embedded server with `shotbench server start`")
+        out.append(f"no AWS credentials were found; {', '.join(fixes[:-1])}, or {fixes[-1]}.")
     return out
 
 

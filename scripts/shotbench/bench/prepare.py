@@ -165,10 +165,7 @@ def prepare(
             loc = check_data(cfg, data, network, tls, anonymous)
             # the user's AWS settings, else a running `shotbench server start` server, as `stage` finds it;
             # unsigned reads take the endpoint alone
-            if loc.kind != "s3":
-                s3 = None
-            else:
-                s3 = S3Config.from_env(anonymous) if anonymous else resolve_s3config(quiet=True)
+            s3 = resolve_s3config(quiet=True, anonymous=anonymous) if loc.kind == "s3" else None
             local_dir = str(local_copies) if local_copies else ""
         objs = preflight(loc, s3)
         if data is None and made is not None:  # files of other sizes or counts may linger in the bucket

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from shotbench.anatomy.anatomy_run import run_anatomy, table, target, write
+from shotbench.commands.server import WHICH_S3_DATA
 from shotbench.diskspace import output_folder
 from shotbench.errors import UserError
 
@@ -43,7 +44,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "anatomy",
         help="where the time of one open goes, per backend (cold vs warm, CA bundle, requests)",
-        description="Open one object N times through each backend and break each open into phases.",
+        description="Open one object N times through each backend and break each open into phases. " + WHICH_S3_DATA,
     )
     p.add_argument(
         "--backends",
@@ -53,7 +54,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--opens", type=int, default=10, help="opens per backend (the first is process-cold)")
     p.add_argument(
-        "--data", metavar="s3://bucket/key", help="one shot file on any S3 endpoint (default: embedded server)"
+        "--data",
+        metavar="s3://bucket/key",
+        help="one shot file (default: a synthetic one on a private embedded server)",
     )
     p.add_argument("--out", metavar="DIR", help="folder for anatomy.json (default data/anatomy/<time>-<http|https>)")
     p.add_argument("--no-strace", action="store_true", help="skip the traced run")

@@ -20,6 +20,7 @@ from shotbench.analyse import stopping
 from shotbench.backends import registry
 from shotbench.bench.poolstart import reach_scheduler, scheduler_address
 from shotbench.bench.prepare import check_envs, prepare, say
+from shotbench.commands.server import WHICH_S3_DATA
 from shotbench.diskspace import DiskFull, shorten
 from shotbench.errors import UserError, interrupt_exit
 from shotbench.paths import runs_dir, state_dir
@@ -706,7 +707,7 @@ def register(subparsers: Any) -> None:
         "bench",
         help="run the backends benchmark (embedded S3 server unless --data)",
         description="Read HDF5 shot files with Dask workers through every backend; writes "
-        "data/runs/<run-id>/{workers.csv,cases.csv,run.json}.",
+        "data/runs/<run-id>/{workers.csv,cases.csv,run.json}. " + WHICH_S3_DATA,
     )
     p.add_argument(
         "--profile",

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from shotbench.commands.server import WHICH_S3_DATA
 from shotbench.plan import profiles
 
 
@@ -15,6 +16,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "doctor",
         help="one screen before any run: endpoint, region, credentials, instance, builds, plan and its length",
+        description="What `shotbench bench` would use, on one screen, before anything starts. " + WHICH_S3_DATA,
     )
     p.add_argument("--data", default=None, help="s3://bucket/prefix the run would read (default: the embedded server)")
     p.add_argument("--profile", default="quick", choices=list(profiles.BENCH_PROFILES))

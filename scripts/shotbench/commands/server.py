@@ -8,11 +8,13 @@ import time
 from shotbench.store import embedded as server
 from shotbench.store import network
 
-WHICH_S3 = (
-    "Which S3: with --embedded, the embedded server (started if needed); otherwise AWS settings from "
-    "the environment (AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_PROFILE, instance "
-    "roles) when any are set; otherwise the running embedded server (`shotbench server start`)."
+# how `store.embedded.resolve_s3config` chooses, said once for every command that takes an s3:// location
+_CHAIN = (
+    "AWS settings from the environment (AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_PROFILE, "
+    "instance roles) when any are set; otherwise the running embedded server (`shotbench server start`)."
 )
+WHICH_S3 = "Which S3: with --embedded, the embedded server (started if needed); otherwise " + _CHAIN
+WHICH_S3_DATA = "An s3:// --data is read where `shotbench ls` lists it: " + _CHAIN
 
 
 def _port(text: str) -> int:

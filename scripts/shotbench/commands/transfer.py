@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from shotbench.commands.server import WHICH_S3_DATA
 from shotbench.errors import UserError, refuse_repeats
 from shotbench.paths import cache_dir, transfer_runs_dir
 from shotbench.transfer.cases import TRANSFER_PROFILES, get_profile, parse_rows
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "transfer",
         help="Upload/download benchmark: aws s3 sync, s5cmd, boto3, s3fs, obstore, awscrt, shotbench stage",
         description="Move a file count x file size matrix in and out of S3 with each tool, verify every "
-        "file, and write data/transfer/<run-id>/{cases,transfers}.csv and run.json.",
+        "file, and write data/transfer/<run-id>/{cases,transfers}.csv and run.json. " + WHICH_S3_DATA,
     )
     p.add_argument(
         "--profile",
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--data",
         metavar="s3://bucket/prefix",
-        help="use this S3 location with your AWS credentials instead of the embedded server",
+        help="use this S3 location instead of a private embedded server of the run's own",
     )
     p.add_argument(
         "--rows",
@@ -189,13 +190,14 @@ def latency_endpoints(state: Path, upstream_port: int, cfg, names: list[str]) ->
 def s3_target(data: str | None) -> Iterator[tuple]:
     """(S3Config, bucket, base prefix, data info): the user's S3, or a private embedded server
     whose state (and uploaded bytes) are removed afterwards."""
-    from shotbench.store.s3 import S3Config, parse_location
+    from shotbench.store.embedded import resolve_s3config
+    from shotbench.store.s3 import parse_location
 
     if data:
         loc = parse_location(data)
         if loc.kind != "s3":
             raise UserError(f"--data must be an s3://bucket/prefix location, not {data}.")
-        cfg = S3Config.from_env()
+        cfg = resolve_s3config()  # the S3 `ls` would list it from
         if not cfg.access_key:
             raise UserError(
                 "no AWS credentials found for --data; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE."

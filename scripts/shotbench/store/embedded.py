@@ -477,28 +477,43 @@ def embedded_server(state: Path, network: str = "none", tls: bool = False) -> It
         stop(state)
 
 
-def resolve_s3config(embedded: bool = False, state: Path | None = None, quiet: bool = False) -> S3Config:
-    """Which S3 to use when the user named no endpoint on the command line.
+def resolve_s3config(
+    embedded: bool = False, state: Path | None = None, quiet: bool = False, anonymous: bool = False
+) -> S3Config:
+    """Which S3 to use when the user named no endpoint on the command line: every command that
+    takes an s3:// location asks this, so one URL means one place to all of them.
 
     1. `embedded=True`: the embedded server (started if it is not running).
-    2. Otherwise, AWS settings from the environment (AWS_ENDPOINT_URL[_S3], AWS_ACCESS_KEY_ID,
+    2. `anonymous=True`: unsigned reads of a public bucket, at the environment's endpoint (AWS
+       when none is set); the embedded server's buckets are not public.
+    3. Otherwise, AWS settings from the environment (AWS_ENDPOINT_URL[_S3], AWS_ACCESS_KEY_ID,
        AWS_PROFILE, instance roles) win: they are what the user configured.
-    3. Otherwise a running embedded server.
+    4. Otherwise a running embedded server.
     """
+    return resolve_s3(embedded, state, quiet, anonymous)[0]
+
+
+def resolve_s3(
+    embedded: bool = False, state: Path | None = None, quiet: bool = False, anonymous: bool = False
+) -> tuple[S3Config, ServerInfo | None]:
+    """`resolve_s3config`'s settings, and the embedded server they lead to when they do (None for
+    the environment's S3), for a command that says where its requests go (`shotbench doctor`)."""
     if embedded:
         running = status(state)
         if running is None:
             running = start(state)
             if not quiet:
                 print(f"shotbench: started the embedded S3 server at {running.endpoint_url}", file=sys.stderr)
-        return running.s3config()
+        return running.s3config(), running
+    if anonymous:
+        return S3Config.from_env(anonymous=True), None
     cfg = S3Config.from_env()
     if cfg.endpoint_url or cfg.access_key:
-        return cfg
+        return cfg, None
     running = status(state)
     if running is not None:
-        return running.s3config()
+        return running.s3config(), running
     raise UserError(
-        "no S3 endpoint or credentials are configured; start the embedded server with `shotbench server start` "
-        "(or pass --embedded), or set AWS_ENDPOINT_URL_S3 and AWS credentials for another S3 service."
+        "no S3 endpoint or credentials are configured; start the embedded server with `shotbench server start`, "
+        "or set AWS_ENDPOINT_URL_S3 and AWS credentials for another S3 service."
     )
