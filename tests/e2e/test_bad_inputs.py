@@ -14,16 +14,20 @@ from pathlib import Path
 import pytest
 
 from shotbench.store.s3 import without_s3_settings
+from support.filerights import without_low_ports
 
 FIXTURE_RUN = Path(__file__).parents[1] / "data" / "run-fixture"
 LONG_NAME = "/tmp/" + "a" * 5000  # one name far over NAME_MAX
 LONG_PATH = "/tmp/" + "/".join(["b" * 100] * 50)  # short names, the whole over PATH_MAX
 
 
-def cli(args: list[str], tmp_path: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def cli(
+    args: list[str], tmp_path: Path, timeout: float = 120, prefix: tuple[str, ...] | list[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """`shotbench ARGS` as a user's shell runs it (`prefix`: a command it runs under, like setpriv)."""
     env = {**without_s3_settings(), "SHOTBENCH_STATE": str(tmp_path / "state")}
     return subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", *args],
+        [*prefix, sys.executable, "-m", "shotbench.cli", *args],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -200,6 +204,24 @@ def test_server_start_on_a_port_in_use_says_so(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         done = cli(["server", "start", "--port", str(port)], tmp_path, timeout=300)
     one_sentence(done, f"port {port} is already in use", "another --port")
+    assert "is not running" in cli(["server", "status"], tmp_path).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.server
+def test_server_start_on_a_port_this_user_may_not_bind_says_so(tmp_path: Path) -> None:
+    """`--port 81` as a user said the port was in use: versitygw's log is appended to, and an
+    earlier start's "address already in use" was taken for this start's "bind: permission denied"."""
+    import socket
+
+    prefix, low = without_low_ports()
+    with socket.socket() as taken:  # an earlier start in the same state folder, refused a taken port
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        cli(["server", "start", "--port", str(taken.getsockname()[1])], tmp_path, timeout=300)
+    done = cli(["server", "start", "--port", str(low)], tmp_path, timeout=300, prefix=prefix)
+    said = one_sentence(done, f"may not listen on port {low}", "permission denied", "--port")
+    assert "in use" not in said, said
     assert "is not running" in cli(["server", "status"], tmp_path).stdout
 
 

@@ -260,11 +260,57 @@ def _launch(
     return daemon(cmd, st / "versitygw.log", private, env)
 
 
-def _wait_healthy(proc: subprocess.Popen, port: int, st: Path, ca: str | None = None) -> None:
+def _log_since(st: Path, offset: int) -> str:
+    """What versitygw wrote to its log after `offset`: this start's lines, not an earlier start's
+    (the log is appended to, so an old bind error must not name the cause of a new one)."""
+    try:
+        with open(st / "versitygw.log", "rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _log_size(st: Path) -> int:
+    try:
+        return (st / "versitygw.log").stat().st_size
+    except OSError:
+        return 0
+
+
+def _lowest_user_port() -> int:
+    """The lowest port a user without CAP_NET_BIND_SERVICE may listen on (Linux's sysctl; 1024 elsewhere)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text())
+    except (OSError, ValueError):
+        return 1024
+
+
+def _bind_refusal(said: str, port: int) -> UserError | None:
+    """The sentence for a port versitygw could not listen on, from what it said, or None."""
+    if "bind: permission denied" in said:
+        low = _lowest_user_port()
+        if port < low:
+            return UserError(
+                f"this user may not listen on port {port} (bind: permission denied: ports below {low} need root "
+                f"or CAP_NET_BIND_SERVICE); give --port {low} or above, or leave it out for a free one."
+            )
+        return UserError(
+            f"this user may not listen on port {port} (bind: permission denied); give another --port, or leave "
+            "it out for a free one."
+        )
+    if "address already in use" in said:
+        return UserError(
+            f"port {port} is already in use by another program; give another --port, or leave it out for a free one."
+        )
+    return None
+
+
+def _wait_healthy(proc: subprocess.Popen, port: int, st: Path, ca: str | None = None, offset: int = 0) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = (st / "versitygw.log").read_text(errors="replace").strip().splitlines()[-3:]
+            tail = _log_since(st, offset).strip().splitlines()[-3:]
             raise UserError(
                 f"the embedded S3 server exited at start ({' '.join(tail)[-300:]}); see {st / 'versitygw.log'} "
                 "and retry `shotbench server start`."
@@ -326,18 +372,16 @@ def _start_locked(
     try:
         for _attempt in range(3):  # a free port can be taken between probe and bind
             upstream = port or free_port()
+            offset = _log_size(st)
             proc = _launch(binary, st, upstream, access, secret, private, statsd_port, tls_files)
             try:
-                _wait_healthy(proc, upstream, st, ca)
+                _wait_healthy(proc, upstream, st, ca, offset)
                 break
             except UserError:
-                in_use = "address already in use" in (st / "versitygw.log").read_text(errors="replace")
-                if port and in_use:
-                    raise UserError(
-                        f"port {port} is already in use by another program; give another --port, or leave it "
-                        "out for a free one."
-                    ) from None
-                if port or not in_use:
+                said = _log_since(st, offset)
+                if port and (refusal := _bind_refusal(said, port)):
+                    raise refusal from None
+                if port or "address already in use" not in said:
                     raise
     except BaseException:
         terminate(counter.pid, STATSD_MODULE)
