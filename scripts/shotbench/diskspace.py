@@ -24,16 +24,45 @@ from shotbench.units import MiB
 HEADROOM = 64 * MiB  # never fill a disk to the last byte
 
 
-def free_bytes(folder: Path) -> int:
-    """Free bytes on the filesystem of `folder` (or of its nearest existing parent)."""
+def nearest_existing(folder: Path) -> Path:
+    """`folder`, or its nearest parent that exists: where its filesystem can be asked about."""
     folder = Path(folder).absolute()
     while not os.path.exists(folder) and folder != folder.parent:  # False, not an error, for a name too long
         folder = folder.parent
-    return shutil.disk_usage(folder).free
+    return folder
+
+
+def free_bytes(folder: Path) -> int:
+    """Free bytes on the filesystem of `folder` (or of its nearest existing parent)."""
+    return shutil.disk_usage(nearest_existing(folder)).free
+
+
+def check_holds_files(folder: Path) -> None:
+    """Refuse, in one sentence, a folder on a filesystem of size 0 that takes no new file: the
+    kernel's own (sysfs, procfs), where 0 bytes free is no shortage of space and freeing some is no
+    fix. A filesystem that reports no size but takes files (some FUSE mounts) passes."""
+    import tempfile
+
+    probe = nearest_existing(folder)
+    try:
+        if os.statvfs(probe).f_blocks != 0:
+            return
+    except OSError:
+        return
+    try:
+        fd, name = tempfile.mkstemp(dir=probe, prefix=".shotbench-probe-")
+    except OSError:
+        raise UserError(
+            f"{shorten(folder)} cannot hold files: it is on a filesystem of size 0 that takes none (the kernel's, "
+            "like /sys and /proc); choose a folder on a disk."
+        ) from None
+    os.close(fd)
+    os.unlink(name)
 
 
 def require(folder: Path, needed: int, what: str, fix: str) -> None:
     """Raise UserError when writing `needed` more bytes into `folder` would fill its disk."""
+    check_holds_files(folder)
     free = free_bytes(folder)
     if needed + HEADROOM > free:
         raise UserError(f"{what} needs {needed / 1e9:.2f} GB in {folder} but only {free / 1e9:.2f} GB is free; {fix}.")

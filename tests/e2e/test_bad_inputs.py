@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from shotbench.store.s3 import without_s3_settings
-from support.filerights import without_low_ports
+from support.filerights import without_file_rights, without_low_ports
 
 FIXTURE_RUN = Path(__file__).parents[1] / "data" / "run-fixture"
 LONG_NAME = "/tmp/" + "a" * 5000  # one name far over NAME_MAX
@@ -223,6 +223,14 @@ def test_server_start_on_a_port_this_user_may_not_bind_says_so(tmp_path: Path) -
     said = one_sentence(done, f"may not listen on port {low}", "permission denied", "--port")
     assert "in use" not in said, said
     assert "is not running" in cli(["server", "status"], tmp_path).stdout
+
+
+def test_synth_into_a_folder_it_cannot_write_says_so_before_the_space(tmp_path: Path) -> None:
+    """A folder this user cannot write, asked for more than its disk holds, was a lack of space."""
+    out = tmp_path / "locked"
+    out.mkdir(mode=0o555)
+    done = cli(["synth", "--out", str(out), "--shots", "1000000"], tmp_path, prefix=without_file_rights([]))
+    one_sentence(done, f"cannot write to {out}", "may not make files there", "writable --out folder")
 
 
 def _make(*args: str) -> subprocess.CompletedProcess[str]:

@@ -359,3 +359,38 @@ def test_too_little_disk_space_is_refused_before_writing(tmp_path: Path, capsys:
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "GB are free" in err and "--shots" in err
         assert not list(tmp_path.rglob("*.h5*")) and not list(tmp_path.rglob(".*partial"))
+
+
+def _kernel_folder() -> Path:
+    """/sys/kernel where it is sysfs (a filesystem of size 0 that takes no file); else the test is skipped."""
+    folder = Path("/sys/kernel")
+    try:
+        if os.statvfs(folder).f_blocks == 0:
+            return folder
+    except OSError:
+        pass
+    pytest.skip("no sysfs at /sys/kernel here")
+
+
+@pytest.mark.parametrize("below", ["", "shots"], ids=["the folder", "a folder inside"])
+def test_out_on_the_kernels_filesystem_is_named_as_such_not_as_a_full_disk(
+    below: str, capsys: pytest.CaptureFixture
+) -> None:
+    """`--out /sys/kernel` said the files needed 0.02 GB and only 0.00 GB were free; a folder inside
+    it said "Operation not permitted"."""
+    out = _kernel_folder() / below if below else _kernel_folder()
+    assert cli.main(["synth", "--out", str(out), "--shots", "1", *SMALL_ARGS]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"shotbench: {out} cannot hold files: it is on a filesystem of size 0 that takes none (the kernel's, like "
+        "/sys and /proc); choose a folder on a disk."
+    ), err
+
+
+def test_the_runs_folders_on_the_kernels_filesystem_are_named_as_such() -> None:
+    """Every check of space before work (bench's run folder, its shot files, a report) says so too."""
+    from shotbench.diskspace import require
+    from shotbench.errors import UserError
+
+    with pytest.raises(UserError, match="cannot hold files: it is on a filesystem of size 0"):
+        require(_kernel_folder() / "runs", 1, "a run folder", "free space there or pass --runs-dir on another disk")

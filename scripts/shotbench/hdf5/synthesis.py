@@ -47,6 +47,7 @@ from typing import Any, BinaryIO
 import h5py
 import numpy as np
 
+from shotbench.diskspace import check_holds_files, nearest_existing
 from shotbench.errors import UserError
 from shotbench.hdf5.shotfile import HDF5_SIGNATURE, looks_like_hdf5, signal_names
 
@@ -602,10 +603,17 @@ def estimate_bytes(shots: int, signals: int, file_size: int, page_size: int, lay
 
 
 def check_space(out: Path, need: int) -> None:
-    """Refuse up front, in one sentence, when the disk under `out` cannot hold `need` bytes."""
-    probe = Path(out).absolute()
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
+    """Refuse up front, in one sentence, when the disk under `out` cannot hold `need` bytes, or
+    `out` cannot be written at all (that is the cause then, not the space)."""
+    check_holds_files(out)
+    probe = nearest_existing(out)
+    if probe == Path(out).absolute() and not os.access(probe, os.W_OK | os.X_OK):
+        why = (
+            "a read-only filesystem"
+            if os.statvfs(probe).f_flag & os.ST_RDONLY
+            else "this user may not make files there"
+        )
+        raise UserError(f"cannot write to {out} ({why}); choose a writable --out folder.")
     free = shutil.disk_usage(probe).free
     if need > free:
         raise UserError(
@@ -760,6 +768,7 @@ def make_dataset(
     if out.exists() and not out.is_dir():
         raise UserError(f"{out} is a file; give --out a folder.")
     try:
+        check_holds_files(out)  # /sys, /proc: before a mkdir there says "Operation not permitted"
         if out.is_dir():
             _sweep_partials(out)  # left by a run that was killed outright
         if layout != "single":
