@@ -3,13 +3,20 @@ real environments that `make envs` leaves behind."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
+import http.server
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +24,7 @@ import pytest
 from shotbench.builds import build, specs
 from shotbench.builds import environments as envs
 from shotbench.errors import UserError
+from support.incli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTBENCH = [sys.executable, "-m", "shotbench.cli"]
@@ -110,29 +118,95 @@ def test_env_python_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         envs.env_python("hdf5-9.9")
 
 
-def test_download_is_checked_against_the_pin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A registry that serves other bytes than the pinned ones stops the build."""
-    import functools
-    import http.server
-    import threading
-
-    monkeypatch.setenv("SHOTBENCH_CACHE", str(tmp_path / "cache"))
-    served = tmp_path / "www"
-    served.mkdir()
-    (served / "x.tar.gz").write_bytes(b"not what was pinned")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+@contextlib.contextmanager
+def _served(folder: Path) -> Iterator[str]:
+    """`folder` over http on 127.0.0.1 for the block: its base URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
     handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        url = f"http://127.0.0.1:{server.server_port}/x.tar.gz"
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
+def test_download_is_checked_against_the_pin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registry that serves other bytes than the pinned ones stops the build."""
+    monkeypatch.setenv("SHOTBENCH_CACHE", str(tmp_path / "cache"))
+    served = tmp_path / "www"
+    served.mkdir()
+    (served / "x.tar.gz").write_bytes(b"not what was pinned")
+    with _served(served) as base:
+        url = f"{base}/x.tar.gz"
         with pytest.raises(UserError, match="instead of the pinned"):
             build.fetch(specs.Source(url=url, sha256="0" * 64, filename="x.tar.gz"))
         good = specs.file_sha256(served / "x.tar.gz")
         path = build.fetch(specs.Source(url=url, sha256=good, filename="x.tar.gz"))
         assert path.read_bytes() == b"not what was pinned"
-    finally:
-        server.shutdown()
+
+
+def _tarball(path: Path, files: dict[str, str]) -> None:
+    """A .tar.gz holding `files` (name -> text) under one top folder, as release tarballs do."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"hdf5-9.9.9/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def _custom_build(name: str, url: str) -> tuple[int, str]:
+    code, err = run_cli(["envs", "build", "--name", name, "--source", url])
+    assert "Traceback" not in err, err
+    return code, err.strip().splitlines()[-1]
+
+
+def test_a_failed_custom_build_takes_back_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source that is not HDF5 left builds/<name>-<key>/work/src (the unpacked archive) in the
+    cache, and the sentence named that folder rather than the source given."""
+    monkeypatch.setenv("SHOTBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SHOTBENCH_ENVS", str(tmp_path / "envs"))
+    _tarball(tmp_path / "www" / "hdf5-9.9.9.tar.gz", {"README": "not HDF5"})
+    with _served(tmp_path / "www") as base:
+        url = f"{base}/hdf5-9.9.9.tar.gz"
+        for _ in range(2):  # the second try starts as clean as the first
+            code, said = _custom_build("mine", url)
+            assert code == 2 and said == (
+                f"shotbench: no HDF5 source tree (CMakeLists.txt + src/H5public.h) in {url}; point --source at "
+                "an HDF5 release."
+            ), said
+            assert [p.name for p in (tmp_path / "cache" / "builds").glob("mine-*") if p.is_dir()] == []
+
+
+def test_a_source_without_a_sha256_is_never_another_urls_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two URLs ending in the same file name: the second build reused the first's archive (cached
+    by file name alone), so it built, or here refused, what the other URL served."""
+    monkeypatch.setenv("SHOTBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SHOTBENCH_ENVS", str(tmp_path / "envs"))
+    _tarball(tmp_path / "www" / "a" / "hdf5-9.9.9.tar.gz", {"README": "not HDF5"})
+    _tarball(tmp_path / "www" / "b" / "hdf5-9.9.9.tar.gz", {"CMakeLists.txt": "", "src/H5public.h": "no version"})
+    with _served(tmp_path / "www") as base:
+        assert _custom_build("from-a", f"{base}/a/hdf5-9.9.9.tar.gz")[1].startswith("shotbench: no HDF5 source tree")
+        code, said = _custom_build("from-b", f"{base}/b/hdf5-9.9.9.tar.gz")
+    assert code == 2 and said == (
+        f"shotbench: cannot read the HDF5 version from {base}/b/hdf5-9.9.9.tar.gz's src/H5public.h; is this an "
+        "HDF5 source tree?"
+    ), said
+
+
+def test_a_local_tarball_is_checked_against_the_sha256_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A --sha256 given with a local tarball was taken as its cache key and never compared."""
+    monkeypatch.setenv("SHOTBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SHOTBENCH_ENVS", str(tmp_path / "envs"))
+    tarball = tmp_path / "hdf5-9.9.9.tar.gz"
+    _tarball(tarball, {"README": "not HDF5"})
+    code, err = run_cli(["envs", "build", "--name", "mine", "--source", str(tarball), "--sha256", "0" * 64])
+    said = err.strip().splitlines()[-1]
+    assert code == 2 and said.startswith(f"shotbench: {tarball} has sha256 ") and "not the 000000000000… given" in said
 
 
 # ------------------------------------------------------------------ slow: real compiler

@@ -8,6 +8,7 @@ The prefix is not relocatable: h5py records it as RUNPATH, so no library path is
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -213,12 +214,21 @@ DOWNLOAD_TIMEOUT = 30.0  # seconds a source's server may go without sending a by
 
 
 def fetch(src: Source, name: str = "sources") -> Path:
-    """The archive in the cache, downloaded once and checked against its pinned sha256."""
+    """The archive in the cache, downloaded once and checked against its pinned sha256.
+
+    A pinned archive is kept under its file name (its sha256 ties the file to its bytes); one with
+    no sha256 under its URL's too, so another URL's archive of the same name is never taken for it."""
     if src.local is not None:
+        if src.sha256 is not None and src.local.is_file() and (got := specs.file_sha256(src.local)) != src.sha256:
+            raise UserError(
+                f"{src.local} has sha256 {got[:12]}…, not the {src.sha256[:12]}… given; give that tarball's "
+                "--sha256, or the tarball it names."
+            )
         return src.local
     sources = cache_dir() / "sources"
     sources.mkdir(parents=True, exist_ok=True)
-    dest = sources / src.filename
+    url_key = hashlib.sha256(src.url.encode()).hexdigest()[:12]
+    dest = sources / (src.filename if src.sha256 is not None else f"{url_key}-{src.filename}")
     if dest.is_file() and (src.sha256 is None or specs.file_sha256(dest) == src.sha256):
         return dest
     say(name, f"downloading {src.url}")
@@ -273,13 +283,14 @@ def unpack(archive: Path, dest: Path) -> None:
         ) from exc
 
 
-def find_hdf5_tree(top: Path) -> Path:
-    """The folder holding CMakeLists.txt and src/H5public.h (release tarballs nest one level)."""
+def find_hdf5_tree(top: Path, named: str | None = None) -> Path:
+    """The folder holding CMakeLists.txt and src/H5public.h (release tarballs nest one level).
+    `named`: the source as the user gave it, for a tree unpacked where a failed build removes it."""
     for candidate in [top, *sorted(p for p in top.iterdir() if p.is_dir())] if top.is_dir() else []:
         if (candidate / "CMakeLists.txt").is_file() and (candidate / "src" / "H5public.h").is_file():
             return candidate
     raise UserError(
-        f"no HDF5 source tree (CMakeLists.txt + src/H5public.h) in {top}; point --source at an HDF5 release."
+        f"no HDF5 source tree (CMakeLists.txt + src/H5public.h) in {named or top}; point --source at an HDF5 release."
     )
 
 
@@ -445,14 +456,15 @@ def ensure_zlib_ng_tarball(name: str) -> Path:
     return folder
 
 
-def _hdf5_source(spec: BuildSpec, work: Path) -> Path:
+def _hdf5_source(spec: BuildSpec, work: Path) -> tuple[Path, str]:
+    """The HDF5 tree to build and the version its header says."""
     archive = fetch(spec.hdf5, spec.name)
     if archive.is_dir():
-        return find_hdf5_tree(archive)
+        src = find_hdf5_tree(archive)
+        return src, specs.read_source_version(src)
     unpack(archive, work / "src")
-    if spec.hdf5.subdir:
-        return work / "src" / spec.hdf5.subdir
-    return find_hdf5_tree(work / "src")
+    src = work / "src" / spec.hdf5.subdir if spec.hdf5.subdir else find_hdf5_tree(work / "src", spec.hdf5.url)
+    return src, specs.read_source_version(src, spec.hdf5.url)
 
 
 def _check_prefix(spec: BuildSpec, prefix: Path) -> None:
@@ -478,53 +490,80 @@ def build(spec: BuildSpec, force: bool = False) -> BuildResult:
         note = explain_miss(spec)
         if note:
             say(spec.name, note)
-        parts = key_parts(spec)  # of the spec the root was named for (a custom one is specialised below)
-        started = time.monotonic()
-        for sub in ("prefix", "wheel", "work"):
-            shutil.rmtree(root / sub, ignore_errors=True)
-        (root / "build.json").unlink(missing_ok=True)
-        logs = root / "logs"
-        work = root / "work"
-        cmake = ensure_cmake()
-        src = _hdf5_source(spec, work)
-        version = specs.read_source_version(src)
-        if spec.custom:
-            spec = specs.specialise(spec, version)
-        elif version != spec.hdf5_version:
-            raise UserError(
-                f"{spec.name}: the source says HDF5 {version}, not {spec.hdf5_version}; the pinned source is wrong."
-            )
-        extra: tuple[str, ...] = ()
-        if spec.ros3_backend == "aws":
-            extra = (f"-DCMAKE_PREFIX_PATH={ensure_aws(spec.name)}",)
-        if spec.zlib_ng:
-            extra += (f"-DTGZPATH={ensure_zlib_ng_tarball(spec.name)}",)
-        prefix = root / "prefix"
-        cmake_project(spec.name, cmake, src, work, prefix, spec.cmake_options, logs, "libhdf5", extra)
-        _check_prefix(spec, prefix)
-        wheel = build_h5py(spec, prefix, root / "wheel", logs, work)
-        shutil.rmtree(work, ignore_errors=True)
-        manifest = {
-            "name": spec.name,
-            "key": root.name.rsplit("-", 1)[1],
-            "hdf5_version": spec.hdf5_version,
-            "h5py_version": spec.h5py_version,
-            "ros3_backend": spec.ros3_backend,
-            "description": spec.description,
-            "hdf5_source": {"url": spec.hdf5.url, "sha256": spec.hdf5.sha256},
-            "h5py_source": {"url": spec.h5py.url, "sha256": spec.h5py.sha256},
-            "cmake_options": list(spec.cmake_options),
-            "toolchain": toolchain(),
-            "key_parts": parts,
-            "python_release": _first_line([PYTHON, "-c", "import sys; print(sys.version)"]),
-            "wheel": wheel.name,
-            "wheel_sha256": specs.file_sha256(wheel),
-            "build_seconds": round(time.monotonic() - started, 1),
-            "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        (root / "build.json").write_text(json.dumps(manifest, indent=2))
-        say(spec.name, f"built in {manifest['build_seconds']:.0f} s → {root}")
-        return BuildResult(spec, str(manifest["key"]), root, prefix, wheel, manifest)
+        try:
+            return _build_into(spec, root)
+        except Exception as exc:
+            take_back(root, str(exc))
+            raise
+
+
+def take_back(root: Path, said: str) -> None:
+    """Remove a failed build's folder, so that the next try starts clean and no half-built tree
+    stays in the cache; its logs stay when the sentence that stopped it names one of them (the
+    user's next step is to read it)."""
+    logs = root / "logs"
+    keep = str(logs) in said
+    for child in sorted(root.iterdir()) if root.is_dir() else []:
+        if keep and child == logs:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    if not keep:
+        with contextlib.suppress(OSError):
+            root.rmdir()
+
+
+def _build_into(spec: BuildSpec, root: Path) -> BuildResult:
+    """`build`'s work, under its lock: the source checked first (a wrong one is named before any
+    tool is installed), then libhdf5, then h5py; build.json last."""
+    parts = key_parts(spec)  # of the spec the root was named for (a custom one is specialised below)
+    started = time.monotonic()
+    for sub in ("prefix", "wheel", "work", "logs"):
+        shutil.rmtree(root / sub, ignore_errors=True)
+    (root / "build.json").unlink(missing_ok=True)
+    logs = root / "logs"
+    work = root / "work"
+    src, version = _hdf5_source(spec, work)
+    if spec.custom:
+        spec = specs.specialise(spec, version)
+    elif version != spec.hdf5_version:
+        raise UserError(
+            f"{spec.name}: the source says HDF5 {version}, not {spec.hdf5_version}; the pinned source is wrong."
+        )
+    cmake = ensure_cmake()
+    extra: tuple[str, ...] = ()
+    if spec.ros3_backend == "aws":
+        extra = (f"-DCMAKE_PREFIX_PATH={ensure_aws(spec.name)}",)
+    if spec.zlib_ng:
+        extra += (f"-DTGZPATH={ensure_zlib_ng_tarball(spec.name)}",)
+    prefix = root / "prefix"
+    cmake_project(spec.name, cmake, src, work, prefix, spec.cmake_options, logs, "libhdf5", extra)
+    _check_prefix(spec, prefix)
+    wheel = build_h5py(spec, prefix, root / "wheel", logs, work)
+    shutil.rmtree(work, ignore_errors=True)
+    manifest = {
+        "name": spec.name,
+        "key": root.name.rsplit("-", 1)[1],
+        "hdf5_version": spec.hdf5_version,
+        "h5py_version": spec.h5py_version,
+        "ros3_backend": spec.ros3_backend,
+        "description": spec.description,
+        "hdf5_source": {"url": spec.hdf5.url, "sha256": spec.hdf5.sha256},
+        "h5py_source": {"url": spec.h5py.url, "sha256": spec.h5py.sha256},
+        "cmake_options": list(spec.cmake_options),
+        "toolchain": toolchain(),
+        "key_parts": parts,
+        "python_release": _first_line([PYTHON, "-c", "import sys; print(sys.version)"]),
+        "wheel": wheel.name,
+        "wheel_sha256": specs.file_sha256(wheel),
+        "build_seconds": round(time.monotonic() - started, 1),
+        "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (root / "build.json").write_text(json.dumps(manifest, indent=2))
+    say(spec.name, f"built in {manifest['build_seconds']:.0f} s → {root}")
+    return BuildResult(spec, str(manifest["key"]), root, prefix, wheel, manifest)
 
 
 def cythonize_in_parallel(setup_build: Path, n: str) -> bool:

@@ -214,8 +214,12 @@ def custom_spec(name: str, source: str, sha256: str | None = None) -> BuildSpec:
                 f"source {source} does not exist; give a release tarball URL, a tarball or an HDF5 source folder."
             )
         source = str(path)
+        if path.is_dir() and sha256 is not None:
+            raise UserError(
+                f"--sha256 checks a tarball, and {source} is a source folder; drop --sha256 or give the tarball."
+            )
         if path.is_file() and sha256 is None:
-            sha256 = file_sha256(path)
+            sha256 = file_sha256(path)  # given, it is checked when the build reads the file (`build.fetch`)
     filename = source.rstrip("/").rsplit("/", 1)[-1]
     return BuildSpec(
         name=name,
@@ -237,17 +241,21 @@ def specialise(spec: BuildSpec, version: str) -> BuildSpec:
     return replace(spec, hdf5_version=version, ros3_backend="curl", cmake_options=HDF5_1_OPTIONS, h5py=H5PY_3_15_1)
 
 
-def read_source_version(src: Path) -> str:
-    """`major.minor.release` from src/H5public.h: what H5get_libversion (and h5py) report."""
+def read_source_version(src: Path, named: str | None = None) -> str:
+    """`major.minor.release` from src/H5public.h: what H5get_libversion (and h5py) report.
+    `named`: the source as the user gave it, for a tree unpacked where a failed build removes it."""
     header = src / "src" / "H5public.h"
+    where = f"{named}'s src/H5public.h" if named else str(header)
     if not header.is_file():
-        raise UserError(f"{src} has no src/H5public.h; point --source at an HDF5 release tarball or its top folder.")
+        raise UserError(
+            f"{named or src} has no src/H5public.h; point --source at an HDF5 release tarball or its top folder."
+        )
     text = header.read_text(errors="replace")
     parts = []
     for part in ("MAJOR", "MINOR", "RELEASE"):
         match = re.search(rf"#define H5_VERS_{part}\s+(\d+)", text)
         if not match:
-            raise UserError(f"cannot read the HDF5 version from {header}; is this an HDF5 source tree?")
+            raise UserError(f"cannot read the HDF5 version from {where}; is this an HDF5 source tree?")
         parts.append(match.group(1))
     return ".".join(parts)
 
