@@ -105,6 +105,21 @@ def terminate(pid: int, name: str) -> None:
     reap(pid)
 
 
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid` and every process below it (found in /proc before any is killed): a child
+    that started its own children leaves none holding its pipes open. The caller reaps `pid`."""
+    found, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        found.append(here)
+        for task in Path(f"/proc/{here}/task").glob("*/children"):
+            with contextlib.suppress(OSError, ValueError):
+                todo.extend(int(child) for child in task.read_text().split())
+    for each in found:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(each, signal.SIGKILL)
+
+
 def reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)

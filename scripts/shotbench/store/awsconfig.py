@@ -7,18 +7,25 @@ credentials file is worse: botocore skips it silently and the user is told there
 credentials. `check_files` finds that file; `translate` turns botocore's configuration
 exceptions into one `UserError` naming the variable or file to fix. `S3Config.from_env`
 uses both, and `shotbench.cli` applies `translate` to whatever escapes a command, so no
-entry point can miss it.
+entry point can miss it. botocore waits for a profile's credential_process without a bound:
+`bound_credential_processes` gives each one CREDENTIAL_PROCESS_TIMEOUT, then one sentence.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from shotbench.errors import UserError, one_line
+from shotbench.processes import kill_tree
 
 CONFIG_VAR = "AWS_CONFIG_FILE"
 CREDENTIALS_VAR = "AWS_SHARED_CREDENTIALS_FILE"
+CREDENTIAL_PROCESS_TIMEOUT = 60.0  # seconds a profile's credential_process may take to answer
 
 
 def config_file() -> Path:
@@ -125,3 +132,51 @@ def translate(exc: BaseException) -> UserError | None:
             f"the AWS configuration is invalid ({one_line(exc)}); fix {config_file()} or the AWS_* variables."
         )
     return None
+
+
+class _CredentialProcess(subprocess.Popen):
+    """A credential_process as botocore starts it, with a bound on its answer: botocore's own
+    `communicate()` waits for ever, so one that never answers hung every command."""
+
+    profile = "default"
+
+    def communicate(self, input: Any = None, timeout: float | None = None) -> Any:
+        bound = CREDENTIAL_PROCESS_TIMEOUT if timeout is None else timeout
+        try:
+            return super().communicate(input, bound)
+        except BaseException as exc:  # the bound, or an interrupt: the process must not outlive the wait
+            kill_tree(self.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.wait(timeout=5)  # SIGKILLed: at once, unless stuck in the kernel
+            for pipe in (self.stdout, self.stderr):
+                if pipe is not None:
+                    pipe.close()
+            if not isinstance(exc, subprocess.TimeoutExpired):
+                raise
+            program = Path(str(self.args[0] if isinstance(self.args, list | tuple) else self.args)).name
+            raise UserError(  # the program's name alone: its arguments may carry a secret
+                f"the credential_process of AWS profile '{one_line(self.profile)}' ({one_line(program)}) gave no "
+                f"credentials within {bound:g} s; run it alone to see what it waits for, fix it "
+                f"in {config_file()}, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."
+            ) from None
+
+
+def _bounded(profile: str) -> Callable[..., subprocess.Popen]:
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen:
+        proc = _CredentialProcess(*args, **kwargs)
+        proc.profile = profile
+        return proc
+
+    return popen
+
+
+def bound_credential_processes(resolver: Any) -> Any:
+    """botocore's credential resolver, each credential_process it runs bounded by
+    CREDENTIAL_PROCESS_TIMEOUT. botocore takes the process starter as an argument of its provider
+    but builds the resolver itself, so it is put in place on the providers the resolver holds."""
+    from botocore.credentials import ProcessProvider
+
+    for provider in getattr(resolver, "providers", None) or []:
+        if isinstance(provider, ProcessProvider):
+            provider._popen = _bounded(str(getattr(provider, "_profile_name", "") or "default"))
+    return resolver

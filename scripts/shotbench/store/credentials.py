@@ -120,7 +120,9 @@ class CredentialSource:
         if self._resolver is None:
             import botocore.session
 
-            self._resolver = botocore.session.Session().get_component("credential_provider")
+            from shotbench.store.awsconfig import bound_credential_processes
+
+            self._resolver = bound_credential_processes(botocore.session.Session().get_component("credential_provider"))
         return self._resolver.load_credentials()
 
 

@@ -94,7 +94,10 @@ class S3Config:
     def _from_session(cls, anonymous: bool = False) -> S3Config:
         import boto3
 
+        from shotbench.store.awsconfig import bound_credential_processes
+
         session = boto3.session.Session()
+        bound_credential_processes(session._session.get_component("credential_provider"))
         creds = None if anonymous else session.get_credentials()
         frozen = creds.get_frozen_credentials() if creds is not None else None
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
