@@ -1,20 +1,20 @@
 """Download objects to files, checked: the download side the transfer benchmark measures.
 
-An object of one range (at most PIECE bytes) is one GET on libcurl (`shotbench.store.curlget`),
-whose response carries the CRC64NVME the server stores for it: the check costs no request of
-its own. A larger object is fetched as ranged GETs of at most PIECE bytes on obstore (Rust's
-object_store), each range written where it belongs with `pwrite` as it arrives, in chunks of at
-least CHUNK bytes (Python is called per chunk, never per network read), and its stored CRC64NVME
-is asked for with one HEAD, sent at the start on awscrt's own connections so that it overlaps
-the GETs (a ranged response carries none). A large object is so fetched on many connections at
-once (the way s5cmd and the CRT split a download), while small objects stay one GET each.
-Measured side by side on the embedded server (16 in flight): one 256 MiB object took 0.17 s in
-16 MiB ranges against 0.29 s as one stream (median of 5 interleaved rounds). Writing each range
-as it arrives, rather than once it is whole, took one 256 MiB object in 0.19 s (p25–p75
-0.18–0.20) against 0.56 s (0.35–0.71), s5cmd 0.27 s (0.25–0.30): 15 rounds, each download after
-a 256 MiB upload, the variants in a fresh random order per round.
+An object of at most CARRIED bytes is one GET on libcurl (`shotbench.store.curlget`), whose
+response carries the CRC64NVME the server stores for it: the check costs no request of its own.
+A larger object goes on obstore (Rust's object_store), whose GET returns no response headers, so
+its stored CRC64NVME is asked for with one HEAD, sent at the start on awscrt's own connections so
+that it overlaps the GETs. obstore's GETs are ranges of at most PIECE bytes, each written where it
+belongs with `pwrite` as it arrives, in chunks of at least CHUNK bytes (Python is called per
+chunk, never per network read): a large object is fetched on many connections at once (the way
+s5cmd and the CRT split a download). Measured side by side on the embedded server (16 in
+flight): one 256 MiB object took 0.17 s in 16 MiB ranges against 0.29 s as one stream (median of
+5 interleaved rounds). Writing each range as it arrives, rather than once it is whole, took one
+256 MiB object in 0.19 s (p25–p75 0.18–0.20) against 0.56 s (0.35–0.71), s5cmd 0.27 s
+(0.25–0.30): 15 rounds, each download after a 256 MiB upload, the variants in a fresh random
+order per round.
 
-`jobs` GETs are in flight: first the one-GET objects, then the ranges of the large ones. Every
+`jobs` GETs are in flight: first the small objects, then the ranges of the larger ones. Every
 range must hold exactly the bytes asked for, and every file ends at the object's size. Each
 range's CRC64NVME is computed as it is written (awscrt's implementation, about 15 GB/s), the
 ranges' values are combined into the file's, and where the server stores a CRC64NVME for the
@@ -41,6 +41,12 @@ from shotbench.store.s3 import Location, S3Config
 from shotbench.units import MiB
 
 PIECE = 16 * MiB  # one ranged GET; an object of this size or less is one GET
+# An object of this size or less goes on libcurl, whose GET carries the stored checksum; a larger
+# one on obstore, with a HEAD for it. libcurl's transfers share one thread (about 1.1 GB/s here):
+# 128 x 1 MiB at 16 in flight took 1.01-1.07x obstore's unchecked time on libcurl against 1.14-1.30x
+# with the HEADs, but 128 x 2 MiB 1.15x against 1.08x and 16 x 16 MiB 1.50x against 1.01x
+# (docs/results/2026-12-01-download-check-in-the-get.md).
+CARRIED = 1 * MiB
 CHUNK = 1 * MiB  # a range is written as it arrives, in pieces of at least this many bytes
 
 
@@ -180,13 +186,13 @@ def fetch_objects(
         raise UserError(f"--jobs must be at least 1, not {jobs}.")
     started = time.perf_counter()
     plan = pieces([w.size for w in wanted], piece)
-    split = sorted({p.index for p in plan if p.length != wanted[p.index].size})
-    heads = _stored_crc64(cfg, bucket, [wanted[i] for i in split], jobs) if stored_crc and split else None
+    asked = [i for i, w in enumerate(wanted) if w.size > min(CARRIED, piece)]  # obstore's: their checksum needs a HEAD
+    heads = _stored_crc64(cfg, bucket, [wanted[i] for i in asked], jobs) if stored_crc and asked else None
     run = _Fetch(cfg, bucket, wanted, jobs, [_Open() for _ in wanted], stored=[None] * len(wanted))
-    files, stored, in_split = run.files, run.stored, set(split)
+    files, stored, on_obstore = run.files, run.stored, set(asked)
     try:
-        run.whole([p for p in plan if p.index not in in_split])
-        run.ranges([p for p in plan if p.index in in_split])
+        run.whole([p for p in plan if p.index not in on_obstore])
+        run.ranges([p for p in plan if p.index in on_obstore])
     except UserError:
         raise
     except OSError as exc:
@@ -204,7 +210,7 @@ def fetch_objects(
             if f.fd is not None:
                 os.close(f.fd)
     if heads is not None:
-        for i, value in zip(split, heads()):
+        for i, value in zip(asked, heads()):
             stored[i] = value
     checked = _check_crc64(wanted, plan, run.crcs, stored if stored_crc else [None] * len(wanted))
     for w in wanted:
@@ -246,7 +252,7 @@ class _Fetch:
     stored: list[str | None] = field(default_factory=list)
 
     def whole(self, plan: list[Piece]) -> None:
-        """The objects of one range each: one libcurl GET apiece, its response's stored CRC64NVME kept."""
+        """The small objects: one libcurl GET apiece, its response's stored CRC64NVME kept."""
         from shotbench.store.curlget import CurlGets, Get
 
         if not plan:
@@ -259,7 +265,7 @@ class _Fetch:
             self.files[p.index].started, self.files[p.index].finished = got.started, got.finished
 
     def ranges(self, plan: list[Piece]) -> None:
-        """The ranges of the large objects on obstore, `jobs` at a time, each file open while its ranges are."""
+        """The larger objects' ranges on obstore, `jobs` at a time, each file open while its ranges are."""
         if not plan:
             return
         store = obstore_store(self.cfg, self.bucket)
