@@ -3,8 +3,8 @@
 A checked download needs the checksum the server stores. S3 sends it in the GET's own response
 when the request asks (`x-amz-checksum-mode: ENABLED`), but obstore hands back no response
 headers, so a download on obstore paid one HeadObject per object for it: on the embedded server
-those HEADs cost a 1 MiB download 1.11-1.28x the time of obstore's unchecked GETs, and they cost
-the server as much CPU as the client (docs/results/2026-12-01-download-check-in-the-get.md).
+those HEADs cost 128 x 1 MiB 1.14-1.30x the time of obstore's unchecked GETs, where libcurl's
+GETs that carry the value took 1.01-1.08x (docs/results/2026-12-01-download-check-in-the-get.md).
 libcurl reads the response headers, signs with its own SigV4 (`CURLOPT_AWS_SIGV4`) and keeps
 every transfer in C on one thread; Python is called once per received chunk of up to BUFFER
 bytes, which is written in place (`pwrite`) and checksummed as it arrives.
