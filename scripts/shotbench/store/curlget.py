@@ -80,6 +80,15 @@ class _Transfer:
     local: OSError | None = None  # opening or writing the local file failed (a full disk): the GET is aborted
 
 
+def libcurl_version() -> str | None:
+    """The version of the libcurl pycurl runs on (the wheel brings its own), or None without pycurl."""
+    try:
+        import pycurl
+    except ImportError:
+        return None
+    return str(pycurl.version_info()[1])
+
+
 def _error_code(body: bytes) -> str:
     from shotbench.store.crt import xml_text
 

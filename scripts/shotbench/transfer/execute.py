@@ -29,7 +29,18 @@ from shotbench.transfer.checks import upload_check
 from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed
 from shotbench.transfer.rows import RUN_KIND
 
-PYTHON_PACKAGES = ("boto3", "botocore", "s3transfer", "s3fs", "aiobotocore", "fsspec", "obstore", "awscrt", "numpy")
+PYTHON_PACKAGES = (
+    "boto3",
+    "botocore",
+    "s3transfer",
+    "s3fs",
+    "aiobotocore",
+    "fsspec",
+    "obstore",
+    "awscrt",
+    "pycurl",
+    "numpy",
+)
 
 
 LOOPBACK = "loopback"  # the embedded server reached directly: no added latency
@@ -142,9 +153,11 @@ def case_order(cases: list[Case], trials: int, seed: int, latency_trials: int | 
 
 
 def package_versions() -> dict[str, str | None]:
+    """The packages' versions, and the libcurl inside pycurl (stage's small downloads go through it)."""
+    from shotbench.store.curlget import libcurl_version
     from shotbench.transfer.programs import _pkg_version
 
-    return {p: _pkg_version(p) for p in PYTHON_PACKAGES}
+    return {**{p: _pkg_version(p) for p in PYTHON_PACKAGES}, "libcurl": libcurl_version()}
 
 
 def list_sizes(cfg: S3Config, bucket: str, prefix: str, client=None) -> dict[str, int]:
