@@ -140,3 +140,37 @@ def test_the_check_of_a_small_object_rides_in_its_get_and_a_large_one_asks_once(
     assert sum(1 for op, k in ops if op == "GetObject" and k == prefix + "large.h5") == 3
     assert [k for op, k in ops if op == "HeadObject"] == [prefix + "large.h5"]
     assert len(ops) == len(small) + 3 + 1  # nothing else was asked
+
+
+def test_small_objects_arrive_whole_through_503s_and_cut_bodies(s3_server, s3_bucket: str, tmp_path: Path) -> None:
+    """Behind the HTTP fault proxy, which answers a seeded share of requests `503 SlowDown` and
+    cuts others' bodies short, every small object is tried again until it arrives whole and
+    checked: the proxy counts the faults it made, and none of them leaves a wrong file or an error."""
+    from shotbench.store import faultproxy
+    from shotbench.store.s3 import S3Config, parse_location
+    from shotbench.store.staging import stage
+
+    src = tmp_path / "src"
+    src.mkdir()
+    bodies = {f"s{i:02d}.h5": os.urandom(100_000 + i) for i in range(30)}
+    for n, b in bodies.items():
+        (src / n).write_bytes(b)
+    prefix = f"faults-{uuid.uuid4().hex[:6]}/"
+    cfg = s3_server.s3config()
+    stage(src, parse_location(f"s3://{s3_bucket}/{prefix}"), cfg, jobs=4, progress=False)
+    faults = faultproxy.HttpFaults((("slowdown", 0.15), ("truncated", 0.15)), methods=("GET",), seed=3)
+    proxy = faultproxy.start(tmp_path, s3_server.port, faults)
+    try:
+        via = S3Config(f"http://127.0.0.1:{proxy.port}", cfg.region, cfg.access_key, cfg.secret_key)
+        wanted = [Wanted(prefix + n, tmp_path / "out" / n, len(b)) for n, b in bodies.items()]
+        (tmp_path / "out").mkdir()
+        done = fetch_objects(via, s3_bucket, wanted, jobs=4)
+        made = faultproxy.read_counts(proxy.stats)
+    finally:
+        from shotbench.processes import terminate
+
+        terminate(proxy.pid, faultproxy.MODULE)
+    assert done.checked == len(bodies)
+    for n, b in bodies.items():
+        assert (tmp_path / "out" / n).read_bytes() == b, n
+    assert made.get("slowdown", 0) >= 1 and made.get("truncated", 0) >= 1, made

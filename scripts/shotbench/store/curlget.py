@@ -29,7 +29,7 @@ from shotbench.store.s3 import S3Config
 BUFFER = 1 << 20  # libcurl's receive buffer: one Python call per MiB received, at most
 CONNECT_TIMEOUT_MS = 5_000
 STALL_S = 30  # a transfer that moves no byte for this long ends (and is tried again)
-RETRIES = 3
+RETRIES = 5  # obstore's default is 10, botocore's standard mode 2; a 503 SlowDown wants a few
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 _CHECKSUM_HEADER = b"x-amz-checksum-crc64nvme:"
 
@@ -72,6 +72,7 @@ class GetFailed(Exception):
 @dataclass
 class _Transfer:
     get: Get
+    index: int  # of `get` in the list `run` was given
     tries: int = 0
     status: int = 0
     got: Got = field(default_factory=Got)
@@ -172,8 +173,7 @@ class CurlGets:
         url, headers, setup = curl_signing(self.cfg, self.bucket)
         headers = [*headers, "x-amz-checksum-mode: ENABLED"]
         results: list[Got] = [Got() for _ in gets]
-        index = {id(g): i for i, g in enumerate(gets)}
-        queue = [_Transfer(g) for g in reversed(gets)]
+        queue = [_Transfer(g, i) for i, g in reversed(list(enumerate(gets)))]
         waiting: list[tuple[float, _Transfer]] = []  # (not before, transfer): a retry after its pause
         active: dict[Any, _Transfer] = {}
         try:
@@ -200,7 +200,7 @@ class CurlGets:
                             waiting.append((time.monotonic() + again, t))
                             continue
                         t.got.finished = time.perf_counter()
-                        results[index[id(t.get)]] = t.got
+                        results[t.index] = t.got
                     if not left:
                         break
                 if active:
