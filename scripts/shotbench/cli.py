@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 from typing import NoReturn
@@ -99,10 +100,14 @@ def main(argv: list[str] | None = None) -> int:
             from shotbench.reports.render import KINDS, render_run  # a finished run's report (`bench --report`)
 
             render_run(KINDS["ros3"], args.run_folder, hide_code=True)
+        sys.stdout.flush()  # here, not at exit: a reader that left is then a BrokenPipeError below
         return code
     except UserError as exc:
         print(f"shotbench: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # stdout's reader left (`shotbench server status | head -1`): stop, as a Unix tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 128 + signal.SIGPIPE
     except Exception as exc:
         from shotbench.diskspace import translate_os_error
         from shotbench.store.awsconfig import translate  # a botocore configuration error from any command

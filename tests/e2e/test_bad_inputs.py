@@ -330,3 +330,21 @@ def test_compare_against_an_unfinished_run_does_not_pass(tmp_path: Path) -> None
     done = cli(["compare", str(stopped), str(FIXTURE_RUN), "--output", str(tmp_path / "out2")], tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "note: A's run" in done.stdout and "FAIL" not in done.stdout
+
+
+def test_a_reader_that_stops_early_ends_the_output_without_a_traceback(s3_server) -> None:
+    """`shotbench server status | head -1`: head leaves after one line, and the next line's write
+    fails. The command stops there, as a Unix tool does (128 + SIGPIPE), with nothing on stderr."""
+    env = {**without_s3_settings(), "SHOTBENCH_STATE": str(s3_server.state)}
+    env.pop("PYTHONUNBUFFERED", None)  # stdout block-buffered, as in a user's shell: the write fails at the flush
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shotbench.cli", "server", "status"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert err == "", err
