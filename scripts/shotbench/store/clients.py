@@ -12,7 +12,6 @@ Imports stay inside the functions: a ROS3 environment has neither library.
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
@@ -80,21 +79,38 @@ def s3fs_filesystem(cfg: S3Config, **options: Any) -> Any:
     )
 
 
+UNRESERVED = "-_.~"  # RFC 3986 unreserved: SigV4 wants every other byte of a key or a query value percent-encoded
+
+
+def object_address(cfg: S3Config, bucket: str, key: str = "", query: str = "") -> tuple[str, str, str]:
+    """(scheme, Host, path) of `key` in `bucket` (the bucket itself for no key): path-style on an
+    endpoint, virtual-hosted on AWS, each byte of the key that is not unreserved percent-encoded
+    once, as SigV4 signs it. The one place both request engines (awscrt's, libcurl's) take it from."""
+    q = f"?{query}" if query else ""
+    encoded = quote(key, safe="/" + UNRESERVED)
+    if cfg.endpoint_url:
+        u = urlsplit(cfg.endpoint_url)
+        path = f"{u.path.rstrip('/')}/{bucket}" + (f"/{encoded}" if key else "")
+        return u.scheme, u.netloc, (path or "/") + q
+    return "https", f"{bucket}.s3.{cfg.region or DEFAULT_REGION}.amazonaws.com", f"/{encoded}{q}"
+
+
 def curl_signing(cfg: S3Config, bucket: str) -> tuple[Callable[[str], str], list[str], Callable[[Any], None]]:
-    """How a libcurl (pycurl) handle reaches `bucket`: the URL of a key (path-style on an endpoint,
-    virtual-hosted on AWS, each byte of the key that is not unreserved percent-encoded once, as
-    SigV4 signs it), the headers every request carries, and a function that sets a handle's
-    signing (libcurl's own SigV4, or none for unsigned requests) and trust (the private CA, else
-    the system store: the wheel's libcurl looks for a Red Hat path that Debian does not have)."""
+    """How a libcurl (pycurl) handle reaches `bucket`: the URL of a key (`object_address`), the
+    headers every request carries, and a function that sets a handle's signing (libcurl's own
+    SigV4, or none for unsigned requests) and trust (the private CA, else the system store: the
+    wheel's libcurl looks for a Red Hat path that Debian does not have)."""
+    import ssl
+
     import pycurl
 
     region = cfg.region or DEFAULT_REGION
-    if cfg.endpoint_url:
-        base = f"{cfg.endpoint_url.rstrip('/')}/{bucket}/"
-    else:
-        base = f"https://{bucket}.s3.{region}.amazonaws.com/"
     headers = [f"x-amz-security-token: {cfg.session_token}"] if cfg.access_key and cfg.session_token else []
     ca = cfg.ca_bundle or os.environ.get("SSL_CERT_FILE") or ssl.get_default_verify_paths().cafile
+
+    def url(key: str) -> str:
+        scheme, host, path = object_address(cfg, bucket, key)
+        return f"{scheme}://{host}{path}"
 
     def setup(c: Any) -> None:
         if cfg.access_key and not cfg.anonymous:
@@ -104,4 +120,4 @@ def curl_signing(cfg: S3Config, bucket: str) -> tuple[Callable[[str], str], list
         if ca:
             c.setopt(pycurl.CAINFO, ca)
 
-    return (lambda key: base + quote(key, safe="/-_.~")), headers, setup
+    return url, headers, setup

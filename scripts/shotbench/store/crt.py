@@ -15,13 +15,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from io import BytesIO
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from shotbench.redact import scrub
+from shotbench.store.clients import UNRESERVED, object_address
 from shotbench.store.s3 import DEFAULT_REGION, S3Config
 
 CONNECT_TIMEOUT_MS = 5_000
-_SAFE = "-_.~"  # RFC 3986 unreserved: SigV4 wants every other byte of a key percent-encoded
 
 
 @dataclass(frozen=True)
@@ -97,19 +97,11 @@ class Engine:
             connect_timeout_ms=CONNECT_TIMEOUT_MS,
             **kw,
         )
-        if cfg.endpoint_url:
-            u = urlsplit(cfg.endpoint_url)
-            self._host, self._base, self._virtual = u.netloc, u.path.rstrip("/"), False
-        else:
-            self._host, self._base, self._virtual = "", "", True
 
     def _target(self, bucket: str, key: str, query: str) -> tuple[str, str]:
         """(Host header, request path) for path-style (custom endpoint) or virtual-hosted (AWS)."""
-        q = f"?{query}" if query else ""
-        if self._virtual:
-            return f"{bucket}.s3.{self.cfg.region}.amazonaws.com", f"/{quote(key, safe='/' + _SAFE)}{q}"
-        path = f"{self._base}/{bucket}" + (f"/{quote(key, safe='/' + _SAFE)}" if key else "")
-        return self._host, (path or "/") + q
+        _, host, path = object_address(self.cfg, bucket, key, query)
+        return host, path
 
     def start(
         self,
@@ -179,9 +171,9 @@ class Engine:
         out: dict[str, tuple[int, str | None]] = {}
         token: str | None = None
         while True:
-            query = "list-type=2&prefix=" + quote(prefix, safe=_SAFE)
+            query = "list-type=2&prefix=" + quote(prefix, safe=UNRESERVED)
             if token:
-                query = "continuation-token=" + quote(token, safe=_SAFE) + "&" + query
+                query = "continuation-token=" + quote(token, safe=UNRESERVED) + "&" + query
             reply = self.call("GET", bucket, operation="ListObjectsV2", query=query, timeout=timeout)
             for item in _xml_items(reply.body, "Contents"):
                 out[item.get("Key", "")] = (int(item.get("Size") or 0), (item.get("ETag") or "").strip('"') or None)

@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from shotbench.paths import cache_dir
+from shotbench.store.clients import UNRESERVED
 
 if TYPE_CHECKING:
     from shotbench.store.crt import Engine
-
-_SAFE = "-_.~"
 
 
 @dataclass(frozen=True)
@@ -124,10 +123,10 @@ def list_open(engine: Engine, bucket: str, prefix: str, timeout: float = 60) -> 
     out: list[tuple[str, str, float]] = []
     key_marker = id_marker = ""
     while True:
-        query = "uploads=&prefix=" + quote(prefix, safe=_SAFE)
+        query = "uploads=&prefix=" + quote(prefix, safe=UNRESERVED)
         if key_marker:
-            query += "&key-marker=" + quote(key_marker, safe=_SAFE)
-            query += "&upload-id-marker=" + quote(id_marker, safe=_SAFE)
+            query += "&key-marker=" + quote(key_marker, safe=UNRESERVED)
+            query += "&upload-id-marker=" + quote(id_marker, safe=UNRESERVED)
         reply = engine.call("GET", bucket, operation="ListMultipartUploads", query=query, timeout=timeout)
         out += [
             (u.get("Key", ""), u.get("UploadId", ""), _unix(u.get("Initiated", "")))
@@ -156,7 +155,12 @@ def part_bytes(engine: Engine, bucket: str, key: str, upload_id: str, timeout: f
     from shotbench.store.crt import _xml_items
 
     reply = engine.call(
-        "GET", bucket, key, operation="ListParts", query="uploadId=" + quote(upload_id, safe=_SAFE), timeout=timeout
+        "GET",
+        bucket,
+        key,
+        operation="ListParts",
+        query="uploadId=" + quote(upload_id, safe=UNRESERVED),
+        timeout=timeout,
     )
     return sum(int(p.get("Size") or 0) for p in _xml_items(reply.body, "Part"))
 
@@ -167,7 +171,7 @@ def abort(engine: Engine, bucket: str, key: str, upload_id: str, timeout: float 
         bucket,
         key,
         operation="AbortMultipartUpload",
-        query="uploadId=" + quote(upload_id, safe=_SAFE),
+        query="uploadId=" + quote(upload_id, safe=UNRESERVED),
         timeout=timeout,
     )
 
