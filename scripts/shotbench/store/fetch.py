@@ -106,12 +106,16 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
+def _cannot_write(path: object, exc: OSError) -> UserError:
+    return UserError(f"cannot write {path} ({exc.strerror}); check the folder and its free space.")
+
+
 def _local(path: Path, op: Callable[[], int]) -> int:
     """A file operation on this machine; its failure is one sentence, never obstore's."""
     try:
         return op()
     except OSError as exc:
-        raise UserError(f"cannot write {path} ({exc.strerror}); check the folder and its free space.") from None
+        raise _cannot_write(path, exc) from None
 
 
 def _pwrite(path: Path, fd: int, data: memoryview, at: int) -> None:
@@ -188,17 +192,14 @@ def fetch_objects(
     plan = pieces([w.size for w in wanted], piece)
     asked = [i for i, w in enumerate(wanted) if w.size > min(CARRIED, piece)]  # obstore's: their checksum needs a HEAD
     heads = _stored_crc64(cfg, bucket, [wanted[i] for i in asked], jobs) if stored_crc and asked else None
-    run = _Fetch(cfg, bucket, wanted, jobs, [_Open() for _ in wanted], stored=[None] * len(wanted))
-    files, stored, on_obstore = run.files, run.stored, set(asked)
+    run, on_obstore = _Fetch(cfg, bucket, wanted, jobs), set(asked)
     try:
         run.whole([p for p in plan if p.index not in on_obstore])
         run.ranges([p for p in plan if p.index in on_obstore])
     except UserError:
         raise
-    except OSError as exc:
-        raise UserError(
-            f"cannot write {exc.filename or 'a file'} ({exc.strerror}); check the folder and its free space."
-        ) from None
+    except OSError as exc:  # libcurl's side names the file (`curlget`)
+        raise _cannot_write(exc.filename, exc) from None
     except Exception as exc:  # noqa: BLE001 - libcurl's and obstore's errors (the server or the connection) become one sentence
         text = " ".join(str(exc).split())[:200]
         raise UserError(
@@ -206,13 +207,13 @@ def fetch_objects(
             "and the server, then fetch again."
         ) from None
     finally:
-        for f in files:
+        for f in run.files:
             if f.fd is not None:
                 os.close(f.fd)
     if heads is not None:
         for i, value in zip(asked, heads()):
-            stored[i] = value
-    checked = _check_crc64(wanted, plan, run.crcs, stored if stored_crc else [None] * len(wanted))
+            run.stored[i] = value
+    checked = _check_crc64(wanted, plan, run.crcs, run.stored if stored_crc else [None] * len(wanted))
     for w in wanted:
         if (have := w.path.stat().st_size) != w.size:
             raise UserError(f"{w.path} received {have} bytes but the object {w.key} has {w.size}; fetch again.")
@@ -224,7 +225,7 @@ def fetch_objects(
         len(wanted),
         sum(w.size for w in wanted),
         time.perf_counter() - started,
-        {w.key: f.finished - f.started for w, f in zip(wanted, files)},
+        {w.key: f.finished - f.started for w, f in zip(wanted, run.files)},
         checked,
     )
 
@@ -247,9 +248,13 @@ class _Fetch:
     bucket: str
     wanted: list[Wanted]
     jobs: int
-    files: list[_Open]
+    files: list[_Open] = field(init=False)
     crcs: dict[Piece, int] = field(default_factory=dict)
-    stored: list[str | None] = field(default_factory=list)
+    stored: list[str | None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.files = [_Open() for _ in self.wanted]
+        self.stored = [None] * len(self.wanted)
 
     def whole(self, plan: list[Piece]) -> None:
         """The small objects: one libcurl GET apiece, its response's stored CRC64NVME kept."""
