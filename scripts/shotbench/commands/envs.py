@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
 
 from shotbench.builds import environments as envs_mod
 from shotbench.builds import specs
 from shotbench.builds.environments import EnvInfo
 from shotbench.builds.wheels import WHEELS
-from shotbench.errors import one_line
+from shotbench.commands.argtypes import sha256_digest
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,22 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--name", help="name of a custom build, e.g. hdf5-1.14.6-release")
     build.add_argument("--source", help="HDF5 release tarball URL, local tarball, or source folder")
     build.add_argument(
-        "--sha256", type=_sha256, help="expected sha256 of a --source URL or tarball, 64 hex digits (recommended)"
+        "--sha256", type=sha256_digest, help="expected sha256 of a --source URL or tarball, 64 hex digits (recommended)"
     )
     build.add_argument("--force", action="store_true", help="rebuild even if cached")
     build.add_argument("--json", action="store_true", help="machine-readable output")
     build.set_defaults(func=cmd_build)
-
-
-def _sha256(text: str) -> str:
-    """--sha256: 64 hex digits, checked when the arguments are read; a typo was only found after the
-    download, as bytes that differ from a "pin" no download could match."""
-    digest = text.strip().lower()
-    if not re.fullmatch(r"[0-9a-f]{64}", digest):
-        raise argparse.ArgumentTypeError(
-            f"{one_line(text)[:80]!r} is not a sha256; give its 64 hex digits, as `sha256sum FILE` prints them"
-        )
-    return digest
 
 
 def _table(rows: list[EnvInfo]) -> str:
