@@ -25,7 +25,7 @@ from shotbench.errors import UserError
 from shotbench.plan import profiles
 from shotbench.provenance import imds_base, imds_get
 from shotbench.store.network import check_network
-from shotbench.store.s3 import DEFAULT_REGION
+from shotbench.store.s3 import DEFAULT_REGION, S3Config
 
 if TYPE_CHECKING:
     from shotbench.store.embedded import ServerInfo
@@ -78,16 +78,15 @@ def _role_expiry() -> str:
         return ""
 
 
-def _credentials(anonymous: bool, embedded: bool) -> dict[str, Any]:
+def _credentials(anonymous: bool, embedded: bool, cfg: S3Config | None = None) -> dict[str, Any]:
+    """`cfg`: the settings already resolved for DATA, so the AWS chain is not asked twice."""
     if anonymous:
         return {"source": "anonymous", "access_key": None, "expires": "", "refreshes": False}
     if embedded:
         return {"source": "embedded server's own key pair", "access_key": None, "expires": "", "refreshes": False}
     from shotbench.store.credentials import CredentialSource
-    from shotbench.store.s3 import S3Config
 
-    cfg = S3Config.from_env()
-    creds = CredentialSource(cfg).current()
+    creds = CredentialSource(cfg or S3Config.from_env()).current()
     out: dict[str, Any] = dict(creds.public()) if creds is not None else {"source": "none"}
     out.pop("fetched", None)
     if out.get("source") == "iam-role":
@@ -139,7 +138,7 @@ def facts(data: str | None, profile: str = "quick", network: str | None = None, 
     cases = len(planmod_cases(cfg))
     seconds, basis = _estimate(cases, runs or data_dir() / "runs", profile)
     instance = _instance()
-    server = _server_of(data, anonymous)
+    s3, server = _resolved(data, anonymous)
     if not data:
         endpoint, endpoint_from = "embedded server (started by the run)", "no DATA given"
         region, region_from = DEFAULT_REGION, "embedded server"
@@ -155,7 +154,7 @@ def facts(data: str | None, profile: str = "quick", network: str | None = None, 
         "endpoint_from": endpoint_from,
         "region": region,
         "region_from": region_from,
-        "credentials": _credentials(anonymous, embedded=not data or server is not None),
+        "credentials": _credentials(anonymous, embedded=not data or server is not None, cfg=s3),
         "instance": instance,
         "builds": _builds(cfg.backends),
         "network": network or profiles.PROFILE_NETWORK.get(profile, "none"),
@@ -172,17 +171,18 @@ def facts(data: str | None, profile: str = "quick", network: str | None = None, 
     }
 
 
-def _server_of(data: str | None, anonymous: bool) -> ServerInfo | None:
-    """The running embedded server an s3:// DATA would be read from, chosen as `ls`, `stage` and
-    `bench` choose it (`resolve_s3`); None when the environment's S3 would be, and for no DATA."""
+def _resolved(data: str | None, anonymous: bool) -> tuple[S3Config | None, ServerInfo | None]:
+    """The settings an s3:// DATA would be read with, and the running embedded server they lead to
+    (None for the environment's S3), chosen as `ls`, `stage` and `bench` choose them (`resolve_s3`);
+    (None, None) for no DATA, a local one, or no S3 at all (the credentials check names that)."""
     if not data or not data.strip().startswith("s3://"):
-        return None
+        return None, None
     from shotbench.store.embedded import resolve_s3
 
     try:
-        return resolve_s3(anonymous=anonymous)[1]
-    except UserError:  # no S3 at all: the credentials check names it
-        return None
+        return resolve_s3(anonymous=anonymous)
+    except UserError:
+        return None, None
 
 
 def planmod_cases(cfg: profiles.BenchConfig) -> list[Any]:
@@ -230,7 +230,7 @@ def _check_listing(data: str, anonymous: bool) -> None:
 
 
 def _check_endpoint(endpoint: str) -> None:
-    from shotbench.store.s3 import S3Config, check_reachable
+    from shotbench.store.s3 import check_reachable
 
     check_reachable(S3Config(endpoint_url=endpoint))
 
