@@ -353,7 +353,7 @@ def with_status(cases: pd.DataFrame) -> pd.DataFrame:
     legacy = cases["errors"].astype(object)
     if "status" not in cases.columns:
         cases["status"] = ""
-    cases["status"] = cases["status"].fillna("").astype(str)
+    cases["status"] = cases["status"].astype(object).fillna("").astype(str)  # an all-empty column reads as float
     missing = cases["status"] == ""
     if missing.any():
         cases.loc[missing, "status"] = [legacy_case_status(r) for r in cases.loc[missing].to_dict("records")]

@@ -106,7 +106,7 @@ def usable_cases(cases: pd.DataFrame) -> pd.DataFrame:
     """Cases that measured a runtime (and, where a status is recorded, finished ok)."""
     ok = pd.to_numeric(cases["total-runtime"], errors="coerce").notna()
     if "status" in cases.columns:
-        status = cases["status"].fillna("").astype(str)
+        status = cases["status"].astype(object).fillna("").astype(str)
         ok &= status.isin(["", "ok"])
     return cases[ok]
 
