@@ -312,7 +312,7 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
     for col, default in (("backend", ""), ("trial", 0), ("error", "")):
         if col not in df.columns:
             df[col] = default
-    df["backend"] = df["backend"].fillna("").astype(str)
+    df["backend"] = df["backend"].astype(object).fillna("").astype(str)
     run: dict = {}
     meta = inp.path / RUN_JSON
     if meta.is_file():
@@ -330,7 +330,7 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
             raise UserError(
                 f"{case_file} lacks the columns {', '.join(missing)}; it was not written by shotbench bench."
             )
-        cases["backend"] = cases["backend"].fillna("").astype(str)
+        cases["backend"] = cases["backend"].astype(object).fillna("").astype(str)
         cases = with_status(cases)
         bad = cases["status"] != OK
         if bad.any() and "case-id" in df.columns and "case-id" in cases.columns:
@@ -362,7 +362,7 @@ def with_status(cases: pd.DataFrame) -> pd.DataFrame:
             r"^\d+ errors; first: ", "", regex=True
         )
     cases["errors"] = [error_count(v) for v in legacy]
-    cases["first-error"] = cases["first-error"].fillna("").astype(str)
+    cases["first-error"] = cases["first-error"].astype(object).fillna("").astype(str)
     return cases
 
 
@@ -454,7 +454,7 @@ def _assemble(
         else:
             frame["effective"] = ""
 
-        frame["backend"] = frame["backend"].fillna("").astype(str)
+        frame["backend"] = frame["backend"].astype(object).fillna("").astype(str)
         frame["pb-size"] = frame["pb-size"].astype("int64")
         frame["num-workers"] = frame["num-workers"].astype("int64")
         frame["obj-type"] = frame["obj-type"].astype(str)

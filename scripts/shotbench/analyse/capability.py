@@ -62,7 +62,7 @@ def capabilities(verdicts: list[byteverdict.Verdict], cases: pd.DataFrame) -> li
     if len(cases):
         keys = [
             cases["backend"].astype(str),
-            cases[fam_col].fillna("").astype(str) if fam_col else pd.Series("", index=cases.index),
+            cases[fam_col].astype(object).fillna("").astype(str) if fam_col else pd.Series("", index=cases.index),
         ]
         for (b, f), g in cases.groupby(keys, sort=False):
             case_groups[(str(b), str(f))] = g

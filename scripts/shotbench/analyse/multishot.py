@@ -118,7 +118,7 @@ def load_one(source: Source) -> pd.DataFrame:
             )
         df["tot-runtime"] = df["total-runtime"]
         df["file"] = df.get("file", df["layout"].map(lambda x: f"{x} layout"))
-        df["source"] = source.label + " " + df["backend"].fillna("").astype(str)
+        df["source"] = source.label + " " + df["backend"].astype(object).fillna("").astype(str)
         df["trial"] = df.get("trial", 0)
     for col in STATS_COLUMNS:
         if col not in df.columns:
@@ -218,7 +218,7 @@ def single_shot_rows(df: pd.DataFrame) -> pd.DataFrame:
     out = df[~layout.isin(LAYOUTS) & df["obj-type"].astype(str).isin(MODES)].copy()
     family = out["file-family"].astype(object).fillna("").astype(str) if "file-family" in out.columns else None
     if family is not None and family.nunique() > 1:
-        out["backend"] = out["backend"].fillna("").astype(str) + " · " + family
+        out["backend"] = out["backend"].astype(object).fillna("").astype(str) + " · " + family
     return out
 
 
@@ -249,7 +249,7 @@ def load_partial(spec: str | Iterable[str] | Mapping[str, str | Path]) -> pd.Dat
         if schema_of(read_header(source.path)) != "shotbench":
             continue
         df = partial_rows(pd.read_csv(source.path, low_memory=False))
-        frames.append(df.assign(backend=source.label + " " + df["backend"].fillna("").astype(str)))
+        frames.append(df.assign(backend=source.label + " " + df["backend"].astype(object).fillna("").astype(str)))
     return partial_table(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
 
 

@@ -62,7 +62,11 @@ class ReaderAnswer:
 def families(ds: analysis.Dataset) -> list[str]:
     """The families of a run, in the order its cases ran."""
     frames = [f for f in (ds.cases, ds.failed, ds.unsupported) if len(f) and FAMILY in f.columns]
-    names = pd.concat([f[FAMILY] for f in frames]).fillna("").astype(str) if frames else pd.Series([], dtype=str)
+    names = (
+        pd.concat([f[FAMILY] for f in frames]).astype(object).fillna("").astype(str)
+        if frames
+        else pd.Series([], dtype=str)
+    )
     return list(dict.fromkeys(n for n in names if n))
 
 
@@ -72,7 +76,7 @@ def for_family(ds: analysis.Dataset, family: str) -> analysis.Dataset:
     def keep(frame: pd.DataFrame) -> pd.DataFrame:
         if not len(frame) or FAMILY not in frame.columns:
             return frame
-        return frame[frame[FAMILY].fillna("").astype(str) == family].reset_index(drop=True)
+        return frame[frame[FAMILY].astype(object).fillna("").astype(str) == family].reset_index(drop=True)
 
     return replace(
         ds, cases=keep(ds.cases), workers=keep(ds.workers), failed=keep(ds.failed), unsupported=keep(ds.unsupported)
@@ -156,7 +160,7 @@ def breakeven_lines(ds: analysis.Dataset, indexed: str = "kerchunk") -> list[str
         if not len(sub):
             continue
         rows = sub.assign(
-            error=sub.get("error", pd.Series("", index=sub.index)).fillna("").astype(str),
+            error=sub.get("error", pd.Series("", index=sub.index)).astype(object).fillna("").astype(str),
             backend=sub["backend"].astype(str).map(_backend),
         ).to_dict("records")
         others = tuple(b for b in dict.fromkeys(r["backend"] for r in rows) if b not in (indexed, analysis.RAW_GET))

@@ -196,7 +196,12 @@ def verdicts(k: pd.DataFrame) -> list[Verdict]:
 
 def _cell(k: pd.DataFrame, knob: str, mode: str, pb: str, value: str) -> str | None:
     """`0.85 (0.59–0.91)` for one knob row, or None when the run has no such row."""
-    row = k[(k["knob"] == knob) & (k["obj-type"] == mode) & (k["page buffer"].fillna("") == pb) & (k["value"] == value)]
+    row = k[
+        (k["knob"] == knob)
+        & (k["obj-type"] == mode)
+        & (k["page buffer"].astype(object).fillna("") == pb)
+        & (k["value"] == value)
+    ]
     if row.empty:
         return None
     r = row.iloc[0]

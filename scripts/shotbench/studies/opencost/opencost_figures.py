@@ -62,7 +62,7 @@ def knob_ratio_plot(knobs: pd.DataFrame) -> hv.Overlay:
     the line at 1, 2.x is faster (the upstream study's direction)."""
     use_bokeh()
     k = knobs.dropna(subset=["ratio-vs-1.14"]).copy()
-    page = k["page buffer"].fillna("").astype(str)
+    page = k["page buffer"].astype(object).fillna("").astype(str)
     k["setting"] = k["knob"] + ": " + k["value"].astype(str) + page.map(lambda p: f" ({p})" if p else "")
     order = list(dict.fromkeys(k["setting"]))
     k["y"] = k["setting"].map({s: i for i, s in enumerate(order)})
