@@ -20,6 +20,7 @@ import pandas as pd
 
 from shotbench import stats
 from shotbench.analyse import multishot
+from shotbench.analyse.text import as_text
 from shotbench.diskspace import atomic_open
 from shotbench.errors import UserError
 from shotbench.hdf5.effective import STATS_COLUMNS
@@ -312,7 +313,7 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
     for col, default in (("backend", ""), ("trial", 0), ("error", "")):
         if col not in df.columns:
             df[col] = default
-    df["backend"] = df["backend"].astype(object).fillna("").astype(str)
+    df["backend"] = as_text(df["backend"])
     run: dict = {}
     meta = inp.path / RUN_JSON
     if meta.is_file():
@@ -330,7 +331,7 @@ def _load_run(inp: Input) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
             raise UserError(
                 f"{case_file} lacks the columns {', '.join(missing)}; it was not written by shotbench bench."
             )
-        cases["backend"] = cases["backend"].astype(object).fillna("").astype(str)
+        cases["backend"] = as_text(cases["backend"])
         cases = with_status(cases)
         bad = cases["status"] != OK
         if bad.any() and "case-id" in df.columns and "case-id" in cases.columns:
@@ -353,16 +354,16 @@ def with_status(cases: pd.DataFrame) -> pd.DataFrame:
     legacy = cases["errors"].astype(object)
     if "status" not in cases.columns:
         cases["status"] = ""
-    cases["status"] = cases["status"].astype(object).fillna("").astype(str)  # an all-empty column reads as float
+    cases["status"] = as_text(cases["status"])
     missing = cases["status"] == ""
     if missing.any():
         cases.loc[missing, "status"] = [legacy_case_status(r) for r in cases.loc[missing].to_dict("records")]
-        text = legacy[missing].fillna("").astype(str)
+        text = as_text(legacy[missing])
         cases.loc[missing & (cases["first-error"].fillna("") == ""), "first-error"] = text.str.replace(
             r"^\d+ errors; first: ", "", regex=True
         )
     cases["errors"] = [error_count(v) for v in legacy]
-    cases["first-error"] = cases["first-error"].astype(object).fillna("").astype(str)
+    cases["first-error"] = as_text(cases["first-error"])
     return cases
 
 
@@ -454,7 +455,7 @@ def _assemble(
         else:
             frame["effective"] = ""
 
-        frame["backend"] = frame["backend"].astype(object).fillna("").astype(str)
+        frame["backend"] = as_text(frame["backend"])
         frame["pb-size"] = frame["pb-size"].astype("int64")
         frame["num-workers"] = frame["num-workers"].astype("int64")
         frame["obj-type"] = frame["obj-type"].astype(str)
@@ -629,7 +630,7 @@ def raw_ceiling(cases: pd.DataFrame) -> pd.Series:
     raw = pd.to_numeric(cases["raw-get-runtime"], errors="coerce") if "raw-get-runtime" in cases.columns else None
     own = pd.to_numeric(cases["total-runtime"], errors="coerce").where(cases["backend"] == RAW_GET)
     measured = own if raw is None else raw.fillna(own)
-    groups = cases[keys].astype(object).fillna("").astype(str)
+    groups = as_text(cases[keys])
     return measured.groupby([groups[k] for k in keys]).transform("median")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from shotbench.analyse import byteverdict
+from shotbench.analyse.text import as_text
 from shotbench.records.status import FAILED, OK, UNSUPPORTED, UNSUPPORTED_PREFIX
 from shotbench.runs import read_meta
 
@@ -62,7 +63,7 @@ def capabilities(verdicts: list[byteverdict.Verdict], cases: pd.DataFrame) -> li
     if len(cases):
         keys = [
             cases["backend"].astype(str),
-            cases[fam_col].astype(object).fillna("").astype(str) if fam_col else pd.Series("", index=cases.index),
+            as_text(cases[fam_col]) if fam_col else pd.Series("", index=cases.index),
         ]
         for (b, f), g in cases.groupby(keys, sort=False):
             case_groups[(str(b), str(f))] = g

@@ -24,6 +24,7 @@ import pandas as pd
 
 from shotbench import stats
 from shotbench.analyse import analysis, stopping
+from shotbench.analyse.text import as_text
 from shotbench.diskspace import atomic_open
 from shotbench.errors import UserError
 
@@ -106,7 +107,7 @@ def usable_cases(cases: pd.DataFrame) -> pd.DataFrame:
     """Cases that measured a runtime (and, where a status is recorded, finished ok)."""
     ok = pd.to_numeric(cases["total-runtime"], errors="coerce").notna()
     if "status" in cases.columns:
-        status = cases["status"].astype(object).fillna("").astype(str)
+        status = as_text(cases["status"])
         ok &= status.isin(["", "ok"])
     return cases[ok]
 

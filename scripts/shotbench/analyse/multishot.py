@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from shotbench.analyse.text import as_text
 from shotbench.errors import UserError
 from shotbench.hdf5.effective import STATS_COLUMNS
 from shotbench.plan.matrix import MODES
@@ -118,7 +119,7 @@ def load_one(source: Source) -> pd.DataFrame:
             )
         df["tot-runtime"] = df["total-runtime"]
         df["file"] = df.get("file", df["layout"].map(lambda x: f"{x} layout"))
-        df["source"] = source.label + " " + df["backend"].astype(object).fillna("").astype(str)
+        df["source"] = source.label + " " + as_text(df["backend"])
         df["trial"] = df.get("trial", 0)
     for col in STATS_COLUMNS:
         if col not in df.columns:
@@ -214,11 +215,11 @@ def single_shot_rows(df: pd.DataFrame) -> pd.DataFrame:
     """
     if "layout" not in df.columns:
         return df
-    layout = df["layout"].astype(object).fillna("").astype(str)  # an all-empty column is read as float
+    layout = as_text(df["layout"])
     out = df[~layout.isin(LAYOUTS) & df["obj-type"].astype(str).isin(MODES)].copy()
-    family = out["file-family"].astype(object).fillna("").astype(str) if "file-family" in out.columns else None
+    family = as_text(out["file-family"]) if "file-family" in out.columns else None
     if family is not None and family.nunique() > 1:
-        out["backend"] = out["backend"].astype(object).fillna("").astype(str) + " · " + family
+        out["backend"] = as_text(out["backend"]) + " · " + family
     return out
 
 
@@ -249,7 +250,7 @@ def load_partial(spec: str | Iterable[str] | Mapping[str, str | Path]) -> pd.Dat
         if schema_of(read_header(source.path)) != "shotbench":
             continue
         df = partial_rows(pd.read_csv(source.path, low_memory=False))
-        frames.append(df.assign(backend=source.label + " " + df["backend"].astype(object).fillna("").astype(str)))
+        frames.append(df.assign(backend=source.label + " " + as_text(df["backend"])))
     return partial_table(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
 
 

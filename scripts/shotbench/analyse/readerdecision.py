@@ -20,6 +20,7 @@ import pandas as pd
 
 from shotbench.analyse import analysis, breakeven, decision
 from shotbench.analyse.capability import Capability
+from shotbench.analyse.text import as_text
 from shotbench.plan.families import COMPAT
 from shotbench.runs import read_meta
 
@@ -62,11 +63,7 @@ class ReaderAnswer:
 def families(ds: analysis.Dataset) -> list[str]:
     """The families of a run, in the order its cases ran."""
     frames = [f for f in (ds.cases, ds.failed, ds.unsupported) if len(f) and FAMILY in f.columns]
-    names = (
-        pd.concat([f[FAMILY] for f in frames]).astype(object).fillna("").astype(str)
-        if frames
-        else pd.Series([], dtype=str)
-    )
+    names = as_text(pd.concat([f[FAMILY] for f in frames])) if frames else pd.Series([], dtype=str)
     return list(dict.fromkeys(n for n in names if n))
 
 
@@ -76,7 +73,7 @@ def for_family(ds: analysis.Dataset, family: str) -> analysis.Dataset:
     def keep(frame: pd.DataFrame) -> pd.DataFrame:
         if not len(frame) or FAMILY not in frame.columns:
             return frame
-        return frame[frame[FAMILY].astype(object).fillna("").astype(str) == family].reset_index(drop=True)
+        return frame[as_text(frame[FAMILY]) == family].reset_index(drop=True)
 
     return replace(
         ds, cases=keep(ds.cases), workers=keep(ds.workers), failed=keep(ds.failed), unsupported=keep(ds.unsupported)
@@ -160,7 +157,7 @@ def breakeven_lines(ds: analysis.Dataset, indexed: str = "kerchunk") -> list[str
         if not len(sub):
             continue
         rows = sub.assign(
-            error=sub.get("error", pd.Series("", index=sub.index)).astype(object).fillna("").astype(str),
+            error=as_text(sub.get("error", pd.Series("", index=sub.index))),
             backend=sub["backend"].astype(str).map(_backend),
         ).to_dict("records")
         others = tuple(b for b in dict.fromkeys(r["backend"] for r in rows) if b not in (indexed, analysis.RAW_GET))

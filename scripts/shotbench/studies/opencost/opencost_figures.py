@@ -7,6 +7,7 @@ from typing import Any
 import holoviews as hv
 import pandas as pd
 
+from shotbench.analyse.text import as_text
 from shotbench.display import use_bokeh
 from shotbench.studies.opencost import opencost
 
@@ -62,7 +63,7 @@ def knob_ratio_plot(knobs: pd.DataFrame) -> hv.Overlay:
     the line at 1, 2.x is faster (the upstream study's direction)."""
     use_bokeh()
     k = knobs.dropna(subset=["ratio-vs-1.14"]).copy()
-    page = k["page buffer"].astype(object).fillna("").astype(str)
+    page = as_text(k["page buffer"])
     k["setting"] = k["knob"] + ": " + k["value"].astype(str) + page.map(lambda p: f" ({p})" if p else "")
     order = list(dict.fromkeys(k["setting"]))
     k["y"] = k["setting"].map({s: i for i, s in enumerate(order)})
