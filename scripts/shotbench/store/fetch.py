@@ -106,7 +106,7 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _cannot_write(path: object, exc: OSError) -> UserError:
+def _cannot_write(path: Path | str, exc: OSError) -> UserError:
     return UserError(f"cannot write {path} ({exc.strerror}); check the folder and its free space.")
 
 
@@ -199,7 +199,7 @@ def fetch_objects(
     except UserError:
         raise
     except OSError as exc:  # libcurl's side names the file (`curlget`)
-        raise _cannot_write(exc.filename, exc) from None
+        raise _cannot_write(exc.filename or "a file", exc) from None
     except Exception as exc:  # noqa: BLE001 - libcurl's and obstore's errors (the server or the connection) become one sentence
         text = " ".join(str(exc).split())[:200]
         raise UserError(
