@@ -250,7 +250,9 @@ def test_a_plain_dask_worker_from_a_marked_environment_joins_its_pool(
         pytest.skip(f"{marked} is there already (`shotbench cluster mark` was run); not touching it")
     ours.parent.mkdir(parents=True, exist_ok=True)
     ours.touch()
-    request.addfinalizer(lambda: (marked.unlink(missing_ok=True), ours.unlink(missing_ok=True)))
+    # finalizers run last first: the mark goes, then its note
+    request.addfinalizer(lambda: ours.unlink(missing_ok=True))
+    request.addfinalizer(lambda: marked.unlink(missing_ok=True))
     assert mark(python.parent.parent, "hdf5-2.0") == marked
     procs = Procs(tmp_path / "logs")
     request.addfinalizer(procs.end)

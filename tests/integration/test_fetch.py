@@ -146,6 +146,7 @@ def test_small_objects_arrive_whole_through_503s_and_cut_bodies(s3_server, s3_bu
     """Behind the HTTP fault proxy, which answers a seeded share of requests `503 SlowDown` and
     cuts others' bodies short, every small object is tried again until it arrives whole and
     checked: the proxy counts the faults it made, and none of them leaves a wrong file or an error."""
+    from shotbench.processes import terminate
     from shotbench.store import faultproxy
     from shotbench.store.s3 import S3Config, parse_location
     from shotbench.store.staging import stage
@@ -167,8 +168,6 @@ def test_small_objects_arrive_whole_through_503s_and_cut_bodies(s3_server, s3_bu
         done = fetch_objects(via, s3_bucket, wanted, jobs=4)
         made = faultproxy.read_counts(proxy.stats)
     finally:
-        from shotbench.processes import terminate
-
         terminate(proxy.pid, faultproxy.MODULE)
     assert done.checked == len(bodies)
     for n, b in bodies.items():
