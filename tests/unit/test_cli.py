@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from shotbench import cli
+from support.runfolder import as_in_a_terminal
 
 
 def registered(command: str | None) -> set[str]:
@@ -142,6 +143,10 @@ def test_a_signal_while_the_command_loads_ends_with_the_line_of_a_later_one(
     modules are loaded and its arguments read) ended it with 143 and not a word; Ctrl-C then
     was a traceback."""
     done = subprocess.run(
-        [sys.executable, "-c", SIGNAL_ON_IMPORT, str(int(sig)), *argv], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", SIGNAL_ON_IMPORT, str(int(sig)), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=as_in_a_terminal,  # a suite started in the background inherits SIGINT ignored
     )
     assert (done.returncode, done.stderr) == (128 + sig, line + "\n")
