@@ -115,6 +115,35 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         )
 
 
+_OPTIONAL_ENVS = pytest.StashKey[list[Path]]()
+
+
+@pytest.fixture(autouse=True)
+def _builds_no_optional_build(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under --without-optional-builds, a test that makes an optional build's environment (a run
+    that selects 2.2 builds it on first use) fails: it needs the optional_build mark, so that
+    `make test` lists it instead of paying minutes for a build that only `make test-all` makes."""
+    config = request.config
+    if not config.getoption("--without-optional-builds"):
+        yield
+        return
+    if _OPTIONAL_ENVS not in config.stash:  # fixed at the first test: a test may point SHOTBENCH_ROOT elsewhere
+        from shotbench.builds.environments import env_dir
+
+        config.stash[_OPTIONAL_ENVS] = [
+            env_dir(n) / "bin" / "python" for n in sorted(OPTIONAL_NAMES) if n.startswith("hdf5")
+        ]
+    absent = [p for p in config.stash[_OPTIONAL_ENVS] if not p.exists()]
+    yield
+    made = [p.parent.parent.name for p in absent if p.exists()]
+    if made:
+        pytest.fail(
+            f"this test built {', '.join(made)}, which `make test` does not build: mark it "
+            "@pytest.mark.optional_build (or parametrise it over the build's name)",
+            pytrace=False,
+        )
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerInfo]:  # noqa: F821 - ServerInfo is imported inside the fixture so collecting tests never loads the server code
     """A private versitygw for the whole test session; stopped when the session ends."""
