@@ -18,6 +18,7 @@ import argparse
 import collections
 import ctypes
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,11 @@ def main() -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give a command after --")
+    missing = [tool for tool in ("accton", "dump-acct") if shutil.which(tool) is None]
+    if missing:
+        sys.exit(
+            f"suite-cpu: {' and '.join(missing)} not found; install process accounting (`apt-get install acct`) and run as root."
+        )
     with tempfile.TemporaryDirectory() as tmp:
         pacct = args.keep or os.path.join(tmp, "pacct")
         open(pacct, "w").close()
