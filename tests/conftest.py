@@ -27,9 +27,10 @@ SERVER_FIXTURES = {"s3_server", "s3_bucket", "staged_shots", "resetting_server"}
 NOTEBOOK_FIXTURES = {"reference_report"}
 TIERS = ("unit", "integration", "e2e")
 HEAVY = ("slow", "server", "notebook", "browser")
-OPTIONAL_BUILDS = "hdf5-2.2, hdf5-2.0-zlibng"
-# a test parametrised over one of these needs an optional build, whatever the test is
-OPTIONAL_NAMES = {"hdf5-2.2", "hdf5-2.0-zlibng", "ros3-2.2", "ros3-2.0-zlibng"}
+OPTIONAL_ENVS = ("hdf5-2.2", "hdf5-2.0-zlibng")
+OPTIONAL_BUILDS = ", ".join(OPTIONAL_ENVS)
+# a test parametrised over one of these (a build, or its ROS3 backend) needs an optional build, whatever the test is
+OPTIONAL_NAMES = {*OPTIONAL_ENVS, *(n.replace("hdf5-", "ros3-", 1) for n in OPTIONAL_ENVS)}
 _NOT_RUN = pytest.StashKey[list[str]]()
 
 
@@ -130,9 +131,7 @@ def _builds_no_optional_build(request: pytest.FixtureRequest) -> Iterator[None]:
     if _OPTIONAL_ENVS not in config.stash:  # fixed at the first test: a test may point SHOTBENCH_ROOT elsewhere
         from shotbench.builds.environments import env_dir
 
-        config.stash[_OPTIONAL_ENVS] = [
-            env_dir(n) / "bin" / "python" for n in sorted(OPTIONAL_NAMES) if n.startswith("hdf5")
-        ]
+        config.stash[_OPTIONAL_ENVS] = [env_dir(n) / "bin" / "python" for n in OPTIONAL_ENVS]
     absent = [p for p in config.stash[_OPTIONAL_ENVS] if not p.exists()]
     yield
     made = [p.parent.parent.name for p in absent if p.exists()]

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from shotbench import stats
+from shotbench.analyse.text import as_text
 from shotbench.units import KiB, MiB
 
 REFERENCE = "ros3-1.14"
@@ -196,12 +197,7 @@ def verdicts(k: pd.DataFrame) -> list[Verdict]:
 
 def _cell(k: pd.DataFrame, knob: str, mode: str, pb: str, value: str) -> str | None:
     """`0.85 (0.59–0.91)` for one knob row, or None when the run has no such row."""
-    row = k[
-        (k["knob"] == knob)
-        & (k["obj-type"] == mode)
-        & (k["page buffer"].astype(object).fillna("") == pb)
-        & (k["value"] == value)
-    ]
+    row = k[(k["knob"] == knob) & (k["obj-type"] == mode) & (as_text(k["page buffer"]) == pb) & (k["value"] == value)]
     if row.empty:
         return None
     r = row.iloc[0]
