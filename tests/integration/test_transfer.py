@@ -259,6 +259,35 @@ def test_interrupted_run_resumes_without_repeating_cases(tmp_path, s3_server, s3
     assert sorted(r["case-id"] for r in _rows(path)) == sorted(r["case-id"] for r in csv.DictReader(lines))
 
 
+def test_undecided_rows_get_more_trials_up_to_the_cap_and_a_resume_adds_none_twice(tmp_path, s3_server, s3_bucket):
+    ctx = _ctx(tmp_path, s3_server, s3_bucket)
+    plan = TransferPlan("test", [Row(4, 64 * KiB)], ["shotbench", "obstore"], [2], trials=1, max_trials=3)
+    said: list[str] = []
+    run_transfer(ctx, plan, make_tools(plan.tools), progress=said.append)
+
+    cases = _rows(ctx.run_dir / "cases.csv")
+    # one trial decides nothing, so both rows reach the cap, stage and its one rival alike
+    trials: dict[tuple[str, str], list[int]] = {}
+    for r in cases:
+        trials.setdefault((r["direction"], r["tool"]), []).append(int(r["trial"]))
+    assert {k: sorted(v) for k, v in trials.items()} == {
+        (d, t): [0, 1, 2] for d in ("upload", "download") for t in ("shotbench", "obstore")
+    }
+    assert all(r["error"] == "" for r in cases), cases
+    more = json.loads((ctx.run_dir / "run.json").read_text())["more_trials"]
+    assert more["stopped"] == "trial cap" and [a["trial"] for a in more["added"]] == [1, 2]
+    assert sum("undecided against 1.10×" in m for m in said) == 2
+    text = analysis.threshold_text(ctx.run_dir)
+    assert "0 within, 0 slower, 2 undecided" in text and "(undecided, 3 and 3 trials)" in text
+
+    path = ctx.run_dir / "cases.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-3]))  # as if stopped three cases before the end of the last added trial
+    run_transfer(ctx, plan, make_tools(plan.tools), progress=lambda m: None)
+    again = _rows(path)
+    assert sorted((r["case-id"], r["trial"]) for r in again) == sorted((r["case-id"], r["trial"]) for r in cases)
+
+
 def test_latency_sweep_runs_sync_and_async_through_the_network_profile(tmp_path, s3_server, s3_bucket):
     """The sync-vs-async sweep goes through toxiproxy: the same server, ~20 ms more per response."""
     from shotbench.commands.transfer import latency_endpoints

@@ -15,7 +15,9 @@ from shotbench.transfer.programs import make_tools
 
 
 def _args(**given: str) -> argparse.Namespace:
-    args = dict(profile="quick", tools=None, trials=None, networks=None, data=None, rows=None, concurrency=None)
+    args = dict(
+        profile="quick", tools=None, trials=None, max_trials=None, networks=None, data=None, rows=None, concurrency=None
+    )
     return argparse.Namespace(**{**args, "seed": 0, "direction": "both", **given})
 
 
@@ -60,3 +62,17 @@ def test_a_matrix_value_named_twice_is_one_sentence(given: dict[str, str], words
     with pytest.raises(UserError) as caught:
         build_plan(_args(**given))
     assert all(w in str(caught.value) for w in words), str(caught.value)
+
+
+def test_the_quick_profile_adds_trials_where_undecided_and_an_explicit_trial_count_does_not() -> None:
+    from shotbench.errors import UserError
+
+    plan = build_plan(_args())
+    assert (plan.trials, plan.max_trials) == (5, 20)
+    assert describe(plan, make_tools(plan.tools, {})).endswith(
+        "then up to 20 trials of stage and its contenders on rows whose threshold is undecided"
+    )
+    assert build_plan(_args(trials=3)).max_trials == 0  # a count asked for is the count run
+    assert build_plan(_args(trials=3, max_trials=8)).max_trials == 8
+    with pytest.raises(UserError, match=r"--max-trials must be at least the trials of every case \(3\)"):
+        build_plan(_args(trials=3, max_trials=2))

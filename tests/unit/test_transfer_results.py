@@ -86,7 +86,7 @@ def test_the_answer_says_which_sides_cpu_a_missed_row_went_to(tmp_path: Path) ->
              "client-cpu-s": 0.14, "server-cpu-s": 0.06},
         ]  # fmt: skip
     text = analysis.answer(_run(tmp_path, rows))
-    assert "not on download 128 File/1 MiB ea at 16 (1.25×)" in text
+    assert "not on download 128 File/1 MiB ea at 16 (1.25×, undecided)" in text  # three trials decide nothing
     assert "download 128 File/1 MiB ea at 16 against obstore: +0.020 s here, +0.030 s on the server" in text
     old = [{k: v for k, v in r.items() if not k.endswith("cpu-s")} for r in rows]
     assert "Where the misses' time went" not in analysis.answer(_run(tmp_path, old))
@@ -104,3 +104,52 @@ def test_a_summary_is_remembered_by_content_and_never_shared_mutably(tmp_path: P
     assert again["seconds"].tolist() == [1.1]
     slower = cases.assign(seconds=cases["seconds"] * 2)  # other content: its own summary
     assert analysis.summarize(slower)["seconds"].tolist() == [2.2]
+
+
+def _trials(tool: str, times: list[float], **over: object) -> list[dict]:
+    return [{**BASE, **over, "trial": t, "tool": tool, "seconds": s, "mb-per-s": 134 / s} for t, s in enumerate(times)]
+
+
+def test_a_ratio_gets_a_verdict_only_when_its_interval_is_on_one_side_of_the_threshold(tmp_path: Path) -> None:
+    steady = [0.100, 0.101, 0.099, 0.100, 0.102, 0.098, 0.100]
+    rows = (
+        _trials("shotbench", [0.103, 0.104, 0.102, 0.103, 0.105, 0.101, 0.103])  # 1.03×, tight: within
+        + _trials("obstore", steady)
+        + _trials("shotbench", [0.130, 0.131, 0.129, 0.132, 0.130, 0.128, 0.131], concurrency=4)  # 1.30×: slower
+        + _trials("obstore", steady, concurrency=4)
+        + _trials("shotbench", [0.08, 0.14, 0.10, 0.16, 0.09, 0.13, 0.11], concurrency=64)  # 1.10× ± 30 %
+        + _trials("obstore", steady, concurrency=64)
+    )
+    checks = {c.concurrency: c for c in analysis.stage_checks(_run(tmp_path, rows))}
+    assert checks[16].verdict == analysis.WITHIN and checks[16].passed
+    assert checks[4].verdict == analysis.SLOWER and not checks[4].passed
+    assert checks[64].verdict == analysis.UNDECIDED
+    assert checks[64].ratio_lo < analysis.THRESHOLD < checks[64].ratio_hi
+    assert "(undecided, 7 and 7 trials)" in checks[64].line()
+
+
+def test_fewer_than_five_trials_a_side_decide_nothing(tmp_path: Path) -> None:
+    rows = _trials("shotbench", [0.130, 0.131, 0.129, 0.130]) + _trials("obstore", [0.100, 0.101, 0.099, 0.100])
+    (check,) = analysis.stage_checks(_run(tmp_path, rows))
+    assert check.ratio_lo > analysis.THRESHOLD  # the interval alone would say slower
+    assert check.verdict == analysis.UNDECIDED and not check.passed
+
+
+def test_only_undecided_rows_get_more_trials_and_only_their_contenders(tmp_path: Path) -> None:
+    from shotbench.transfer.moretrials import open_rows
+
+    steady = [0.100, 0.101, 0.099, 0.100, 0.102]
+    rows = (
+        _trials("shotbench", [0.08, 0.14, 0.10, 0.16, 0.09])  # noisy: undecided against obstore
+        + _trials("obstore", steady)
+        + _trials("awscrt", [0.104, 0.106, 0.105, 0.103, 0.107])  # within 1.10× of obstore: could lead
+        + _trials("awscrt-crc64nvme", [0.30, 0.31, 0.29, 0.30, 0.32])  # stage's check, far slower
+        + _trials("s5cmd", [0.50, 0.51, 0.49, 0.50, 0.52])  # cannot lead
+        + _trials("raw-get", [0.05] * 5)  # the ceiling, never a rival
+        + _trials("shotbench", [0.070] * 5, concurrency=4)  # decided: faster than every tool
+        + _trials("obstore", steady, concurrency=4)
+        + _trials("awscrt-crc64nvme", [0.30, 0.31, 0.29, 0.30, 0.32], concurrency=4)
+    )
+    (row,) = open_rows(_run(tmp_path, rows))
+    assert (row.direction, row.concurrency) == ("download", 16)
+    assert row.tools == ("shotbench", "obstore", "awscrt")  # the like-for-like ratio is decided (0.4×)

@@ -45,6 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tools", help=f"comma-separated subset of: {', '.join(TOOL_CLASSES)}")
     p.add_argument("--concurrency", help="comma-separated thread/worker counts to sweep, e.g. 4,16,64")
     p.add_argument("--trials", type=int, help="repeats of every case (interleaved)")
+    p.add_argument(
+        "--max-trials",
+        type=int,
+        metavar="N",
+        help="then more trials of stage and its contenders on the rows whose stage threshold is undecided, "
+        "up to N in all (default: the profile's, 20 for quick; with --trials, none unless given)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for the file contents and the case order")
     p.add_argument("--direction", choices=["both", "upload", "download"], default="both")
     p.add_argument(
@@ -97,6 +104,12 @@ def build_plan(args: argparse.Namespace):
         refuse_repeats([str(c) for c in _ints(args.concurrency, "concurrency")], "--concurrency")
     if args.trials is not None and args.trials < 1:
         raise UserError("--trials must be at least 1.")
+    trials = args.trials or prof.trials
+    if args.max_trials is not None and args.max_trials < trials:
+        raise UserError(
+            f"--max-trials must be at least the trials of every case ({trials}); give --max-trials {trials} for none added."
+        )
+    max_trials = args.max_trials if args.max_trials is not None else (prof.max_trials if args.trials is None else 0)
     networks = list(prof.latency_networks)
     if args.networks is not None:
         networks = [n.strip() for n in args.networks.split(",") if n.strip() and n.strip() != "none"]
@@ -117,7 +130,7 @@ def build_plan(args: argparse.Namespace):
         rows=list(parse_rows(args.rows) if args.rows else prof.rows),
         tools=tools,
         concurrency=_ints(args.concurrency, "concurrency") if args.concurrency else list(prof.concurrency),
-        trials=args.trials or prof.trials,
+        trials=trials,
         seed=args.seed,
         note=prof.note if not (args.rows or args.concurrency) else "custom rows/concurrency",
         directions=["upload", "download"] if args.direction == "both" else [args.direction],
@@ -130,6 +143,7 @@ def build_plan(args: argparse.Namespace):
         # --rows replaces every row of the profile, the latency sweep's too (it kept 1 x 256 MiB)
         latency_rows=list(parse_rows(args.rows)) if args.rows else list(prof.latency_rows),
         latency_trials=prof.latency_trials,
+        max_trials=max_trials,
     )
 
 

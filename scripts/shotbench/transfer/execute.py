@@ -26,7 +26,9 @@ from shotbench.store.s3 import S3Config
 from shotbench.transfer import delivery as verify
 from shotbench.transfer.cases import FileSpec, Row, ensure_files, size_label
 from shotbench.transfer.checks import upload_check
+from shotbench.transfer.moretrials import open_rows
 from shotbench.transfer.programs import Outcome, Target, Tool, ToolFailed
+from shotbench.transfer.results import SELF, THRESHOLD, load_cases
 from shotbench.transfer.rows import RUN_KIND
 
 PYTHON_PACKAGES = (
@@ -82,6 +84,9 @@ class TransferPlan:
     latency_concurrency: list[int] = field(default_factory=list)
     latency_rows: list[Row] = field(default_factory=list)
     latency_trials: int = 1
+    # after the planned trials, rows whose stage threshold is undecided get more, up to this many
+    # trials in all (shotbench.transfer.moretrials); at or under `trials`, none are added
+    max_trials: int = 0
 
     def all_rows(self) -> list[Row]:
         return list(dict.fromkeys([*self.rows, *self.sweep_rows, *self.latency_rows]))
@@ -369,6 +374,47 @@ def _one_line(exc: BaseException, cfg: S3Config) -> str:
     return scrub(" ".join(text.split()), cfg.secrets())[:400] or type(exc).__name__
 
 
+def more_trials(
+    run_dir: Path,
+    plan: TransferPlan,
+    tools: dict[str, Tool],
+    unavailable: dict[str, str | None],
+    run: Callable[[list[tuple[int, Case]], int], None],
+    planned: int,
+    progress: Callable[[str], None],
+) -> dict:
+    """After the planned trials of the main matrix: one more trial at a time of the rows whose
+    stage threshold is undecided (shotbench.transfer.moretrials), each in its own seeded shuffle,
+    until every row is decided or `plan.max_trials` is reached. Returns what run.json records:
+    the cap, the trials added (rows and cases each) and why it stopped."""
+    record: dict = {"cap": plan.max_trials, "added": [], "stopped": "not asked"}
+    if plan.max_trials <= plan.trials or SELF not in tools or unavailable.get(SELF):
+        return record
+    rows = {r.label: r for r in plan.all_rows()}
+    added = 0
+    for trial in range(plan.trials, plan.max_trials):
+        undecided = open_rows(load_cases(run_dir))
+        if not undecided:
+            record["stopped"] = "decided"
+            return record
+        cases = [
+            Case(o.direction, t, o.concurrency, rows[o.test])
+            for o in undecided
+            for t in o.tools
+            if t in tools and not unavailable.get(t)
+        ]
+        block = interleave(cases, [trial], lambda t: random.Random(plan.seed * 1000 + 700 + t))
+        progress(
+            f"trial {trial + 1} of at most {plan.max_trials}: {len(undecided)} row(s) undecided against "
+            f"{THRESHOLD:.2f}×, {len(block)} cases of stage and its contenders"
+        )
+        added += len(block)
+        run(block, planned + added)
+        record["added"].append({"trial": trial, "rows": len(undecided), "cases": len(block)})
+    record["stopped"] = "trial cap" if open_rows(load_cases(run_dir)) else "decided"
+    return record
+
+
 def run_transfer(
     ctx: RunContext, plan: TransferPlan, tools: list[Tool], progress: Callable[[str], None] = print
 ) -> Path:
@@ -421,6 +467,7 @@ def run_transfer(
             progress(f"{t.name}: {reasons[t.name]}")
 
     order = case_order(plan_cases(plan, tools), plan.trials, plan.seed, plan.latency_trials)
+    main = [(trial, case) for trial, case in order if case.network == LOOPBACK]
     by_name = {t.name: t for t in tools}
     files: dict[Row, list[FileSpec]] = {}
     sources: dict[Row, Target] = {}
@@ -432,8 +479,12 @@ def run_transfer(
             seed_source(ctx.cfg, sources[row], files[row])
         progress(f"ready: {row.label} ({size_label(row.total)}) in {time.perf_counter() - t_row:.1f} s")
 
-    try:
-        for i, (trial, case) in enumerate(order):
+    done = 0
+
+    def run(block: list[tuple[int, Case]], total: int) -> None:
+        nonlocal done
+        for trial, case in block:
+            done += 1
             if (case.case_id, trial) in skip:
                 continue
             started = utc_iso()
@@ -445,7 +496,7 @@ def run_transfer(
                 [{**common, **r} for r in per_file],
                 {
                     **common,
-                    "order": i,
+                    "order": done - 1,
                     "mode": by_name[case.tool].mode,
                     "started": started,
                     "finished": utc_iso(),
@@ -459,9 +510,14 @@ def run_transfer(
             )
             net = "" if case.network == LOOPBACK else f" {case.network}"
             progress(
-                f"[{i + 1}/{len(order)}] {case.direction:8} {case.tool:22} c={case.concurrency:<3} "
+                f"[{done}/{total}] {case.direction:8} {case.tool:22} c={case.concurrency:<3} "
                 f"{case.row.label:20}{net} {cell}"
             )
+
+    try:
+        run(main, len(order))
+        meta["more_trials"] = more_trials(ctx.run_dir, plan, by_name, reasons, run, len(order), progress)
+        run(order[len(main) :], len(order) + done - len(main))
         meta["status"] = "finished"
     except (KeyboardInterrupt, DiskFull):  # resumable where it stopped
         meta["status"] = "interrupted"

@@ -37,4 +37,9 @@ def describe(plan: TransferPlan, tools: list[Tool]) -> str:
             "the sync-vs-async comparison (--networks none drops it)"
         )
     total = len(main) * plan.trials + len(sweep) * plan.trials + len(latency) * plan.latency_trials
-    return f"{total} timed cases ({'; '.join(parts)})"
+    more = (
+        f", then up to {plan.max_trials} trials of stage and its contenders on rows whose threshold is undecided"
+        if plan.max_trials > plan.trials
+        else ""
+    )
+    return f"{total} timed cases ({'; '.join(parts)}){more}"

@@ -7,6 +7,7 @@ A cell is the median over trials that verified; a case with no good trial shows 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -110,7 +111,9 @@ def _summarize(cases: pd.DataFrame) -> pd.DataFrame:
     if "network" not in cases.columns:
         cases = cases.assign(network=LOOPBACK)
     if cases.empty:
-        return pd.DataFrame(columns=[*keys, "seconds", "lo", "hi", "mb-per-s", *CPU_COLUMNS, "trials", "good", "error"])
+        return pd.DataFrame(
+            columns=[*keys, "seconds", "lo", "hi", "mb-per-s", *CPU_COLUMNS, "trials", "good", "error", "times"]
+        )
     out = []
     for key, g in cases.groupby(keys, sort=False):
         good = g[(g["error"] == "") & g["seconds"].notna()]
@@ -128,6 +131,7 @@ def _summarize(cases: pd.DataFrame) -> pd.DataFrame:
                 "trials": len(g),
                 "good": len(good),
                 "error": "" if len(good) else (errors.iloc[0] if len(errors) else "no result"),
+                "times": tuple(good["seconds"].astype(float)),  # for ratio intervals between two cells
             }
         )
     return pd.DataFrame(out)
@@ -383,6 +387,12 @@ def normalised_table(cases: pd.DataFrame, direction: str, ref: str) -> pd.DataFr
     return table
 
 
+WITHIN, SLOWER, UNDECIDED = "within", "slower", "undecided"
+VERDICT_TRIALS = 5
+"""The fewest verified trials a side for a verdict: a bootstrap interval of the medians of fewer
+covers much less than its level says (two trials a side once made `slower` of a 1.34× ratio)."""
+
+
 @dataclass
 class StageCheck:
     """One row of the matrix judged against the threshold: shotbench against the fastest other tool."""
@@ -400,6 +410,10 @@ class StageCheck:
     tied: list[str]  # tools whose interval overlaps shotbench's (a tie, as far as these trials can tell)
     threshold: float = THRESHOLD
     error: str = ""
+    ratio_lo: float = float("nan")  # the 95 % BCa interval of shotbench's median ÷ the fastest other's
+    ratio_hi: float = float("nan")
+    trials: int = 0  # shotbench's verified trials on this row
+    best_trials: int = 0
 
     @property
     def ratio(self) -> float | None:
@@ -412,6 +426,19 @@ class StageCheck:
         r = self.ratio
         return r is not None and r <= self.threshold
 
+    @property
+    def verdict(self) -> str:
+        """`within` the threshold when the ratio's whole interval is at or under it, `slower` when
+        the whole interval is above it, `undecided` otherwise (or with fewer than VERDICT_TRIALS
+        trials a side): what the trials can tell, beside the pass or fail of the medians themselves."""
+        if self.best_seconds is None and self.seconds is not None:
+            return WITHIN  # no other tool finished the row
+        if np.isnan(self.ratio_lo) or np.isnan(self.ratio_hi) or min(self.trials, self.best_trials) < VERDICT_TRIALS:
+            return UNDECIDED
+        if self.ratio_hi <= self.threshold:
+            return WITHIN
+        return SLOWER if self.ratio_lo > self.threshold else UNDECIDED
+
     def line(self) -> str:
         def iv(v: float, lo: float, hi: float) -> str:
             return f"{v:.2f} s" + (f" [{lo:.2f}, {hi:.2f}]" if not np.isnan(lo) else " [one trial]")
@@ -422,9 +449,13 @@ class StageCheck:
         if self.best_seconds is None:
             return f"{head} PASS  shotbench {iv(self.seconds, self.lo, self.hi)}; no other tool finished this row"
         tie = f"; tied with {', '.join(self.tied)}" if self.tied else ""
+        ratio = f"{self.ratio:.2f}×" + (
+            "" if np.isnan(self.ratio_lo) else f" [{self.ratio_lo:.2f}, {self.ratio_hi:.2f}]"
+        )
         return (
             f"{head} {'PASS' if self.passed else 'FAIL'}  shotbench {iv(self.seconds, self.lo, self.hi)} vs "
-            f"{self.best_tool} {iv(self.best_seconds, self.best_lo, self.best_hi)} = {self.ratio:.2f}×{tie}"
+            f"{self.best_tool} {iv(self.best_seconds, self.best_lo, self.best_hi)} = {ratio} "
+            f"({self.verdict}, {self.trials} and {self.best_trials} trials){tie}"
         )
 
 
@@ -466,10 +497,26 @@ def _stage_checks(s: pd.DataFrame, threshold: float, among: tuple[str, ...] | No
         tied = [r["tool"] for _, r in rivals.iterrows() if _overlap(me, r)]
         mine = (float(me["seconds"]), me["lo"], me["hi"])
         if rivals.empty:
-            out.append(StageCheck(*row, *mine, "", None, np.nan, np.nan, tied, threshold))
+            out.append(StageCheck(*row, *mine, "", None, np.nan, np.nan, tied, threshold, trials=int(me["good"])))
             continue
         b = rivals.iloc[0]
-        out.append(StageCheck(*row, *mine, b["tool"], float(b["seconds"]), b["lo"], b["hi"], tied, threshold))
+        ratio = stats.ratio_interval(np.asarray(me["times"]), np.asarray(b["times"]))
+        out.append(
+            StageCheck(
+                *row,
+                *mine,
+                b["tool"],
+                float(b["seconds"]),
+                b["lo"],
+                b["hi"],
+                tied,
+                threshold,
+                ratio_lo=ratio.low,
+                ratio_hi=ratio.high,
+                trials=int(me["good"]),
+                best_trials=int(b["good"]),
+            )
+        )
     order = {"upload": 0, "download": 1}
     return sorted(out, key=lambda c: (order.get(c.direction, 2), c.concurrency, c.test))
 
@@ -517,6 +564,27 @@ def cpu_table(cases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def more_trials_text(meta: dict) -> str:
+    """What run.json says of the trials added where the threshold was undecided, in a sentence
+    ('' for a run that planned none)."""
+    more = meta.get("more_trials") or {}
+    cap = int(more.get("cap") or 0)
+    planned = int((meta.get("plan") or {}).get("trials") or 0)
+    if cap <= planned:
+        return ""
+    added = more.get("added") or []
+    said = (
+        f"{len(added)} more trial(s) of stage and its contenders on the rows whose threshold was undecided "
+        f"({sum(int(a.get('cases') or 0) for a in added)} cases)"
+        if added
+        else "no trial added: every row was decided"
+    )
+    stopped = {"decided": "every row decided", "trial cap": f"stopped at the cap of {cap} trials"}.get(
+        str(more.get("stopped")), "not finished"
+    )
+    return f"Then {said}; {stopped}."
+
+
 def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
     """The pass/fail block `make bench-transfer` prints."""
     summary = summarize(loopback(load_cases(run_dir)))  # one bootstrap per cell, for both blocks
@@ -529,6 +597,11 @@ def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
         f"stage threshold: shotbench ≤ {threshold:.2f}× the fastest other tool's median time on every row "
         f"(median of verified trials, {int(stats.LEVEL * 100)} % BCa bootstrap interval; raw-get excluded as the ceiling): "
         f"{verdict} ({passed} of {len(checks)} rows pass)"
+    )
+    told = Counter(c.verdict for c in checks)
+    head += (
+        f"\n  what the trials tell of each ratio's {int(stats.LEVEL * 100)} % interval against {threshold:.2f}: "
+        f"{told[WITHIN]} within, {told[SLOWER]} slower, {told[UNDECIDED]} undecided"
     )
     lines = [head, *("  " + c.line() for c in checks)]
     same = _stage_checks(summary, threshold, SAME_CHECK)
@@ -728,12 +801,12 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
     checks = {(c.direction, c.test, c.concurrency): c for c in _stage_checks(summary, threshold)}
     lines = [
         "| direction | row | in flight | fastest (median) | as fast, within the intervals "
-        "| shotbench ÷ fastest other |",
+        "| shotbench ÷ fastest other (its interval against the threshold: within, slower or undecided) |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
         c = checks.get((r.direction, r.test, r.concurrency))
-        mine = f"{c.ratio:.2f}×" if c is not None and c.ratio is not None else "–"
+        mine = f"{c.ratio:.2f}× ({c.verdict})" if c is not None and c.ratio is not None else "–"
         lines.append(
             f"| {r.direction} | {r.test} | {r.concurrency} | **{r.tool}** {r.seconds:.2f} s | "
             f"{', '.join(r.tied) or 'none'} | {mine} |"
@@ -746,9 +819,14 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
             f"**`shotbench stage` and its download** are within {threshold:.2f}× of the fastest other tool "
             f"on {len(passed)} of {len(checks)} rows"
         )
-        misses = [f"{c.direction} {c.test} at {c.concurrency} ({c.ratio:.2f}×)" for c in missed if c.ratio]
+        misses = [f"{c.direction} {c.test} at {c.concurrency} ({c.ratio:.2f}×, {c.verdict})" for c in missed if c.ratio]
         if misses:
             text += f"; not on {'; '.join(misses)}"
+        told = Counter(c.verdict for c in checks.values())
+        text += (
+            f". The trials put the ratio's {int(stats.LEVEL * 100)} % interval within {threshold:.2f}× on "
+            f"{told[WITHIN]} rows, above it on {told[SLOWER]}, and across it (undecided) on {told[UNDECIDED]}"
+        )
         parts.append(text + ".")
         spent = _cpu_differences(summary, missed)
         if spent:
