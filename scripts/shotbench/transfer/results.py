@@ -389,8 +389,9 @@ def normalised_table(cases: pd.DataFrame, direction: str, ref: str) -> pd.DataFr
 
 WITHIN, SLOWER, UNDECIDED = "within", "slower", "undecided"
 VERDICT_TRIALS = 5
-"""The fewest verified trials a side for a verdict: a bootstrap interval of the medians of fewer
-covers much less than its level says (two trials a side once made `slower` of a 1.34× ratio)."""
+"""The fewest verified trials a side for a verdict: a bootstrap interval of the medians of two or
+three values a side is far narrower than what those trials can know, and covers much less than its
+level says."""
 
 
 @dataclass
