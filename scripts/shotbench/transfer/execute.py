@@ -468,6 +468,7 @@ def run_transfer(
 
     order = case_order(plan_cases(plan, tools), plan.trials, plan.seed, plan.latency_trials)
     main = [(trial, case) for trial, case in order if case.network == LOOPBACK]
+    sweep = [(trial, case) for trial, case in order if case.network != LOOPBACK]
     by_name = {t.name: t for t in tools}
     files: dict[Row, list[FileSpec]] = {}
     sources: dict[Row, Target] = {}
@@ -517,7 +518,7 @@ def run_transfer(
     try:
         run(main, len(order))
         meta["more_trials"] = more_trials(ctx.run_dir, plan, by_name, reasons, run, len(order), progress)
-        run(order[len(main) :], len(order) + done - len(main))
+        run(sweep, done + len(sweep))
         meta["status"] = "finished"
     except (KeyboardInterrupt, DiskFull):  # resumable where it stopped
         meta["status"] = "interrupted"

@@ -387,7 +387,8 @@ def normalised_table(cases: pd.DataFrame, direction: str, ref: str) -> pd.DataFr
     return table
 
 
-WITHIN, SLOWER, UNDECIDED = "within", "slower", "undecided"
+WITHIN = "within"  # the threshold's own verdict; slower and undecided are the ones every verdict uses
+SLOWER, UNDECIDED = stats.SLOWER, stats.UNDECIDED
 VERDICT_TRIALS = 5
 """The fewest verified trials a side for a verdict: a bootstrap interval of the medians of two or
 three values a side is far narrower than what those trials can know, and covers much less than its
