@@ -11,7 +11,8 @@ bytes, which is written in place (`pwrite`) and checksummed as it arrives.
 
 Every wait is bounded: a connection within CONNECT_TIMEOUT_MS, and a transfer that moves no byte
 for STALL_S seconds ends. A connection that fails, a response that ends early and a 5xx or 429
-answer are tried again, at most RETRIES more times with a growing pause; the last failure is
+answer are tried again, at most RETRIES more times with a doubling pause (obstore's count and
+backoff, so that both halves of a fetch give up alike); the last failure is
 raised as `GetFailed` with the server's error code when it sent one.
 """
 
@@ -29,7 +30,8 @@ from shotbench.store.s3 import S3Config
 BUFFER = 1 << 20  # libcurl's receive buffer: one Python call per MiB received, at most
 CONNECT_TIMEOUT_MS = 5_000
 STALL_S = 30  # a transfer that moves no byte for this long ends (and is tried again)
-RETRIES = 5  # obstore's default is 10, botocore's standard mode 2; a 503 SlowDown wants a few
+RETRIES = 10  # obstore's default, which fetches the large objects beside these: a 503 SlowDown can repeat
+PAUSE_S, MAX_PAUSE_S = 0.1, 15.0  # the first pause, doubled on each try up to the last: obstore's backoff
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 _CHECKSUM_HEADER = b"x-amz-checksum-crc64nvme:"
 
@@ -233,4 +235,4 @@ class CurlGets:
         t.tries += 1
         if t.tries > RETRIES or (status and status not in _RETRY_STATUS):
             raise GetFailed(t.get.key, status, why)
-        return 0.1 * 2 ** (t.tries - 1)
+        return min(MAX_PAUSE_S, PAUSE_S * 2 ** (t.tries - 1))
