@@ -32,3 +32,16 @@ def test_without_a_server_or_with_one_gone_the_server_side_is_unknown_not_zero()
     gone = cputime.sample((os.getpid(), NO_SUCH_PID))
     assert gone.server is None
     assert cputime.spent(cputime.sample((os.getpid(),)), gone).server is None
+
+
+def test_steal_is_the_eighth_field_of_all_cpus_in_seconds() -> None:
+    """/proc/stat's first line sums every CPU: user nice system idle iowait irq softirq steal ..."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stat = f"cpu  122383 83476 39451 105523 2284 0 2828 {3 * tick} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"
+    assert cputime.parse_steal(stat) == 3.0
+    assert cputime.parse_steal("cpu  1 2 3 4 5 6 7\n") is None  # a kernel that does not count steal
+    assert cputime.parse_steal("intr 1 2 3 4 5 6 7 8 9\n") is None
+    here = cputime.sample()
+    assert here.stolen is not None and here.stolen >= 0  # this kernel counts it (Linux ≥ 2.6.11)
+    gone = cputime.CpuSample(here.client, None, None)
+    assert cputime.spent(gone, here).stolen is None and cputime.spent(here, here).stolen == 0.0

@@ -153,3 +153,31 @@ def test_only_undecided_rows_get_more_trials_and_only_their_contenders(tmp_path:
     (row,) = open_rows(_run(tmp_path, rows))
     assert (row.direction, row.concurrency) == ("download", 16)
     assert row.tools == ("shotbench", "obstore", "awscrt")  # the like-for-like ratio is decided (0.4×)
+
+
+def _stolen_rows(pairs: list[tuple[float, float]], tools: tuple[str, ...] = ("shotbench", "obstore", "awscrt")) -> list:
+    """Five trials of each tool: (seconds, stolen CPU-s) per trial, the same for every tool."""
+    return [
+        {**BASE, "trial": t, "tool": tool, "seconds": s, "mb-per-s": 134 / s, "stolen-cpu-s": st}
+        for t, (s, st) in enumerate(pairs)
+        for tool in tools
+    ]
+
+
+def test_the_report_says_how_much_cpu_the_hypervisor_took_and_whether_it_explains_the_spread(
+    tmp_path: Path,
+) -> None:
+    meta = {"machine": {"cpus": 2}}
+    slowed = [(1.0, 0.0), (1.0, 0.02), (1.3, 0.52), (1.0, 0.01), (1.5, 0.9)]  # the slow trials lost the most
+    cases = _run(tmp_path, _stolen_rows(slowed))
+    st = analysis.stolen(cases, 2)
+    assert st is not None and st.cases == 15 and st.over == 6 and st.r is not None and st.r > 0.9
+    assert st.most == pytest.approx(0.9 / (1.5 * 2))
+    text = analysis.stolen_text(cases, meta)
+    assert "at most 30.0 %; 6 of 15 cases lost more than 5 %" in text
+    assert "stolen time is one reason identical cases differ" in text
+    even = [(1.0, 0.5), (1.3, 0.0), (1.0, 0.0), (1.5, 0.5), (1.0, 0.0)]  # the slow trials lost nothing more
+    text = analysis.stolen_text(_run(tmp_path, _stolen_rows(even)), meta)
+    assert "stolen time does not explain how identical cases differ" in text
+    old = [{k: v for k, v in r.items() if k != "stolen-cpu-s"} for r in _stolen_rows(slowed)]
+    assert "did not read the CPU time the hypervisor took" in analysis.stolen_text(_run(tmp_path, old), meta)

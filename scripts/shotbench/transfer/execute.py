@@ -251,6 +251,7 @@ def _case_result(
         "mb-per-s": f"{mbps:.2f}" if mbps else "",
         "client-cpu-s": f"{cpu.client:.4f}" if cpu else "",
         "server-cpu-s": f"{cpu.server:.4f}" if cpu and cpu.server is not None else "",
+        "stolen-cpu-s": f"{cpu.stolen:.2f}" if cpu and cpu.stolen is not None else "",
         "files-ok": ok,
         "checksum-checked": checked if checked is not None and not error else "",
         "error": error,

@@ -35,7 +35,9 @@ SAME_CHECK_HOW = (
 LOOPBACK = "loopback"
 
 
-CPU_COLUMNS = ("client-cpu-s", "server-cpu-s")
+CPU_COLUMNS = ("client-cpu-s", "server-cpu-s", "stolen-cpu-s")
+STOLEN_NOTABLE = 0.05  # a case that lost more than this share of the machine's CPU time ran on noticeably less
+STOLEN_EXPLAINS = 0.3  # a correlation at least this strong is called one reason identical cases differ
 
 
 NUMBERS = ("trial", "concurrency", "file-count", "file-size", "total-bytes", "seconds", "mb-per-s")
@@ -356,6 +358,8 @@ def terminal_summary(run_dir: Path) -> str:
     parts += [r.text() for r in best_vs_raw(cases)]
     if (cases["network"] != LOOPBACK).any():
         parts.append(latency_text(cases))
+    if cases["stolen-cpu-s"].notna().any():  # runs that read it: how much machine the cases had
+        parts.append(stolen_text(cases, load_meta(run_dir)))
     return "\n".join(parts)
 
 
@@ -564,6 +568,67 @@ def cpu_table(cases: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Stolen:
+    """How much CPU time the hypervisor took from the machine during a run's timed cases, as a
+    share of the machine's (wall time × CPUs), and how far that follows the spread of identical
+    cases: the correlation of a case's share with its time ÷ its cell's median (None when fewer
+    than three cells have three good trials, or when no case lost any)."""
+
+    cases: int
+    median: float
+    most: float
+    over: int
+    r: float | None
+
+
+def stolen(cases: pd.DataFrame, cpus: int) -> Stolen | None:
+    """The run's stolen CPU time; None for runs that did not read it (before it was, or a kernel
+    that does not count it)."""
+    keys = ["network", "direction", "tool", "concurrency", "test"]
+    good = cases[(cases["error"] == "") & cases["seconds"].notna() & cases["stolen-cpu-s"].notna()]
+    if good.empty or cpus < 1:
+        return None
+    share = good["stolen-cpu-s"] / (good["seconds"] * cpus)
+    cell = good.groupby(keys, sort=False)["seconds"]
+    spread = good["seconds"] / cell.transform("median")
+    paired = (cell.transform("size") >= 3) & (share >= 0)
+    r = None
+    if cell.size().ge(3).sum() >= 3 and share[paired].std() > 0 and spread[paired].std() > 0:
+        r = float(np.corrcoef(share[paired], spread[paired])[0, 1])
+    return Stolen(len(good), float(share.median()), float(share.max()), int((share > STOLEN_NOTABLE).sum()), r)
+
+
+def _percent(share: float, digits: int = 1) -> str:
+    return f"{share * 100:.{digits}f} %"
+
+
+def stolen_text(cases: pd.DataFrame, meta: dict) -> str:
+    """The run's stolen CPU time in two sentences, or what is known of it."""
+    cpus = int((meta.get("machine") or {}).get("cpus") or 0)
+    st = stolen(cases, cpus)
+    if st is None:
+        return (
+            "This run did not read the CPU time the hypervisor took from the machine (runs from before it was read, "
+            "or a kernel that does not count it)."
+        )
+    said = (
+        f"The hypervisor took {_percent(st.median)} of this machine's CPU time during the median timed case, and at "
+        f"most {_percent(st.most)}; {st.over} of {st.cases} cases lost more than {_percent(STOLEN_NOTABLE, 0)} of it."
+    )
+    if st.r is None:
+        return said
+    why = (
+        "stolen time is one reason identical cases differ in this run"
+        if st.r >= STOLEN_EXPLAINS
+        else "stolen time does not explain how identical cases differ in this run"
+    )
+    return (
+        f"{said} A case's share of stolen time and its time ÷ the median of its tool and row correlate at "
+        f"r = {st.r:.2f}: {why}."
+    )
 
 
 def more_trials_text(meta: dict) -> str:

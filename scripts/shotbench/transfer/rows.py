@@ -52,6 +52,13 @@ class TransferCaseRow(Table):
         "transfer was timed: work the tool made the server do on the same cores; empty for your own S3 and on the "
         "sweep's networks",
     )
+    stolen_cpu_s: Any = column(
+        "stolen-cpu-s",
+        "s",
+        "CPU time the hypervisor gave to other machines while the transfer was timed, over all of this machine's "
+        "CPUs (/proc/stat `steal`, 10 ms ticks): time no process here could run; empty where the kernel does not "
+        "count it and for runs from before it was read",
+    )
     files_ok: Any = column("files-ok", doc="files verified as delivered whole")
     checksum_checked: Any = column(
         "checksum-checked",
