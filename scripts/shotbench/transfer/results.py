@@ -623,7 +623,7 @@ def stolen_text(cases: pd.DataFrame, meta: dict) -> str:
     why = (
         "stolen time is one reason identical cases differ in this run"
         if st.r >= STOLEN_EXPLAINS
-        else "stolen time does not explain how identical cases differ in this run"
+        else "stolen time explains little of how identical cases differ in this run"
     )
     return (
         f"{said} A case's share of stolen time and its time ÷ the median of its tool and row correlate at "
