@@ -50,7 +50,7 @@ STAT = "/proc/stat"
 def parse_steal(stat: str) -> float | None:
     """The `steal` field of /proc/stat's first line (all CPUs) in seconds; None where the kernel
     does not count it (a kernel older than 2.6.11, or text that is not /proc/stat)."""
-    first = stat.split("\n", 1)[0].split()
+    first = stat.partition("\n")[0].split()
     if len(first) < 9 or first[0] != "cpu" or not first[8].isdigit():
         return None
     return int(first[8]) / os.sysconf("SC_CLK_TCK")

@@ -33,6 +33,8 @@ SAME_CHECK_HOW = (
     "the bytes checked against the CRC64NVME the server stores on download"
 )
 LOOPBACK = "loopback"
+CELL = ("network", "direction", "tool", "concurrency", "test")
+"""What makes cases identical: one tool on one row, in flight and network alike; trials differ."""
 
 
 CPU_COLUMNS = ("client-cpu-s", "server-cpu-s", "stolen-cpu-s")
@@ -109,7 +111,7 @@ def summarize(cases: pd.DataFrame) -> pd.DataFrame:
 
 
 def _summarize(cases: pd.DataFrame) -> pd.DataFrame:
-    keys = ["network", "direction", "tool", "concurrency", "test", "file-count", "file-size", "total-bytes"]
+    keys = [*CELL, "file-count", "file-size", "total-bytes"]  # the row's sizes follow from `test`
     if "network" not in cases.columns:
         cases = cases.assign(network=LOOPBACK)
     if cases.empty:
@@ -587,14 +589,13 @@ class Stolen:
 def stolen(cases: pd.DataFrame, cpus: int) -> Stolen | None:
     """The run's stolen CPU time; None for runs that did not read it (before it was, or a kernel
     that does not count it)."""
-    keys = ["network", "direction", "tool", "concurrency", "test"]
     good = cases[(cases["error"] == "") & cases["seconds"].notna() & cases["stolen-cpu-s"].notna()]
     if good.empty or cpus < 1:
         return None
     share = good["stolen-cpu-s"] / (good["seconds"] * cpus)
-    cell = good.groupby(keys, sort=False)["seconds"]
+    cell = good.groupby(list(CELL), sort=False)["seconds"]
     spread = good["seconds"] / cell.transform("median")
-    paired = (cell.transform("size") >= 3) & (share >= 0)
+    paired = cell.transform("size") >= 3
     r = None
     if cell.size().ge(3).sum() >= 3 and share[paired].std() > 0 and spread[paired].std() > 0:
         r = float(np.corrcoef(share[paired], spread[paired])[0, 1])
