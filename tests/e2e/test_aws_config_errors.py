@@ -16,6 +16,7 @@ import pytest
 from shotbench.paths import cache_dir, envs_dir
 from shotbench.store.s3 import without_s3_settings
 from support.filerights import without_file_rights
+from support.incli import completed
 
 TIMEOUT = 300  # bench builds missing backend environments before it looks at S3
 
@@ -43,14 +44,9 @@ def _shots(tmp_path: Path) -> Path:
 
 
 def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
+    """The CLI in this process with a child's environment: the refusal is the CLI's, the process
+    start is not what these tests test (the mode-000 test below runs as its own process)."""
+    return completed(args, env, cwd)
 
 
 def assert_one_sentence(done: subprocess.CompletedProcess[str], *words: str) -> str:

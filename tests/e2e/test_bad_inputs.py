@@ -15,6 +15,7 @@ import pytest
 
 from shotbench.store.s3 import without_s3_settings
 from support.filerights import without_file_rights, without_low_ports
+from support.incli import completed
 
 FIXTURE_RUN = Path(__file__).parents[1] / "data" / "run-fixture"
 LONG_NAME = "/tmp/" + "a" * 5000  # one name far over NAME_MAX
@@ -53,7 +54,7 @@ def one_sentence(done: subprocess.CompletedProcess[str], *words: str, code: int 
     ids=["same spelling", "trailing slash"],
 )
 def test_repeat_with_the_same_run_twice(runs: list[str], tmp_path: Path) -> None:
-    done = cli(["repeat", "--runs", *runs, "--baseline", "others", "--output", str(tmp_path / "out")], tmp_path)
+    done = completed(["repeat", "--runs", *runs, "--baseline", "others", "--output", str(tmp_path / "out")])
     one_sentence(done, "--runs", "twice")
     assert not (tmp_path / "out").exists()
 
@@ -81,7 +82,7 @@ def test_other_paths_too_long(flag: str, tmp_path: Path) -> None:
 
 
 def test_report_output_too_long(tmp_path: Path) -> None:
-    done = cli(["report", "--run", str(FIXTURE_RUN), "--output", LONG_NAME], tmp_path)
+    done = completed(["report", "--run", str(FIXTURE_RUN), "--output", LONG_NAME])
     one_sentence(done, "shorter path")
 
 
@@ -167,18 +168,18 @@ def test_bench_data_finds_a_running_servers_credentials(shot_dir: Path, tmp_path
 def test_compare_with_a_run_pooled_twice(tmp_path: Path) -> None:
     """`compare A,A B` pooled A's tasks twice, halving its interval for nothing."""
     pooled = f"{FIXTURE_RUN},{FIXTURE_RUN}/"
-    done = cli(["compare", pooled, str(FIXTURE_RUN), "--output", str(tmp_path / "out")], tmp_path)
+    done = completed(["compare", pooled, str(FIXTURE_RUN), "--output", str(tmp_path / "out")])
     one_sentence(done, "side A", "twice")
     assert not (tmp_path / "out").exists()
 
 
 def test_compare_with_the_same_run_on_both_sides(tmp_path: Path) -> None:
     """`compare A A` wrote a report of a run against itself, every case "no change"."""
-    done = cli(["compare", str(FIXTURE_RUN), f"{FIXTURE_RUN}/", "--output", str(tmp_path / "out")], tmp_path)
+    done = completed(["compare", str(FIXTURE_RUN), f"{FIXTURE_RUN}/", "--output", str(tmp_path / "out")])
     one_sentence(done, "on both sides")
     assert not (tmp_path / "out").exists()
-    done = cli(
-        ["compare", "ros3-1.14", "ros3-1.14", "--run", str(FIXTURE_RUN), "--output", str(tmp_path / "out")], tmp_path
+    done = completed(
+        ["compare", "ros3-1.14", "ros3-1.14", "--run", str(FIXTURE_RUN), "--output", str(tmp_path / "out")]
     )
     one_sentence(done, "both A and B")
     assert not (tmp_path / "out").exists()
@@ -323,11 +324,11 @@ def test_compare_against_an_unfinished_run_does_not_pass(tmp_path: Path) -> None
     from support.runfolder import interrupted_copy
 
     stopped = interrupted_copy(FIXTURE_RUN, tmp_path / "b", keep=3)
-    done = cli(["compare", str(FIXTURE_RUN), str(stopped), "--output", str(tmp_path / "out")], tmp_path)
+    done = completed(["compare", str(FIXTURE_RUN), str(stopped), "--output", str(tmp_path / "out")])
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"FAIL unfinished: `{stopped.name}` was interrupted with 3 of its" in done.stdout
     assert f"`shotbench bench --resume {stopped}`" in done.stdout
-    done = cli(["compare", str(stopped), str(FIXTURE_RUN), "--output", str(tmp_path / "out2")], tmp_path)
+    done = completed(["compare", str(stopped), str(FIXTURE_RUN), "--output", str(tmp_path / "out2")])
     assert done.returncode == 0, done.stdout + done.stderr
     assert "note: A's run" in done.stdout and "FAIL" not in done.stdout
 

@@ -18,6 +18,7 @@ import pytest
 
 from support.bench import assert_one_sentence, refuse, run_bench
 from support.bench import state_env as _env
+from support.incli import completed
 from support.proxies import StallingProxy, silent_port
 from support.runfolder import bench_proc, case_rows, only_run, wait_for_cases
 
@@ -254,9 +255,7 @@ READ_ONLY = Path("/sys/shotbench-out")  # sysfs refuses new folders even to root
     ],
 )
 def test_read_only_output_folders(args: list[str], tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", *args], env=_env(tmp_path), capture_output=True, text=True, timeout=60
-    )
+    proc = completed(args, _env(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and str(READ_ONLY) in lines[0] and "writable" in lines[0], proc.stderr

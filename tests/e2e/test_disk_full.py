@@ -20,6 +20,7 @@ import pytest
 
 from shotbench.diskspace import DiskFull, atomic_write
 from shotbench.store.s3 import without_s3_settings
+from support.incli import completed
 from support.runfolder import bench_proc, case_rows, wait_for_cases
 
 FIXTURE_RUN = Path(__file__).parents[1] / "data" / "run-fixture"
@@ -112,13 +113,7 @@ def test_a_runs_folder_on_a_full_disk_is_refused_before_work(
     small_disk: Callable[[str], Path], shot_dir: Path, tmp_path: Path
 ) -> None:
     runs = small_disk("8m")
-    done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "bench", "--runs-dir", str(runs), "--data", str(shot_dir)],
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = completed(["bench", "--runs-dir", str(runs), "--data", str(shot_dir)], _env(tmp_path))
     assert done.returncode == 2, done.stderr
     one_sentence(done.stderr, str(runs), "needs", "free", "--runs-dir")
     assert list(runs.iterdir()) == []
@@ -173,13 +168,8 @@ def test_report_output_onto_a_full_disk_is_refused_before_rendering(
 ) -> None:
     out = small_disk("4m")
     start = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "report", "--run", str(FIXTURE_RUN), "--output", str(out / "r")],
-        env={**os.environ, "SHOTBENCH_STATE": str(tmp_path / "state")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {**os.environ, "SHOTBENCH_STATE": str(tmp_path / "state")}
+    done = completed(["report", "--run", str(FIXTURE_RUN), "--output", str(out / "r")], env)
     assert done.returncode == 2, done.stderr
     one_sentence(done.stderr, str(out / "r"), "needs", "--output")
     assert not list(out.rglob("*.html")) and leftovers(out) == []
@@ -217,14 +207,7 @@ def test_a_transfer_run_folder_on_a_full_disk_is_refused_before_work(
     small_disk: Callable[[str], Path], tmp_path: Path
 ) -> None:
     out = small_disk("8m")
-    done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "transfer", "--rows", "1x1MiB", "--networks", "none"]
-        + ["--out", str(out)],
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = completed(["transfer", "--rows", "1x1MiB", "--networks", "none", "--out", str(out)], _env(tmp_path))
     assert done.returncode == 2, done.stderr
     one_sentence(done.stderr, str(out), "needs", "--out")
     assert list(out.iterdir()) == []

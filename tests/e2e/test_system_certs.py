@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from shotbench.errors import UserError
+from support.incli import completed
 
 RECORDER = """#!/bin/sh
 printf '%s\\n' "$*" >> "$SHOTBENCH_UV_RECORD"
@@ -48,13 +48,7 @@ def _transfer_install_only(tmp_path: Path) -> subprocess.CompletedProcess[str]:
     (for s5cmd) are both installed with uv."""
     env = {**os.environ, "SHOTBENCH_CACHE": str(tmp_path / "cache"), "SHOTBENCH_STATE": str(tmp_path / "state")}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not (Path(p) / "go").exists())
-    return subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "transfer", "--install-only"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return completed(["transfer", "--install-only"], env)  # the installers are child processes all the same
 
 
 def test_transfer_installs_trust_the_system_store(recording_uv: Path, tmp_path: Path) -> None:

@@ -126,15 +126,26 @@ def test_settings_reach_a_worker_started_without_them_and_never_its_log(caplog: 
 # ------------------------------------------------------------------ `shotbench cluster workers`
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, envs: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = without_s3_settings()
+    if envs is not None:
+        env["SHOTBENCH_ENVS"] = str(envs)
     return subprocess.run(
         [sys.executable, "-m", "shotbench.cli", "cluster", "workers", *args],
-        capture_output=True, text=True, timeout=120, env=without_s3_settings(),
+        capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
 
 
-def test_cluster_workers_prints_one_command_per_environment() -> None:
-    proc = _cli("--scheduler", "tcp://10.0.0.5:8786", "--env", "main", "hdf5-1.14", "--nworkers", "3")
+def test_cluster_workers_prints_one_command_per_environment(tmp_path: Path) -> None:
+    # an environment folder of its own, so the test needs no build: `make test-fast` runs it on a fresh clone
+    envs = tmp_path / ".envs"
+    args = ("--scheduler", "tcp://10.0.0.5:8786", "--env", "main", "hdf5-1.14", "--nworkers", "3")
+    unbuilt = _cli(*args, envs=envs)
+    assert unbuilt.returncode != 0 and len(unbuilt.stderr.strip().splitlines()) == 1
+    assert "the environment for hdf5-1.14 is not built; run `make envs`" in unbuilt.stderr
+    (envs / "hdf5-1.14" / "bin").mkdir(parents=True)
+    (envs / "hdf5-1.14" / "bin" / "python").symlink_to(sys.executable)
+    proc = _cli(*args, envs=envs)
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if not line.startswith("#")]
     assert len(lines) == 2

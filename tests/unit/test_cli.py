@@ -37,7 +37,9 @@ def test_light_commands_do_not_import_pandas() -> None:
 
 
 def test_unknown_command_is_one_usage_error() -> None:
-    proc = subprocess.run([sys.executable, "-m", "shotbench.cli", "no-such-command"], capture_output=True, text=True)
+    from support.incli import completed
+
+    proc = completed(["no-such-command"])
     assert proc.returncode == 2
     assert "invalid choice" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -102,15 +102,15 @@ def test_local_disk_variant_loads_by_column_name(tmp_path: Path) -> None:
     assert plots.count_figures(multishot_plots.runtime_plots(t)) == 1
 
 
-def test_figures_have_one_panel_per_source_and_legends(table: pd.DataFrame) -> None:
-    for fig in (multishot_plots.runtime_plots(table), multishot_plots.normalized_plots(table),
-                multishot_plots.hitrate_plots(table)):  # fmt: skip
-        assert plots.count_figures(fig) == 2
-        model = hv.render(fig, backend="bokeh")
-        legends = list(model.select({"type": Legend}))
-        labels = {item.label["value"] for legend in legends for item in legend.items}
-        assert len(legends) == 2 and len(labels) == 8  # 2 layouts x 2 orders x 2 page buffers
-        assert "shot layout · shots · pb 264 MB" in labels and "signal layout · signals · pb 64 MB" in labels
+@pytest.mark.parametrize("figure", ["runtime_plots", "normalized_plots", "hitrate_plots"])
+def test_figures_have_one_panel_per_source_and_legends(table: pd.DataFrame, figure: str) -> None:
+    fig = getattr(multishot_plots, figure)(table)  # one figure per test: each renders for seconds
+    assert plots.count_figures(fig) == 2
+    model = hv.render(fig, backend="bokeh")
+    legends = list(model.select({"type": Legend}))
+    labels = {item.label["value"] for legend in legends for item in legend.items}
+    assert len(legends) == 2 and len(labels) == 8  # 2 layouts x 2 orders x 2 page buffers
+    assert "shot layout · shots · pb 264 MB" in labels and "signal layout · signals · pb 64 MB" in labels
 
 
 def test_a_csv_in_no_known_schema_is_refused_with_one_sentence(

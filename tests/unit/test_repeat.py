@@ -7,8 +7,6 @@ import csv
 import json
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +14,7 @@ import pytest
 
 from shotbench.errors import UserError
 from shotbench.studies.repeat import repeatability as repeat
-from support.incli import one_line
+from support.incli import completed, one_line
 from support.runfolder import copy_run
 
 
@@ -71,12 +69,7 @@ def test_moves_and_coverage_are_counted_per_pair_of_runs() -> None:
     ],
 )
 def test_bad_input_is_one_sentence(args: list[str], words: str, tmp_path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "repeat", *[a.format(tmp=tmp_path) for a in args]],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = completed(["repeat", *[a.format(tmp=tmp_path) for a in args]])
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
@@ -167,12 +160,7 @@ def test_first_trials_scores_a_long_run_as_if_it_had_stopped_early(tmp_path: Pat
 def test_repeat_scores_published_runs_against_local_and_the_rest_of_each_round(tmp_path: Path) -> None:
     """`shotbench repeat --runs`: both scores printed and recorded, with the run folders scored."""
     runs = [str(PUBLISHED), str(PUBLISHED.parent / "20261126T104647Z-81fea2")]  # two default runs
-    done = subprocess.run(
-        [sys.executable, "-m", "shotbench.cli", "repeat", "--runs", *runs, "--output", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = completed(["repeat", "--runs", *runs, "--output", str(tmp_path)])
     assert done.returncode == 0, done.stderr
     assert "÷ local's in the same trial" in done.stdout
     assert "Against the rest of each round (--baseline others): the median case's ratio moves" in done.stdout
