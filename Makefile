@@ -137,10 +137,11 @@ test-all: venv envs tools lint ## What CI runs: build the optional builds too (2
 	@$(pytest_parallel)
 	@$(pytest_alone)
 
-test-fast: venv ## Fast tests only: no builds, no server, no notebook, no browser (< 1 min; all of tests/unit and the fast tests of the other tiers)
+test-fast: venv ## The unit tier (tests/unit): no builds, no server, no notebook, no browser; under a minute from a fresh clone
 	@# against an empty, offline build cache and no environments: a test that would build or start a server fails here
+	@# (tests/conftest.py refuses a unit test marked or using a server, a notebook, a browser or `slow`)
 	@empty=$$(mktemp -d) && SHOTBENCH_CACHE=$$empty/shotbench SHOTBENCH_ENVS=$$empty/envs UV_CACHE_DIR=$$empty/uv UV_OFFLINE=1 GOPROXY=off SHOTBENCH_FUZZ_EXAMPLES=50 \
-	  $(PY) -m pytest -n auto -m "not slow and not browser and not server and not notebook"; rc=$$?; rm -rf "$$empty"; exit $$rc
+	  $(PY) -m pytest -n auto tests/unit; rc=$$?; rm -rf "$$empty"; exit $$rc
 
 bench-chaos: envs tools ## Quick matrix under mixed faults (resets, stalls, 503s), a SIGKILL and a server kill, resumed: prints lost/duplicated counts
 	@$(SB) chaos --profile $(call q,$(PROFILE)) $(if $(CONFIG),--config $(call q,$(CONFIG)))

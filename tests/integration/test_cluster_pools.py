@@ -137,7 +137,7 @@ def _cli(*args: str, envs: Path | None = None) -> subprocess.CompletedProcess[st
 
 
 def test_cluster_workers_prints_one_command_per_environment(tmp_path: Path) -> None:
-    # an environment folder of its own, so the test needs no build: `make test-fast` runs it on a fresh clone
+    # an environment folder of its own, so the test needs no build and passes on a fresh clone
     envs = tmp_path / ".envs"
     args = ("--scheduler", "tcp://10.0.0.5:8786", "--env", "main", "hdf5-1.14", "--nworkers", "3")
     unbuilt = _cli(*args, envs=envs)
