@@ -63,6 +63,9 @@ def test_the_cpu_table_sets_stage_beside_the_fastest_other_tool_on_both_sides(tm
     assert row["fastest other"] == "obstore" and row["time ÷"] == pytest.approx(0.137 / 0.126, abs=0.01)
     assert (row["stage client CPU s"], row["other client CPU s"]) == (0.14, 0.12)
     assert (row["stage server CPU s"], row["other server CPU s"]) == (0.08, 0.05)
+    assert "cores busy" not in row  # without the machine's CPUs, no load to read
+    (row,) = analysis.cpu_table(_run(tmp_path, rows), cpus=2).to_dict("records")
+    assert row["cores busy"] == "67 %" and row["CPU ÷"] == pytest.approx(0.22 / 0.17, abs=0.01)
 
 
 def test_a_run_from_before_cpu_was_counted_has_no_cpu_table(tmp_path: Path) -> None:
@@ -90,6 +93,24 @@ def test_the_answer_says_which_sides_cpu_a_missed_row_went_to(tmp_path: Path) ->
     assert "download 128 File/1 MiB ea at 16 against obstore: +0.020 s here, +0.030 s on the server" in text
     old = [{k: v for k, v in r.items() if not k.endswith("cpu-s")} for r in rows]
     assert "Where the misses' time went" not in analysis.answer(_run(tmp_path, old))
+    loaded = analysis.answer(_run(tmp_path, rows), cpus=2)  # 0.20 CPU-s in 0.12 s on two cores
+    assert "(the cores were 83 % busy: stage's CPU, both sides, was 1.25× the other's" in loaded
+
+
+def test_the_threshold_block_reads_a_missed_row_through_the_machines_load(tmp_path: Path) -> None:
+    rows = []
+    for trial in range(5):
+        rows += [
+            {**BASE, "trial": trial, "tool": "shotbench", "seconds": 0.45 + trial / 1000, "mb-per-s": 300,
+             "client-cpu-s": 0.20, "server-cpu-s": 0.60},
+            {**BASE, "trial": trial, "tool": "awscrt", "seconds": 0.40 + trial / 1000, "mb-per-s": 330,
+             "client-cpu-s": 0.16, "server-cpu-s": 0.57},
+        ]  # fmt: skip
+    _run(tmp_path, rows)
+    (tmp_path / "run.json").write_text('{"kind": "transfer", "machine": {"cpus": 2}}')
+    text = analysis.threshold_text(tmp_path)
+    assert "FAIL  shotbench 0.45 s" in text
+    assert "    CPU: stage +0.040 s on this side; the cores were 91 % busy: stage's CPU, both sides, was 1.10×" in text
 
 
 def test_a_summary_is_remembered_by_content_and_never_shared_mutably(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from shotbench.errors import UserError, refuse_repeats
 from shotbench.paths import cache_dir, transfer_runs_dir
 from shotbench.transfer.cases import TRANSFER_PROFILES, get_profile, parse_rows
 from shotbench.transfer.programs import DEFAULT_TOOLS, TOOL_CLASSES
+from shotbench.transfer.serverstore import AUTO, CHOICES, Placement
 
 BUCKET = "shotbench-transfer"
 
@@ -67,6 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="check a finished run (or 'latest') against the stage threshold: print pass/fail per row, "
         "exit 1 when a row fails",
     )
+    p.add_argument(
+        "--server-storage",
+        choices=CHOICES,
+        default=AUTO,
+        help="where the embedded server keeps its objects: memory (/dev/shm), disk (the cache), or auto "
+        "(default): memory when they fit, away from the disk that holds the files it sends",
+    )
     p.add_argument("--out", type=Path, help="parent folder of the run folder (default data/transfer)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run (same plan)")
     p.add_argument("--aws-bin", help="use this `aws` executable instead of the cached awscli install")
@@ -104,6 +112,8 @@ def build_plan(args: argparse.Namespace):
         refuse_repeats([str(c) for c in _ints(args.concurrency, "concurrency")], "--concurrency")
     if args.trials is not None and args.trials < 1:
         raise UserError("--trials must be at least 1.")
+    if args.data and getattr(args, "server_storage", AUTO) != AUTO:
+        raise UserError("--server-storage places the embedded server's objects; drop it with --data.")
     trials = args.trials or prof.trials
     if args.max_trials is not None and args.max_trials < trials:
         raise UserError(
@@ -201,9 +211,10 @@ def latency_endpoints(state: Path, upstream_port: int, cfg, names: list[str]) ->
 
 
 @contextlib.contextmanager
-def s3_target(data: str | None) -> Iterator[tuple]:
+def s3_target(data: str | None, placement: Placement | None = None) -> Iterator[tuple]:
     """(S3Config, bucket, base prefix, data info): the user's S3, or a private embedded server
-    whose state (and uploaded bytes) are removed afterwards."""
+    whose state (and uploaded bytes) are removed afterwards, kept where `placement` says
+    (shotbench.transfer.serverstore; the cache's disk without one)."""
     from shotbench.store.embedded import resolve_s3config
     from shotbench.store.s3 import parse_location
 
@@ -222,10 +233,12 @@ def s3_target(data: str | None) -> Iterator[tuple]:
         return
     from shotbench.gobuild import VERSITYGW_VERSION
     from shotbench.redact import mask
-    from shotbench.store.embedded import embedded_server
+    from shotbench.store.embedded import embedded_server, status
+    from shotbench.transfer.serverstore import sweep_stale
 
-    parent = cache_dir() / "transfer" / "server"
+    parent = placement.parent if placement else disk_server_folder()
     parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(parent, lambda d: status(d) is not None)
     state = Path(tempfile.mkdtemp(prefix="state-", dir=parent))
     try:
         with embedded_server(state) as info:
@@ -240,10 +253,16 @@ def s3_target(data: str | None) -> Iterator[tuple]:
                 "upstream_port": info.upstream_port or info.port,
                 "state": str(state),
                 "pids": list(info.pids()),
+                **(placement.public() if placement else {}),
             }
             yield cfg, BUCKET, "", {"location": f"s3://{BUCKET}/", "embedded": True, **cfg.public(), "server": server}
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+def disk_server_folder() -> Path:
+    """Where the embedded server's folders go on the disk: the build cache's."""
+    return cache_dir() / "transfer" / "server"
 
 
 def install_only(args: argparse.Namespace) -> int:
@@ -305,7 +324,12 @@ def main(args: argparse.Namespace) -> int:
     tools = make_tools(plan.tools, binaries)
     files_root = cache_dir() / "transfer" / "files"
     check_disk(plan, files_root)
-    with s3_target(args.data) as (cfg, bucket, prefix, info):
+    placement = None
+    if not args.data:
+        from shotbench.transfer.serverstore import place, server_bytes
+
+        placement = place(args.server_storage, server_bytes(plan.all_rows()), disk_server_folder())
+    with s3_target(args.data, placement) as (cfg, bucket, prefix, info):
         print(
             f"shotbench transfer: profile {plan.profile}, {len(tools)} tools, {describe(plan, tools)}, "
             f"{info['location']} -> {run_dir}",

@@ -19,6 +19,7 @@ from shotbench.errors import UserError
 from shotbench.runs import RUN_JSON, read_meta
 from shotbench.transfer.cases import size_label
 from shotbench.transfer.checks import same_check_tools
+from shotbench.transfer.cpubound import FULL, CpuReading, Spent, reading
 
 BASELINE = "raw-get"
 CLASSIC = "aws-s3-sync"  # the seed tables' reference column
@@ -540,11 +541,23 @@ def _pair(summary: pd.DataFrame, c: StageCheck) -> tuple[pd.Series, pd.Series] |
     return g[g["tool"] == SELF].iloc[0], g[g["tool"] == c.best_tool].iloc[0]
 
 
-def cpu_table(cases: pd.DataFrame) -> pd.DataFrame:
+def _spent(row: pd.Series) -> Spent:
+    return Spent(float(row["seconds"]), float(row["client-cpu-s"]), float(row["server-cpu-s"]))
+
+
+def _cpu_reading(summary: pd.DataFrame, c: StageCheck, cpus: int) -> CpuReading | None:
+    """What the machine's CPU says of a judged row's ratio (shotbench.transfer.cpubound)."""
+    pair = _pair(summary, c)
+    return None if pair is None else reading(_spent(pair[0]), _spent(pair[1]), cpus)
+
+
+def cpu_table(cases: pd.DataFrame, cpus: int = 0) -> pd.DataFrame:
     """Per row of the matrix stage ran: stage and the fastest other tool, with the median CPU each
     used on this side and on the server's while timed. On one machine the embedded server shares
     the cores, so the server's work for a tool's check lands on that tool's clock; against S3 it
-    would run on S3's machines. Empty when the run counted no CPU (runs from before it did)."""
+    would run on S3's machines. With the machine's `cpus`, also how busy the cores were during the
+    other tool's cases and stage's CPU ÷ its CPU (both sides): where the cores were full, the time
+    ratio follows that one. Empty when the run counted no CPU (runs from before it did)."""
     s = summarize(loopback(cases))
     if s.empty or s["client-cpu-s"].isna().all():
         return pd.DataFrame()
@@ -569,6 +582,10 @@ def cpu_table(cases: pd.DataFrame) -> pd.DataFrame:
                 "other server CPU s": round(best["server-cpu-s"], 3),
             }
         )
+        if cpus:
+            cr = reading(_spent(me), _spent(best), cpus)
+            rows[-1]["cores busy"] = f"{cr.busy * 100:.0f} %" if cr else "–"
+            rows[-1]["CPU ÷"] = round(cr.cpu_ratio, 2) if cr else float("nan")
     return pd.DataFrame(rows)
 
 
@@ -606,9 +623,27 @@ def _percent(share: float, digits: int = 1) -> str:
     return f"{share * 100:.{digits}f} %"
 
 
+def server_storage_text(meta: dict) -> str:
+    """Where the run's embedded server kept its objects, in a sentence ('' for a user's S3)."""
+    data = meta.get("data") or {}
+    if not data.get("embedded"):
+        return ""
+    server = data.get("server") or {}
+    kind = server.get("storage")
+    if not kind:
+        return "The embedded server kept its objects on this machine's disk (runs from before the choice was recorded)."
+    where = "in memory (tmpfs)" if kind == "memory" else "on this machine's disk"
+    return f"The embedded server kept its objects {where}: {server.get('storage_why') or 'no reason recorded'}."
+
+
+def machine_cpus(meta: dict) -> int:
+    """The CPUs of the machine a run was made on, as run.json records them (0 when it does not)."""
+    return int((meta.get("machine") or {}).get("cpus") or 0)
+
+
 def stolen_text(cases: pd.DataFrame, meta: dict) -> str:
     """The run's stolen CPU time in two sentences, or what is known of it."""
-    cpus = int((meta.get("machine") or {}).get("cpus") or 0)
+    cpus = machine_cpus(meta)
     st = stolen(cases, cpus)
     if st is None:
         return (
@@ -671,7 +706,13 @@ def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
         f"\n  what the trials tell of each ratio's {int(stats.LEVEL * 100)} % interval against {threshold:.2f}: "
         f"{told[WITHIN]} within, {told[SLOWER]} slower, {told[UNDECIDED]} undecided"
     )
-    lines = [head, *("  " + c.line() for c in checks)]
+    cpus = machine_cpus(load_meta(run_dir))
+    lines = [head]
+    for c in checks:
+        lines.append("  " + c.line())
+        cr = None if c.passed else _cpu_reading(summary, c, cpus)
+        if cr is not None:
+            lines.append(f"    CPU: stage {cr.client_extra:+.3f} s on this side; {cr.phrase()}")
     same = _stage_checks(summary, threshold, SAME_CHECK)
     if same:
         passed = sum(c.passed for c in same)
@@ -841,9 +882,10 @@ def async_verdicts(cases: pd.DataFrame, pays: float = 1.10) -> list[AsyncVerdict
     return out
 
 
-def _cpu_differences(summary: pd.DataFrame, checks: list[StageCheck]) -> list[str]:
+def _cpu_differences(summary: pd.DataFrame, checks: list[StageCheck], cpus: int = 0) -> list[str]:
     """For each check with both tools' CPU counted: stage's CPU minus the fastest other tool's, on
-    this side and on the server's, in a phrase."""
+    this side and on the server's, and (with the machine's `cpus`) what the cores' load makes of
+    the ratio, in a phrase."""
     out = []
     for c in checks:
         pair = _pair(summary, c)
@@ -855,13 +897,17 @@ def _cpu_differences(summary: pd.DataFrame, checks: list[StageCheck]) -> list[st
         if np.isnan(client):
             continue
         where = f"{client:+.3f} s here" + ("" if np.isnan(server) else f", {server:+.3f} s on the server")
+        cr = reading(_spent(me), _spent(best), cpus)
+        if cr is not None:
+            where += f" ({cr.phrase()})"
         out.append(f"{c.direction} {c.test} at {c.concurrency} against {c.best_tool}: {where}")
     return out
 
 
-def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
+def answer(cases: pd.DataFrame, threshold: float = THRESHOLD, cpus: int = 0) -> str:
     """The report's first section, in markdown: the fastest tool per row with its ties, whether
-    `shotbench stage` met its threshold, and whether async pays."""
+    `shotbench stage` met its threshold (and, with the machine's `cpus`, what the cores' load
+    makes of a miss), and whether async pays."""
     summary = summarize(loopback(cases))  # one bootstrap per cell, shared by the rows and the checks
     rows = _leaders(summary)
     if not rows:
@@ -896,11 +942,12 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD) -> str:
             f"{told[WITHIN]} rows, above it on {told[SLOWER]}, and across it (undecided) on {told[UNDECIDED]}"
         )
         parts.append(text + ".")
-        spent = _cpu_differences(summary, missed)
+        spent = _cpu_differences(summary, missed, cpus)
         if spent:
             parts.append(
                 "**Where the misses' time went**, as CPU used while timed, stage's minus the fastest other "
-                "tool's (on one machine the server's CPU is on the clock too; against S3 it is S3's): "
+                "tool's (on one machine the server's CPU is on the clock too; against S3 it is S3's). "
+                f"Where the cores were at least {FULL * 100:.0f} % busy, time follows the CPU both sides spend: "
                 + "; ".join(spent)
                 + "."
             )

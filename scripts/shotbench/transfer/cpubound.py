@@ -1,0 +1,86 @@
+"""What the machine's CPU says of a ratio between two tools on one row.
+
+On loopback the embedded server runs on the client's cores. When those cores are nearly full
+during a row's cases, a tool's time follows the CPU that it and the server spend, whatever its
+design: every CPU-second one side adds is one the other side waits for. So a ratio of times on
+such a row is, first of all, a ratio of CPU. Against S3 the server's CPU is on S3's machines, so
+no such bound holds there.
+
+This module turns medians already measured (seconds, client and server CPU-seconds) into that
+reading: how busy the cores were, and the ratio the CPU alone would give. It measures nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+FULL = 0.80
+"""Cores at least this busy (CPU-seconds spent ÷ (seconds × CPUs)) bound a row: measured on this
+2-core machine, the 1 MiB upload rows ran at 0.82-0.93, and their time ratios followed their CPU
+ratios (docs/results/2026-12-03-upload-server-cpu.md)."""
+
+
+@dataclass(frozen=True)
+class Spent:
+    """One tool's medians on one row: wall seconds and CPU-seconds on each side while timed."""
+
+    seconds: float
+    client: float
+    server: float
+
+    @property
+    def cpu(self) -> float:
+        return self.client + self.server
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """Two tools on one row, read through the CPU they made the machine spend."""
+
+    busy: float  # the rival's cases: CPU-seconds spent ÷ (seconds × CPUs)
+    stage_busy: float  # the same for stage's cases
+    cpu_ratio: float  # stage's CPU (client + server) ÷ the rival's: the ratio if time followed CPU
+    time_ratio: float  # stage's seconds ÷ the rival's, as measured
+    client_extra: float  # stage's client CPU-seconds minus the rival's
+
+    @property
+    def bound(self) -> bool:
+        """Were the cores full enough for time to follow CPU?"""
+        return self.busy >= FULL
+
+    @property
+    def share(self) -> float | None:
+        """How much of stage's excess time its excess CPU accounts for (None without an excess)."""
+        if self.time_ratio <= 1.0:
+            return None
+        return max(0.0, self.cpu_ratio - 1.0) / (self.time_ratio - 1.0)
+
+    def phrase(self) -> str:
+        """One clause for a report: how busy the cores were, and what that makes of the ratio."""
+        busy = f"the cores were {self.busy * 100:.0f} % busy"
+        if not self.bound:
+            return f"{busy}, too few for time to follow CPU"
+        said = (
+            f"{busy}: stage's CPU, both sides, was {self.cpu_ratio:.2f}× the other's, which on full cores "
+            f"alone makes its time {self.cpu_ratio:.2f}×"
+        )
+        share = self.share
+        if share is not None:
+            said += f", {min(share, 1.0) * 100:.0f} % of the {self.time_ratio - 1:+.0%} it took"
+        return said
+
+
+def reading(stage: Spent, rival: Spent, cpus: int) -> CpuReading | None:
+    """The CPU reading of a pair, or None when a figure is missing (runs from before CPU was
+    counted, a server whose CPU could not be read) or the machine's CPUs are unknown."""
+    figures = (stage.seconds, stage.client, stage.server, rival.seconds, rival.client, rival.server)
+    if cpus < 1 or any(not math.isfinite(x) for x in figures) or min(stage.seconds, rival.seconds, rival.cpu) <= 0:
+        return None
+    return CpuReading(
+        busy=rival.cpu / (rival.seconds * cpus),
+        stage_busy=stage.cpu / (stage.seconds * cpus),
+        cpu_ratio=stage.cpu / rival.cpu,
+        time_ratio=stage.seconds / rival.seconds,
+        client_extra=stage.client - rival.client,
+    )
