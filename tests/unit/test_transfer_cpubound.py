@@ -18,8 +18,8 @@ def test_on_full_cores_the_extra_cpu_is_read_as_its_share_of_the_extra_time() ->
     assert r.client_extra == pytest.approx(0.044)
     assert r.share == pytest.approx((0.799 / 0.736 - 1) / (0.466 / 0.411 - 1))
     assert r.phrase() == (
-        "the cores were 90 % busy: stage's CPU, both sides, was 1.09× the other's, which on full cores alone "
-        "makes its time 1.09×, 64 % of the +13% it took"
+        "the cores were 90 % busy, and stage's CPU (both sides) was 1.09× the other's: on full cores that alone "
+        "accounts for 64 % of the +13 % it took"
     )
 
 
@@ -32,7 +32,7 @@ def test_cores_that_wait_bound_nothing() -> None:
 def test_a_faster_stage_has_no_excess_to_share_out() -> None:
     r = reading(Spent(0.20, 0.10, 0.08), Spent(0.25, 0.30, 0.11), cpus=2)
     assert r is not None and r.time_ratio < 1 and r.share is None
-    assert r.phrase().endswith("makes its time 0.44×")
+    assert r.phrase().endswith("was 0.44× the other's")
 
 
 @pytest.mark.parametrize(

@@ -94,7 +94,7 @@ def test_the_answer_says_which_sides_cpu_a_missed_row_went_to(tmp_path: Path) ->
     old = [{k: v for k, v in r.items() if not k.endswith("cpu-s")} for r in rows]
     assert "Where the misses' time went" not in analysis.answer(_run(tmp_path, old))
     loaded = analysis.answer(_run(tmp_path, rows), cpus=2)  # 0.20 CPU-s in 0.12 s on two cores
-    assert "(the cores were 83 % busy: stage's CPU, both sides, was 1.25× the other's" in loaded
+    assert "(the cores were 83 % busy, and stage's CPU (both sides) was 1.25× the other's" in loaded
 
 
 def test_the_threshold_block_reads_a_missed_row_through_the_machines_load(tmp_path: Path) -> None:
@@ -110,7 +110,9 @@ def test_the_threshold_block_reads_a_missed_row_through_the_machines_load(tmp_pa
     (tmp_path / "run.json").write_text('{"kind": "transfer", "machine": {"cpus": 2}}')
     text = analysis.threshold_text(tmp_path)
     assert "FAIL  shotbench 0.45 s" in text
-    assert "    CPU: stage +0.040 s on this side; the cores were 91 % busy: stage's CPU, both sides, was 1.10×" in text
+    assert (
+        "    CPU: stage +0.040 s on this side; the cores were 91 % busy, and stage's CPU (both sides) was 1.10×" in text
+    )
 
 
 def test_a_summary_is_remembered_by_content_and_never_shared_mutably(tmp_path: Path) -> None:

@@ -61,13 +61,10 @@ class CpuReading:
         busy = f"the cores were {self.busy * 100:.0f} % busy"
         if not self.bound:
             return f"{busy}, too few for time to follow CPU"
-        said = (
-            f"{busy}: stage's CPU, both sides, was {self.cpu_ratio:.2f}× the other's, which on full cores "
-            f"alone makes its time {self.cpu_ratio:.2f}×"
-        )
+        said = f"{busy}, and stage's CPU (both sides) was {self.cpu_ratio:.2f}× the other's"
         share = self.share
         if share is not None:
-            said += f", {min(share, 1.0) * 100:.0f} % of the {self.time_ratio - 1:+.0%} it took"
+            said += f": on full cores that alone accounts for {min(share, 1.0) * 100:.0f} % of the {(self.time_ratio - 1) * 100:+.0f} % it took"
         return said
 
 

@@ -947,9 +947,8 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD, cpus: int = 0) -> 
             parts.append(
                 "**Where the misses' time went**, as CPU used while timed, stage's minus the fastest other "
                 "tool's (on one machine the server's CPU is on the clock too; against S3 it is S3's). "
-                f"Where the cores were at least {FULL * 100:.0f} % busy, time follows the CPU both sides spend: "
-                + "; ".join(spent)
-                + "."
+                f"Where the cores were at least {FULL * 100:.0f} % busy, time follows the CPU both sides spend:\n\n"
+                + "\n".join(f"- {line}." for line in spent)
             )
     same = _stage_checks(summary, threshold, SAME_CHECK)
     ratios = [c.ratio for c in same if c.ratio is not None]
