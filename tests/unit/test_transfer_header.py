@@ -16,7 +16,15 @@ from shotbench.transfer.programs import make_tools
 
 def _args(**given: str) -> argparse.Namespace:
     args = dict(
-        profile="quick", tools=None, trials=None, max_trials=None, networks=None, data=None, rows=None, concurrency=None
+        profile="quick",
+        tools=None,
+        trials=None,
+        max_trials=None,
+        networks=None,
+        data=None,
+        rows=None,
+        concurrency=None,
+        server_storage="auto",
     )
     return argparse.Namespace(**{**args, "seed": 0, "direction": "both", **given})
 

@@ -112,7 +112,7 @@ def build_plan(args: argparse.Namespace):
         refuse_repeats([str(c) for c in _ints(args.concurrency, "concurrency")], "--concurrency")
     if args.trials is not None and args.trials < 1:
         raise UserError("--trials must be at least 1.")
-    if args.data and getattr(args, "server_storage", AUTO) != AUTO:
+    if args.data and args.server_storage != AUTO:
         raise UserError("--server-storage places the embedded server's objects; drop it with --data.")
     trials = args.trials or prof.trials
     if args.max_trials is not None and args.max_trials < trials:

@@ -39,7 +39,6 @@ class CpuReading:
     """Two tools on one row, read through the CPU they made the machine spend."""
 
     busy: float  # the rival's cases: CPU-seconds spent ÷ (seconds × CPUs)
-    stage_busy: float  # the same for stage's cases
     cpu_ratio: float  # stage's CPU (client + server) ÷ the rival's: the ratio if time followed CPU
     time_ratio: float  # stage's seconds ÷ the rival's, as measured
     client_extra: float  # stage's client CPU-seconds minus the rival's
@@ -76,7 +75,6 @@ def reading(stage: Spent, rival: Spent, cpus: int) -> CpuReading | None:
         return None
     return CpuReading(
         busy=rival.cpu / (rival.seconds * cpus),
-        stage_busy=stage.cpu / (stage.seconds * cpus),
         cpu_ratio=stage.cpu / rival.cpu,
         time_ratio=stage.seconds / rival.seconds,
         client_extra=stage.client - rival.client,

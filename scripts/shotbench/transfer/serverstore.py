@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from shotbench.diskspace import free_bytes
 from shotbench.errors import UserError
 from shotbench.transfer.cases import Row
 
@@ -74,14 +75,11 @@ def place(
     mounts: str | None = None,
     meminfo: str | None = None,
 ) -> Placement:
-    """Memory when asked or when `need` bytes fit in `shm` (a tmpfs) with SPARE left and within
+    """`asked` is one of CHOICES (argparse checks it). Memory when asked or when `need` bytes fit in `shm` (a tmpfs) with SPARE left and within
     1/MEMORY_SHARE of the memory available; else `disk`. Asked for memory that is not there:
     one sentence naming the fix."""
-    if asked not in CHOICES:
-        raise UserError(f"--server-storage takes {', '.join(CHOICES)}, not {asked!r}.")
-    on_disk = Placement(DISK, disk, "asked for (--server-storage disk)")
     if asked == DISK:
-        return on_disk
+        return Placement(DISK, disk, "asked for (--server-storage disk)")
     mounts = _read("/proc/self/mounts") if mounts is None else mounts
     meminfo = _read("/proc/meminfo") if meminfo is None else meminfo
     gib = need / 2**30
@@ -89,7 +87,7 @@ def place(
     if not _tmpfs(shm, mounts):
         refusal = f"{shm} is not a tmpfs here"
     else:
-        free = shutil.disk_usage(shm).free
+        free = free_bytes(shm)
         available = _mem_available(meminfo)
         if free < need + SPARE:
             refusal = f"{shm} has {free / 2**30:.1f} GiB free, and the run's objects need {gib:.1f} GiB + 1 GiB spare"
