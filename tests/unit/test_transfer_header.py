@@ -16,17 +16,9 @@ from shotbench.transfer.programs import make_tools
 
 def _args(**given: str) -> argparse.Namespace:
     args = dict(
-        profile="quick",
-        tools=None,
-        trials=None,
-        max_trials=None,
-        networks=None,
-        data=None,
-        rows=None,
-        concurrency=None,
-        server_storage="auto",
+        profile="quick", tools=None, trials=None, max_trials=None, networks=None, data=None, rows=None, concurrency=None
     )
-    return argparse.Namespace(**{**args, "seed": 0, "direction": "both", **given})
+    return argparse.Namespace(**{**args, "seed": 0, "direction": "both", "server_storage": "auto", **given})
 
 
 @pytest.mark.parametrize(
