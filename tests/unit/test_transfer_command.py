@@ -138,3 +138,14 @@ def test_server_storage_with_a_users_s3_is_refused_naming_the_fix(
     err = _refused(["transfer", *args], capsys)
     assert "--server-storage places the embedded server's objects; drop it with --data." in err
     assert not any(out.iterdir())
+
+
+def test_server_cpus_with_a_users_s3_is_refused_naming_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "runs"
+    out.mkdir()
+    args = ["--server-cpus", "split", "--data", "s3://bucket/prefix", "--networks", "none", "--out", str(out)]
+    err = _refused(["transfer", *args], capsys)
+    assert "--server-cpus places the embedded server's processes; drop it with --data." in err
+    assert not any(out.iterdir())

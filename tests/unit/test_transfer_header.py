@@ -18,7 +18,9 @@ def _args(**given: str) -> argparse.Namespace:
     args = dict(
         profile="quick", tools=None, trials=None, max_trials=None, networks=None, data=None, rows=None, concurrency=None
     )
-    return argparse.Namespace(**{**args, "seed": 0, "direction": "both", "server_storage": "auto", **given})
+    return argparse.Namespace(
+        **{**args, "seed": 0, "direction": "both", "server_storage": "auto", "server_cpus": "auto", **given}
+    )
 
 
 @pytest.mark.parametrize(

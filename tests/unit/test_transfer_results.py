@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from shotbench.transfer import results as analysis
+from shotbench.transfer.cpubound import Cores
 from shotbench.units import MiB
 
 BASE = {
@@ -64,7 +65,7 @@ def test_the_cpu_table_sets_stage_beside_the_fastest_other_tool_on_both_sides(tm
     assert (row["stage client CPU s"], row["other client CPU s"]) == (0.14, 0.12)
     assert (row["stage server CPU s"], row["other server CPU s"]) == (0.08, 0.05)
     assert "cores busy" not in row  # without the machine's CPUs, no load to read
-    (row,) = analysis.cpu_table(_run(tmp_path, rows), cpus=2).to_dict("records")
+    (row,) = analysis.cpu_table(_run(tmp_path, rows), Cores(2)).to_dict("records")
     assert row["cores busy"] == "67 %" and row["CPU ÷"] == pytest.approx(0.22 / 0.17, abs=0.01)
 
 
@@ -93,7 +94,7 @@ def test_the_answer_says_which_sides_cpu_a_missed_row_went_to(tmp_path: Path) ->
     assert "download 128 File/1 MiB ea at 16 against obstore: +0.020 s here, +0.030 s on the server" in text
     old = [{k: v for k, v in r.items() if not k.endswith("cpu-s")} for r in rows]
     assert "Where the misses' time went" not in analysis.answer(_run(tmp_path, old))
-    loaded = analysis.answer(_run(tmp_path, rows), cpus=2)  # 0.20 CPU-s in 0.12 s on two cores
+    loaded = analysis.answer(_run(tmp_path, rows), cores=Cores(2))  # 0.20 CPU-s in 0.12 s on two cores
     assert "(the cores were 83 % busy, and stage's CPU (both sides) was 1.25× the other's" in loaded
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from shotbench.commands.server import WHICH_S3_DATA
 from shotbench.errors import UserError, refuse_repeats
 from shotbench.paths import cache_dir, transfer_runs_dir
+from shotbench.transfer import cores
 from shotbench.transfer.cases import TRANSFER_PROFILES, get_profile, parse_rows
 from shotbench.transfer.programs import DEFAULT_TOOLS, TOOL_CLASSES
 from shotbench.transfer.serverstore import AUTO, CHOICES, Placement
@@ -75,6 +76,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="where the embedded server keeps its objects: memory (/dev/shm), disk (the cache), or auto "
         "(default): memory when they fit, away from the disk that holds the files it sends",
     )
+    p.add_argument(
+        "--server-cpus",
+        choices=cores.CHOICES,
+        default=cores.AUTO,
+        help="the embedded server's CPUs: split (half for it, half for the tools, as against S3, whose CPU is "
+        "not the client's), shared (every CPU for both), or auto (default): split where there are 2 or more",
+    )
     p.add_argument("--out", type=Path, help="parent folder of the run folder (default data/transfer)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run (same plan)")
     p.add_argument("--aws-bin", help="use this `aws` executable instead of the cached awscli install")
@@ -114,6 +122,8 @@ def build_plan(args: argparse.Namespace):
         raise UserError("--trials must be at least 1.")
     if args.data and args.server_storage != AUTO:
         raise UserError("--server-storage places the embedded server's objects; drop it with --data.")
+    if args.data and args.server_cpus != cores.AUTO:
+        raise UserError("--server-cpus places the embedded server's processes; drop it with --data.")
     trials = args.trials or prof.trials
     if args.max_trials is not None and args.max_trials < trials:
         raise UserError(
@@ -183,8 +193,11 @@ def _check_bucket(cfg, loc) -> None:
 
 
 @contextlib.contextmanager
-def latency_endpoints(state: Path, upstream_port: int, cfg, names: list[str]) -> Iterator[dict]:
-    """network name -> S3Config reaching the same server through toxiproxy with that profile."""
+def latency_endpoints(
+    state: Path, upstream_port: int, cfg, names: list[str], cpus: tuple[int, ...] = ()
+) -> Iterator[dict]:
+    """network name -> S3Config reaching the same server through toxiproxy with that profile; the
+    proxies, which stand for the network, run on `cpus` (the server's) when given."""
     import dataclasses
 
     from shotbench.processes import terminate
@@ -203,6 +216,8 @@ def latency_endpoints(state: Path, upstream_port: int, cfg, names: list[str]) ->
                 raise UserError(f"'{name}' is not a latency profile; use s3-same-region or s3-cross-region.")
             proxy = start_proxy(folder, upstream_port, profile, private=True)
             started.append(proxy.pid)
+            if cpus:
+                cores.pin(proxy.pid, cpus)
             out[name] = dataclasses.replace(cfg, endpoint_url=f"http://127.0.0.1:{proxy.listen_port}")
         yield out
     finally:
@@ -211,10 +226,13 @@ def latency_endpoints(state: Path, upstream_port: int, cfg, names: list[str]) ->
 
 
 @contextlib.contextmanager
-def s3_target(data: str | None, placement: Placement | None = None) -> Iterator[tuple]:
+def s3_target(
+    data: str | None, placement: Placement | None = None, cpus: cores.CpuLayout | None = None
+) -> Iterator[tuple]:
     """(S3Config, bucket, base prefix, data info): the user's S3, or a private embedded server
     whose state (and uploaded bytes) are removed afterwards, kept where `placement` says
-    (shotbench.transfer.serverstore; the cache's disk without one)."""
+    (shotbench.transfer.serverstore; the cache's disk without one), and on the CPUs `cpus` gives
+    it, with this process on the others for the block (shotbench.transfer.cores)."""
     from shotbench.store.embedded import resolve_s3config
     from shotbench.store.s3 import parse_location
 
@@ -254,8 +272,15 @@ def s3_target(data: str | None, placement: Placement | None = None) -> Iterator[
                 "state": str(state),
                 "pids": list(info.pids()),
                 **(placement.public() if placement else {}),
+                **(cpus.public() if cpus else {}),
             }
-            yield cfg, BUCKET, "", {"location": f"s3://{BUCKET}/", "embedded": True, **cfg.public(), "server": server}
+            with cores.apart(cpus, info.pids()) if cpus else contextlib.nullcontext():
+                yield (
+                    cfg,
+                    BUCKET,
+                    "",
+                    {"location": f"s3://{BUCKET}/", "embedded": True, **cfg.public(), "server": server},
+                )
     finally:
         shutil.rmtree(state, ignore_errors=True)
 
@@ -324,12 +349,15 @@ def main(args: argparse.Namespace) -> int:
     tools = make_tools(plan.tools, binaries)
     files_root = cache_dir() / "transfer" / "files"
     check_disk(plan, files_root)
-    placement = None
+    placement = cpus = None
     if not args.data:
+        import os
+
         from shotbench.transfer.serverstore import place, server_bytes
 
         placement = place(args.server_storage, server_bytes(plan.all_rows()), disk_server_folder())
-    with s3_target(args.data, placement) as (cfg, bucket, prefix, info):
+        cpus = cores.layout(args.server_cpus, os.sched_getaffinity(0))
+    with s3_target(args.data, placement, cpus) as (cfg, bucket, prefix, info):
         print(
             f"shotbench transfer: profile {plan.profile}, {len(tools)} tools, {describe(plan, tools)}, "
             f"{info['location']} -> {run_dir}",
@@ -340,7 +368,11 @@ def main(args: argparse.Namespace) -> int:
         nets = plan.latency_networks if plan.latency_tools else []
         try:
             with latency_endpoints(
-                Path(server.get("state") or scratch), int(server.get("upstream_port") or 0), cfg, nets if server else []
+                Path(server.get("state") or scratch),
+                int(server.get("upstream_port") or 0),
+                cfg,
+                nets if server else [],
+                tuple(server.get("server_cpus") or ()),
             ) as networks:
                 public = {k: v for k, v in info.items() if k != "server"}
                 if server:

@@ -19,7 +19,7 @@ from shotbench.errors import UserError
 from shotbench.runs import RUN_JSON, read_meta
 from shotbench.transfer.cases import size_label
 from shotbench.transfer.checks import same_check_tools
-from shotbench.transfer.cpubound import FULL, CpuReading, Spent, reading
+from shotbench.transfer.cpubound import FULL, Cores, CpuReading, Spent, reading
 
 BASELINE = "raw-get"
 CLASSIC = "aws-s3-sync"  # the seed tables' reference column
@@ -545,19 +545,19 @@ def _spent(row: pd.Series) -> Spent:
     return Spent(float(row["seconds"]), float(row["client-cpu-s"]), float(row["server-cpu-s"]))
 
 
-def _cpu_reading(summary: pd.DataFrame, c: StageCheck, cpus: int) -> CpuReading | None:
+def _cpu_reading(summary: pd.DataFrame, c: StageCheck, cores: Cores | None) -> CpuReading | None:
     """What the machine's CPU says of a judged row's ratio (shotbench.transfer.cpubound)."""
     pair = _pair(summary, c)
-    return None if pair is None else reading(_spent(pair[0]), _spent(pair[1]), cpus)
+    return None if pair is None or cores is None else reading(_spent(pair[0]), _spent(pair[1]), cores)
 
 
-def cpu_table(cases: pd.DataFrame, cpus: int = 0) -> pd.DataFrame:
+def cpu_table(cases: pd.DataFrame, cores: Cores | None = None) -> pd.DataFrame:
     """Per row of the matrix stage ran: stage and the fastest other tool, with the median CPU each
-    used on this side and on the server's while timed. On one machine the embedded server shares
-    the cores, so the server's work for a tool's check lands on that tool's clock; against S3 it
-    would run on S3's machines. With the machine's `cpus`, also how busy the cores were during the
-    other tool's cases and stage's CPU ÷ its CPU (both sides): where the cores were full, the time
-    ratio follows that one. Empty when the run counted no CPU (runs from before it did)."""
+    used on this side and on the server's while timed. Where the embedded server shares the cores,
+    the server's work for a tool's check lands on that tool's clock; against S3 it would run on S3's
+    machines. With the run's `cores`, also how busy the cores were during the other tool's cases
+    and stage's CPU ÷ its CPU (both sides; with the server's cores apart, the busier side's, named
+    in the column): where the cores were full, the time ratio follows that one. Empty when the run counted no CPU (runs from before it did)."""
     s = summarize(loopback(cases))
     if s.empty or s["client-cpu-s"].isna().all():
         return pd.DataFrame()
@@ -582,9 +582,10 @@ def cpu_table(cases: pd.DataFrame, cpus: int = 0) -> pd.DataFrame:
                 "other server CPU s": round(best["server-cpu-s"], 3),
             }
         )
-        if cpus:
-            cr = reading(_spent(me), _spent(best), cpus)
-            rows[-1]["cores busy"] = f"{cr.busy * 100:.0f} %" if cr else "–"
+        if cores is not None:
+            cr = reading(_spent(me), _spent(best), cores)
+            side = "" if cr is None or cr.side == "both" else f" ({cr.side})"
+            rows[-1]["cores busy"] = f"{cr.busy * 100:.0f} %{side}" if cr else "–"
             rows[-1]["CPU ÷"] = round(cr.cpu_ratio, 2) if cr else float("nan")
     return pd.DataFrame(rows)
 
@@ -639,6 +640,33 @@ def server_storage_text(meta: dict) -> str:
 def machine_cpus(meta: dict) -> int:
     """The CPUs of the machine a run was made on, as run.json records them (0 when it does not)."""
     return int((meta.get("machine") or {}).get("cpus") or 0)
+
+
+def machine_cores(meta: dict) -> Cores | None:
+    """The tools' CPUs and the embedded server's own, as run.json records them: the server's
+    apart when the run split them (shotbench.transfer.cores), else every CPU shared; None when
+    run.json names no CPUs."""
+    server = ((meta.get("data") or {}).get("server")) or {}
+    if server.get("server_cpus"):
+        return Cores(len(server.get("client_cpus") or ()), len(server["server_cpus"]))
+    cpus = machine_cpus(meta)
+    return Cores(cpus) if cpus else None
+
+
+def server_cpus_text(meta: dict) -> str:
+    """Which CPUs the run's embedded server had, in a sentence ('' for a user's S3)."""
+    data = meta.get("data") or {}
+    if not data.get("embedded"):
+        return ""
+    server = data.get("server") or {}
+    if "server_cpus" not in server:
+        return "The embedded server shared every CPU with the tools (runs from before the choice was recorded)."
+    if not server["server_cpus"]:
+        return f"The embedded server shared every CPU with the tools: {server.get('cpus_why') or 'no reason recorded'}."
+    return (
+        f"The embedded server ran on CPU {', '.join(map(str, server['server_cpus']))} and the tools on CPU "
+        f"{', '.join(map(str, server.get('client_cpus') or ()))}: {server.get('cpus_why') or 'no reason recorded'}."
+    )
 
 
 def stolen_text(cases: pd.DataFrame, meta: dict) -> str:
@@ -706,11 +734,11 @@ def threshold_text(run_dir: Path, threshold: float = THRESHOLD) -> str:
         f"\n  what the trials tell of each ratio's {int(stats.LEVEL * 100)} % interval against {threshold:.2f}: "
         f"{told[WITHIN]} within, {told[SLOWER]} slower, {told[UNDECIDED]} undecided"
     )
-    cpus = machine_cpus(load_meta(run_dir))
+    cores = machine_cores(load_meta(run_dir))
     lines = [head]
     for c in checks:
         lines.append("  " + c.line())
-        cr = None if c.passed else _cpu_reading(summary, c, cpus)
+        cr = None if c.passed else _cpu_reading(summary, c, cores)
         if cr is not None:
             lines.append(f"    CPU: stage {cr.client_extra:+.3f} s on this side; {cr.phrase()}")
     same = _stage_checks(summary, threshold, SAME_CHECK)
@@ -882,9 +910,9 @@ def async_verdicts(cases: pd.DataFrame, pays: float = 1.10) -> list[AsyncVerdict
     return out
 
 
-def _cpu_differences(summary: pd.DataFrame, checks: list[StageCheck], cpus: int = 0) -> list[str]:
+def _cpu_differences(summary: pd.DataFrame, checks: list[StageCheck], cores: Cores | None = None) -> list[str]:
     """For each check with both tools' CPU counted: stage's CPU minus the fastest other tool's, on
-    this side and on the server's, and (with the machine's `cpus`) what the cores' load makes of
+    this side and on the server's, and (with the run's `cores`) what the cores' load makes of
     the ratio, in a phrase."""
     out = []
     for c in checks:
@@ -897,16 +925,16 @@ def _cpu_differences(summary: pd.DataFrame, checks: list[StageCheck], cpus: int 
         if np.isnan(client):
             continue
         where = f"{client:+.3f} s here" + ("" if np.isnan(server) else f", {server:+.3f} s on the server")
-        cr = reading(_spent(me), _spent(best), cpus)
+        cr = None if cores is None else reading(_spent(me), _spent(best), cores)
         if cr is not None:
             where += f" ({cr.phrase()})"
         out.append(f"{c.direction} {c.test} at {c.concurrency} against {c.best_tool}: {where}")
     return out
 
 
-def answer(cases: pd.DataFrame, threshold: float = THRESHOLD, cpus: int = 0) -> str:
+def answer(cases: pd.DataFrame, threshold: float = THRESHOLD, cores: Cores | None = None) -> str:
     """The report's first section, in markdown: the fastest tool per row with its ties, whether
-    `shotbench stage` met its threshold (and, with the machine's `cpus`, what the cores' load
+    `shotbench stage` met its threshold (and, with the run's `cores`, what the cores' load
     makes of a miss), and whether async pays."""
     summary = summarize(loopback(cases))  # one bootstrap per cell, shared by the rows and the checks
     rows = _leaders(summary)
@@ -942,7 +970,7 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD, cpus: int = 0) -> 
             f"{told[WITHIN]} rows, above it on {told[SLOWER]}, and across it (undecided) on {told[UNDECIDED]}"
         )
         parts.append(text + ".")
-        spent = _cpu_differences(summary, missed, cpus)
+        spent = _cpu_differences(summary, missed, cores)
         if spent:
             parts.append(
                 "**Where the misses' time went**, as CPU used while timed, stage's minus the fastest other "
