@@ -96,6 +96,10 @@ def test_the_answer_says_which_sides_cpu_a_missed_row_went_to(tmp_path: Path) ->
     assert "Where the misses' time went" not in analysis.answer(_run(tmp_path, old))
     loaded = analysis.answer(_run(tmp_path, rows), cores=Cores(2))  # 0.20 CPU-s in 0.12 s on two cores
     assert "(the cores were 83 % busy, and stage's CPU (both sides) was 1.25× the other's" in loaded
+    assert "time follows the CPU both sides spend" in loaded
+    apart = analysis.answer(_run(tmp_path, rows), cores=Cores(2, 1))  # the tools' two: 0.14 CPU-s in 0.12 s
+    assert "(the server ran on cores of its own, as S3 does)" in apart
+    assert "(the tools' cores were 58 % busy, too few for time to follow CPU)" in apart
 
 
 def test_the_threshold_block_reads_a_missed_row_through_the_machines_load(tmp_path: Path) -> None:

@@ -205,6 +205,8 @@ class CurlGets:
                         results[t.index] = t.got
                     if not left:
                         break
+                if queue and len(active) < self.jobs:
+                    continue  # a transfer ended: start the next one now, not after the others' next bytes
                 if active:
                     self.multi.select(0.05 if waiting else 1.0)
                 elif waiting:

@@ -974,8 +974,13 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD, cores: Cores | Non
         if spent:
             parts.append(
                 "**Where the misses' time went**, as CPU used while timed, stage's minus the fastest other "
-                "tool's (on one machine the server's CPU is on the clock too; against S3 it is S3's). "
-                f"Where the cores were at least {FULL * 100:.0f} % busy, time follows the CPU both sides spend:\n\n"
+                + (
+                    "tool's (the server ran on cores of its own, as S3 does). "
+                    f"Where one side's cores were at least {FULL * 100:.0f} % busy, time follows the CPU that side spends:\n\n"
+                    if cores is not None and cores.server
+                    else "tool's (on one machine the server's CPU is on the clock too; against S3 it is S3's). "
+                    f"Where the cores were at least {FULL * 100:.0f} % busy, time follows the CPU both sides spend:\n\n"
+                )
                 + "\n".join(f"- {line}." for line in spent)
             )
     same = _stage_checks(summary, threshold, SAME_CHECK)
