@@ -129,23 +129,19 @@ def test_an_empty_tool_list_and_a_zero_size_row_are_refused_with_the_arguments(
     assert not any(out.iterdir())
 
 
-def test_server_storage_with_a_users_s3_is_refused_naming_the_fix(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [
+        (["--server-storage", "memory"], "--server-storage places the embedded server's objects; drop it with --data."),
+        (["--server-cpus", "split"], "--server-cpus places the embedded server's processes; drop it with --data."),
+    ],
+)
+def test_placing_the_server_with_a_users_s3_is_refused_naming_the_fix(
+    flag: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "runs"
     out.mkdir()
-    args = ["--server-storage", "memory", "--data", "s3://bucket/prefix", "--networks", "none", "--out", str(out)]
+    args = [*flag, "--data", "s3://bucket/prefix", "--networks", "none", "--out", str(out)]
     err = _refused(["transfer", *args], capsys)
-    assert "--server-storage places the embedded server's objects; drop it with --data." in err
-    assert not any(out.iterdir())
-
-
-def test_server_cpus_with_a_users_s3_is_refused_naming_the_fix(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "runs"
-    out.mkdir()
-    args = ["--server-cpus", "split", "--data", "s3://bucket/prefix", "--networks", "none", "--out", str(out)]
-    err = _refused(["transfer", *args], capsys)
-    assert "--server-cpus places the embedded server's processes; drop it with --data." in err
+    assert said in err
     assert not any(out.iterdir())
