@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import sys
 import tempfile
@@ -274,7 +275,7 @@ def s3_target(
                 **(placement.public() if placement else {}),
                 **(cpus.public() if cpus else {}),
             }
-            with cores.apart(cpus, info.pids()) if cpus else contextlib.nullcontext():
+            with cores.apart(cpus, info.pids()):
                 yield (
                     cfg,
                     BUCKET,
@@ -351,8 +352,6 @@ def main(args: argparse.Namespace) -> int:
     check_disk(plan, files_root)
     placement = cpus = None
     if not args.data:
-        import os
-
         from shotbench.transfer.serverstore import place, server_bytes
 
         placement = place(args.server_storage, server_bytes(plan.all_rows()), disk_server_folder())
@@ -372,7 +371,7 @@ def main(args: argparse.Namespace) -> int:
                 int(server.get("upstream_port") or 0),
                 cfg,
                 nets if server else [],
-                tuple(server.get("server_cpus") or ()),
+                cpus.server if cpus else (),
             ) as networks:
                 public = {k: v for k, v in info.items() if k != "server"}
                 if server:

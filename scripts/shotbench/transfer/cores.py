@@ -79,10 +79,11 @@ def pin(pid: int, cpus: Iterable[int]) -> None:
 
 
 @contextlib.contextmanager
-def apart(placed: CpuLayout, server_pids: Iterable[int]) -> Iterator[None]:
+def apart(placed: CpuLayout | None, server_pids: Iterable[int]) -> Iterator[None]:
     """The server's processes on its CPUs and this process (every thread, and so every tool and
-    subprocess it starts) on the tools', for the block; this process's own CPUs back after."""
-    if not placed.split:
+    subprocess it starts) on the tools', for the block; this process's own CPUs back after.
+    Nothing moves without a split layout."""
+    if placed is None or not placed.split:
         yield
         return
     before = os.sched_getaffinity(0)

@@ -30,10 +30,6 @@ class Cores:
     client: int
     server: int = 0
 
-    @property
-    def total(self) -> int:
-        return self.client + self.server
-
 
 @dataclass(frozen=True)
 class Spent:

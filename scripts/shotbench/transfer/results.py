@@ -557,7 +557,8 @@ def cpu_table(cases: pd.DataFrame, cores: Cores | None = None) -> pd.DataFrame:
     the server's work for a tool's check lands on that tool's clock; against S3 it would run on S3's
     machines. With the run's `cores`, also how busy the cores were during the other tool's cases
     and stage's CPU ÷ its CPU (both sides; with the server's cores apart, the busier side's, named
-    in the column): where the cores were full, the time ratio follows that one. Empty when the run counted no CPU (runs from before it did)."""
+    in the column): where the cores were full, the time ratio follows that one. Empty when the run
+    counted no CPU (runs from before it did)."""
     s = summarize(loopback(cases))
     if s.empty or s["client-cpu-s"].isna().all():
         return pd.DataFrame()
@@ -972,15 +973,13 @@ def answer(cases: pd.DataFrame, threshold: float = THRESHOLD, cores: Cores | Non
         parts.append(text + ".")
         spent = _cpu_differences(summary, missed, cores)
         if spent:
+            full = f"{FULL * 100:.0f} % busy"
+            if cores is not None and cores.server:
+                how = f"the server ran on cores of its own, as S3 does). Where one side's cores were at least {full}, time follows the CPU that side spends"
+            else:
+                how = f"on one machine the server's CPU is on the clock too; against S3 it is S3's). Where the cores were at least {full}, time follows the CPU both sides spend"
             parts.append(
-                "**Where the misses' time went**, as CPU used while timed, stage's minus the fastest other "
-                + (
-                    "tool's (the server ran on cores of its own, as S3 does). "
-                    f"Where one side's cores were at least {FULL * 100:.0f} % busy, time follows the CPU that side spends:\n\n"
-                    if cores is not None and cores.server
-                    else "tool's (on one machine the server's CPU is on the clock too; against S3 it is S3's). "
-                    f"Where the cores were at least {FULL * 100:.0f} % busy, time follows the CPU both sides spend:\n\n"
-                )
+                f"**Where the misses' time went**, as CPU used while timed, stage's minus the fastest other tool's ({how}:\n\n"
                 + "\n".join(f"- {line}." for line in spent)
             )
     same = _stage_checks(summary, threshold, SAME_CHECK)

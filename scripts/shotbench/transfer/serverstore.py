@@ -75,9 +75,9 @@ def place(
     mounts: str | None = None,
     meminfo: str | None = None,
 ) -> Placement:
-    """`asked` is one of CHOICES (the command line checks it). Memory when asked or when `need` bytes fit in `shm` (a tmpfs) with SPARE left and within
-    1/MEMORY_SHARE of the memory available; else `disk`. Asked for memory that is not there:
-    one sentence naming the fix."""
+    """`asked` is one of CHOICES (the command line checks it). Memory when asked or when `need`
+    bytes fit in `shm` (a tmpfs) with SPARE left and within 1/MEMORY_SHARE of the memory
+    available; else `disk`. Asked for memory that is not there: one sentence naming the fix."""
     if asked == DISK:
         return Placement(DISK, disk, "asked for (--server-storage disk)")
     mounts = _read("/proc/self/mounts") if mounts is None else mounts
