@@ -173,3 +173,24 @@ def test_small_objects_arrive_whole_through_503s_and_cut_bodies(s3_server, s3_bu
     for n, b in bodies.items():
         assert (tmp_path / "out" / n).read_bytes() == b, n
     assert made.get("slowdown", 0) >= 1 and made.get("truncated", 0) >= 1, made
+
+
+def test_a_small_object_longer_than_listed_or_a_full_disk_is_one_sentence(
+    s3_server, s3_bucket: str, tmp_path: Path
+) -> None:
+    """A small object's GET writes at most the bytes listed: a body a little longer (within what
+    libcurl lets through) and one far longer (which libcurl ends at once) are both refused, and a
+    disk that is full when the bytes are written (`/dev/full`) is one sentence naming the file."""
+    cfg = s3_server.s3config()
+    prefix = f"longer-{uuid.uuid4().hex[:6]}/"
+    body = os.urandom(MiB - 5)  # more than one flush of the pieces libcurl hands over
+    cfg.boto3_client().put_object(Bucket=s3_bucket, Key=prefix + "obj", Body=body, ChecksumAlgorithm="CRC64NVME")
+
+    for listed in (len(body) - 1, 1000):
+        with pytest.raises(UserError, match=f"received more than {listed} bytes .* fetch again"):
+            fetch_objects(cfg, s3_bucket, [Wanted(prefix + "obj", tmp_path / f"l{listed}", listed)], jobs=2)
+        assert not (tmp_path / f"l{listed}").exists() or (tmp_path / f"l{listed}").stat().st_size <= listed
+    with pytest.raises(UserError, match=r"^cannot write /dev/full \(No space left on device\); check the folder"):
+        fetch_objects(cfg, s3_bucket, [Wanted(prefix + "obj", Path("/dev/full"), len(body))], jobs=2)
+    done = fetch_objects(cfg, s3_bucket, [Wanted(prefix + "obj", tmp_path / "whole", len(body))], jobs=2)
+    assert (tmp_path / "whole").read_bytes() == body and done.checked == 1
