@@ -45,6 +45,7 @@ PAUSE_S, MAX_PAUSE_S = 0.1, 15.0  # the first pause, doubled on each try up to t
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 _CHECKSUM_HEADER = b"x-amz-checksum-crc64nvme:"
 _FILESIZE_EXCEEDED = 63  # CURLE_FILESIZE_EXCEEDED: the body passed its object's size and SLACK
+_IOV_MAX = os.sysconf("SC_IOV_MAX")  # the most buffers one writev takes
 
 
 @dataclass(frozen=True)
@@ -157,17 +158,11 @@ class _Transfer:
 
 
 def _write_all(fd: int, pieces: list[Any]) -> None:
-    """Every piece, in order, in as few calls as the system takes (`writev`, at most IOV_MAX at once)."""
-    iov_max = os.sysconf("SC_IOV_MAX")
-    while pieces:
-        wrote = os.writev(fd, pieces[:iov_max])
-        if not wrote:  # a short write is followed by one that says why; this one did not
+    """Every piece, in order, `writev` by `writev`; a short write to a file is a full disk."""
+    for at in range(0, len(pieces), _IOV_MAX):
+        group = pieces[at : at + _IOV_MAX]
+        if os.writev(fd, group) != sum(map(len, group)):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        while pieces and wrote >= len(pieces[0]):
-            wrote -= len(pieces[0])
-            pieces = pieces[1:]
-        if wrote:
-            pieces = [memoryview(pieces[0])[wrote:], *pieces[1:]]
 
 
 def libcurl_version() -> str | None:
@@ -278,19 +273,18 @@ class CurlGets:
     def _finish(t: _Transfer, code: int, reason: str) -> float | None:
         """None when `t` ended with a 200 (whatever its length: the caller compares it with the
         object's size), its last bytes written; else the pause before its next try, or raise on the last."""
-        try:
-            t.read_headers()
-            if t.local is None and t.status == 200 and (not reason or code == _FILESIZE_EXCEEDED):
-                t.got.more = t.got.more or bool(reason)
-                t.flush()
-                if t.fd is None:  # an empty object: its file is made all the same
-                    t.fd = os.open(t.get.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        except OSError as exc:
-            t.local = exc
+        t.read_headers()
+        ended = t.status == 200 and (not reason or code == _FILESIZE_EXCEEDED)
+        if ended and t.local is None:
+            t.got.more = t.got.more or bool(reason)
+            try:
+                t.flush()  # the last pieces; it makes the file of an empty object too
+            except OSError as exc:
+                t.local = exc
         t.close()
         if t.local is not None:  # named by its file, whichever call failed
             raise OSError(t.local.errno, t.local.strerror, t.get.path)
-        if t.status == 200 and (not reason or code == _FILESIZE_EXCEEDED):
+        if ended:
             return None
         status, why = (t.status, _error_code(b"".join(t.pieces))) if not reason else (0, reason)
         t.tries += 1
