@@ -12,7 +12,7 @@ import pytest
 
 from shotbench.bench import pools
 from shotbench.store.s3 import without_s3_settings
-from support.clusterhosts import Procs, free_port, scheduler_cmd, wait_for_pools
+from support.clusterhosts import local_scheduler, wait_for_pools
 
 # What is compared is the gate, not what every run does first: the byte check is off and the nine
 # runs share one Dask worker (`--scheduler`, as a user's runs share their cluster). A run then took
@@ -84,10 +84,7 @@ def test_compare_two_runs_passes_and_a_slowed_run_fails_by_name(tmp_path: Path, 
     2-core machine two runs made a minute apart differed by 1.4× for local and 2–3× for fsspec,
     which no statistic over one run's tasks can tell from a regression; made in turn, that drift
     falls on every side alike."""
-    procs = Procs(tmp_path / "cluster")
-    request.addfinalizer(procs.end)
-    scheduler = f"tcp://127.0.0.1:{free_port()}"
-    procs.start(scheduler_cmd("127.0.0.1", int(scheduler.rsplit(":", 1)[1])), "scheduler")
+    procs, scheduler = local_scheduler(request, tmp_path / "cluster")
     procs.start(pools.worker_command(sys.executable, scheduler, "main"), "worker")  # fsspec's and local's pool
     wait_for_pools(scheduler, {"main": 1})
     sides: dict[str, list[Path]] = {"a": [], "again": [], "slowed": []}

@@ -20,7 +20,7 @@ from shotbench.bench import pools
 from shotbench.bench.casesettings import CASE_VARS, CaseSettings, case_settings, in_case, submit
 from shotbench.errors import UserError
 from shotbench.store.s3 import without_s3_settings
-from support.clusterhosts import Procs, free_port, scheduler_cmd, wait_for_pools
+from support.clusterhosts import local_scheduler, wait_for_pools
 
 SECRET = "not-a-real-secret-but-secret-here-0123456789"
 
@@ -190,11 +190,7 @@ def test_a_cluster_of_only_2_0_workers_is_refused_before_any_case(
 
     loc, cfg, _ = staged_shots
     data = f"s3://{loc.bucket}/{loc.prefix}"
-    procs = Procs(tmp_path / "logs")
-    request.addfinalizer(procs.end)
-    port = free_port()
-    addr = f"tcp://127.0.0.1:{port}"
-    procs.start(scheduler_cmd("127.0.0.1", port), "scheduler")
+    procs, addr = local_scheduler(request, tmp_path / "logs")
     py20 = str(env_python("hdf5-2.0"))
     procs.start(pools.worker_command(py20, addr, "hdf5-2.0", 1), "pool-hdf5-2.0")
     wait_for_pools(addr, {"hdf5-2.0": 1})
@@ -265,11 +261,7 @@ def test_a_plain_dask_worker_from_a_marked_environment_joins_its_pool(
     request.addfinalizer(lambda: ours.unlink(missing_ok=True))
     request.addfinalizer(lambda: marked.unlink(missing_ok=True))
     assert mark(python.parent.parent, "hdf5-2.0") == marked
-    procs = Procs(tmp_path / "logs")
-    request.addfinalizer(procs.end)
-    port = free_port()
-    addr = f"tcp://127.0.0.1:{port}"
-    procs.start(scheduler_cmd("127.0.0.1", port), "scheduler")
+    procs, addr = local_scheduler(request, tmp_path / "logs")
     procs.start([str(python), "-m", "distributed.cli.dask_worker", addr, "--nthreads", "1"], "plain-worker")
     info = wait_for_pools(addr, {"hdf5-2.0": 1}, timeout=120)
     assert [pools.env_of(w.get("resources")) for w in info.values()] == ["hdf5-2.0"]

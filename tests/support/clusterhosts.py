@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shotbench.bench import pools
 
 
@@ -63,6 +65,16 @@ def scheduler_cmd(host: str, port: int) -> list[str]:
         sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", host, "--port", str(port),
         "--dashboard-address", ":0",
     ]  # fmt: skip
+
+
+def local_scheduler(request: pytest.FixtureRequest, logs: Path) -> tuple[Procs, str]:
+    """A scheduler on 127.0.0.1 at a free port, its address, and the `Procs` that started it, which
+    the test's finalizer ends: the test starts the workers of the pools it needs with the same `Procs`."""
+    procs = Procs(logs)
+    request.addfinalizer(procs.end)
+    port = free_port()
+    procs.start(scheduler_cmd("127.0.0.1", port), "scheduler")
+    return procs, f"tcp://127.0.0.1:{port}"
 
 
 def wait_for_pools(address: str, wanted: dict[str, int], timeout: float = 180.0) -> dict[str, Any]:
